@@ -1,0 +1,91 @@
+package result
+
+import "time"
+
+// Status classifies how a request ended.
+type Status string
+
+// Request outcomes. Every scheduled request ends in exactly one of them, so
+// ok + errors + cancelled = scheduled.
+const (
+	StatusOK          Status = "ok"
+	StatusHTTPError   Status = "http_error"
+	StatusTimeout     Status = "timeout"
+	StatusStreamError Status = "stream_error"
+	StatusCancelled   Status = "cancelled"
+)
+
+// Record is one request as the client (or the simulator, in virtual time) saw
+// it. Times are absolute; latencies are derived from the scheduled send time so
+// that queueing in front of the server is never hidden (no coordinated
+// omission). One Record is one JSON line.
+type Record struct {
+	RunID   string `json:"run_id"`
+	User    int    `json:"user"`
+	Session int    `json:"session"`
+	Profile string `json:"profile"`
+	Turn    int    `json:"turn"`
+
+	// Scheduled is when the request was due (previous reply + think time, or
+	// the ramp slot for a user's first request).
+	Scheduled time.Time `json:"scheduled"`
+	// Sent is when the request bytes started going out; Sent-Scheduled is the
+	// client's dispatch lag.
+	Sent time.Time `json:"sent"`
+	// FirstToken is when the first content chunk was read; zero if none.
+	FirstToken time.Time `json:"first_token,omitzero"`
+	// Done is when the response ended (or failed).
+	Done time.Time `json:"done"`
+
+	// TokenGapsUS are the gaps in microseconds between consecutive content
+	// chunks after the first; TokenCounts, when present, gives the number of
+	// tokens each chunk after the first carried (1 if absent).
+	TokenGapsUS []int64 `json:"token_gaps_us,omitempty"`
+	TokenCounts []int   `json:"token_counts,omitempty"`
+
+	PromptTokensTarget int `json:"prompt_tokens_target"`
+	PromptTokens       int `json:"prompt_tokens"`            // server-reported; 0 if unknown
+	CachedTokens       int `json:"cached_tokens,omitempty"` // server-reported prefix-cache hits
+	OutputTokens       int `json:"output_tokens"`
+	MaxTokens          int `json:"max_tokens,omitempty"`
+
+	Status Status `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// HTTPStatus is the response code when one was received.
+	HTTPStatus int `json:"http_status,omitempty"`
+}
+
+// TTFT is the time from the scheduled send to the first content token; false
+// when no token arrived.
+func (r *Record) TTFT() (time.Duration, bool) {
+	if r.FirstToken.IsZero() {
+		return 0, false
+	}
+	return r.FirstToken.Sub(r.Scheduled), true
+}
+
+// E2E is the time from the scheduled send to the end of the response.
+func (r *Record) E2E() time.Duration { return r.Done.Sub(r.Scheduled) }
+
+// DispatchLag is how late the client sent the request.
+func (r *Record) DispatchLag() time.Duration { return r.Sent.Sub(r.Scheduled) }
+
+// TPOT is (E2E-TTFT)/(output tokens-1); false with fewer than two tokens.
+func (r *Record) TPOT() (time.Duration, bool) {
+	ttft, ok := r.TTFT()
+	if !ok || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2E() - ttft) / time.Duration(r.OutputTokens-1), true
+}
+
+// Sink consumes records as a run produces them.
+type Sink interface {
+	Write(*Record) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(*Record) error
+
+// Write calls f(r).
+func (f SinkFunc) Write(r *Record) error { return f(r) }

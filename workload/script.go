@@ -1,0 +1,68 @@
+package workload
+
+import "time"
+
+// SegmentKind says where a piece of prompt content comes from in the prefix
+// geometry; it decides who else sends the same tokens.
+type SegmentKind string
+
+// Segment kinds, in the order they appear in a prompt.
+const (
+	KindSystem    SegmentKind = "system"    // common system prompt (shared by everyone)
+	KindRoot      SegmentKind = "root"      // monorepo root files shared by every user
+	KindTeam      SegmentKind = "team"      // a team subtree shared by the team's users
+	KindUser      SegmentKind = "user"      // user-private files
+	KindTurn      SegmentKind = "turn"      // new user content of a turn (question, paste, tool output)
+	KindAssistant SegmentKind = "assistant" // a reply in the history
+)
+
+// Segment is a run of tokens with provenance. Two segments with the same Key
+// and Tokens have byte-identical text, so a prefix cache can share them;
+// different keys never share content. Owner is the team index for KindTeam,
+// the user index for KindUser, KindTurn and KindAssistant, and 0 otherwise.
+type Segment struct {
+	Kind   SegmentKind `json:"kind"`
+	Owner  int         `json:"owner"`
+	Turn   int         `json:"turn"`
+	Key    uint64      `json:"key"`
+	Tokens int         `json:"tokens"`
+}
+
+// Turn is one request of a session. The prompt of turn k is the session's
+// Prefix, then for every earlier turn j its NewContent followed by its reply
+// (ReplyTokens when simulated; the server's actual reply when live), then turn
+// k's NewContent.
+type Turn struct {
+	Index int `json:"index"`
+	// NewContent is what the user adds in this turn.
+	NewContent []Segment `json:"new_content"`
+	// PromptTokens is the target prompt length of this turn, history included,
+	// assuming every earlier reply had exactly ReplyTokens tokens.
+	PromptTokens int `json:"prompt_tokens"`
+	// MaxTokens is the output budget sent as max_tokens.
+	MaxTokens int `json:"max_tokens"`
+	// ReplyTokens is the reply length the simulator produces (<= MaxTokens).
+	ReplyTokens int `json:"reply_tokens"`
+	// ThinkTime is the pause after this turn's reply before the next turn.
+	ThinkTime time.Duration `json:"think_time_ns"`
+}
+
+// Script is one session of one virtual user, fully determined by the workload
+// configuration, the seed, the user index and the session index.
+type Script struct {
+	User    int    `json:"user"`
+	Session int    `json:"session"`
+	Profile string `json:"profile"`
+	Team    int    `json:"team"`
+	// Prefix is the context present at session start (system, root, team and
+	// user files), sent as the first part of every turn's prompt.
+	Prefix []Segment `json:"prefix"`
+	Turns  []Turn    `json:"turns"`
+}
+
+// Source yields session scripts lazily: Session(user, n) is user's n-th
+// session (n from 0). Implementations are deterministic and safe for
+// concurrent use; nothing is materialised until asked for.
+type Source interface {
+	Session(user, n int) (*Script, error)
+}

@@ -1,0 +1,57 @@
+package config
+
+// Config is one capacity plan: what to serve, with which workload, under which
+// SLA, and how to search, run, sweep, observe and report.
+type Config struct {
+	Engine    Engine    `yaml:"engine" doc:"The inference server under test and how spoc starts it."`
+	Workload  Workload  `yaml:"workload" doc:"Stateful multi-turn sessions from user profiles on a shared prefix geometry."`
+	SLA       SLA       `yaml:"sla" doc:"Service-level objectives a run must meet; the capacity ceiling is the largest user count that meets them."`
+	Search    Search    `yaml:"search" doc:"The NSGA-II study over engine flags (spoc tune)."`
+	Run       Run       `yaml:"run" doc:"One load run: users, windows and client behaviour."`
+	Sweep     Sweep     `yaml:"sweep" doc:"Capacity sweep over user counts (spoc sweep, spoc plan)."`
+	Telemetry Telemetry `yaml:"telemetry" doc:"Engine and GPU metrics collected during every run."`
+	Trace     Trace     `yaml:"trace" doc:"Nsight Systems kernel trace analysed by spoc plan when given."`
+	Report    Report    `yaml:"report" doc:"What the report contains."`
+}
+
+// Default returns the reference case of DESIGN.md: gpt-oss-120b on 4× H100
+// in the simulator, the P0/P1/P2 coding-assistant workload on a
+// partial-common-ground monorepo, and the documented SLA assumptions.
+func Default() *Config {
+	return &Config{
+		Engine:    DefaultEngine(),
+		Workload:  DefaultWorkload(),
+		SLA:       DefaultSLA(),
+		Search:    DefaultSearch(),
+		Run:       DefaultRun(),
+		Sweep:     DefaultSweep(),
+		Telemetry: DefaultTelemetry(),
+		Trace:     Trace{},
+		Report:    DefaultReport(),
+	}
+}
+
+// Validate checks every section and cross-section rule and returns *Errors
+// listing all problems, or nil.
+func (c *Config) Validate() error {
+	errs := &Errors{}
+	c.Engine.validate("engine", errs)
+	c.Workload.validate("workload", errs, c.Engine.MaxModelLen)
+	c.SLA.validate("sla", errs)
+	c.Search.validate("search", errs)
+	c.Run.validate("run", errs)
+	c.Sweep.validate("sweep", errs)
+	c.Telemetry.validate("telemetry", errs)
+	c.Trace.validate("trace", errs)
+	c.Report.validate("report", errs)
+	return errs.Err()
+}
+
+func oneOf(v string, allowed []string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,62 @@
+package config
+
+// Run configures one load run.
+type Run struct {
+	Target            string   `yaml:"target,omitempty" doc:"Base URL for spoc run (overrides the engine's endpoint)."`
+	Users             int      `yaml:"users" doc:"Concurrent closed-loop virtual users."`
+	Duration          Duration `yaml:"duration" doc:"Measured window."`
+	Warmup            Duration `yaml:"warmup" doc:"Window before the measured one, excluded from the summary (caches fill, queues settle)."`
+	Ramp              Duration `yaml:"ramp" doc:"Users start staggered over this period: no burst at t=0."`
+	ThinkTimeScale    float64  `yaml:"think_time_scale" doc:"Multiplier on think times; 0 sends turns back to back."`
+	Endpoint          string   `yaml:"endpoint" doc:"chat (/v1/chat/completions) or completions (/v1/completions)."`
+	RequestTimeout    Duration `yaml:"request_timeout" doc:"Longest a request may take before it counts as a timeout."`
+	FirstByteTimeout  Duration `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
+	ClientBoundLagP99 Duration `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this."`
+	APIKeyEnv         string   `yaml:"api_key_env" doc:"Environment variable holding the API key; never logged or recorded."`
+}
+
+// DefaultRun: 100 users, 1 minute ramp and warm-up, 10 minutes measured.
+func DefaultRun() Run {
+	return Run{
+		Users:             100,
+		Duration:          Duration(10 * 60e9),
+		Warmup:            Duration(60e9),
+		Ramp:              Duration(60e9),
+		ThinkTimeScale:    1,
+		Endpoint:          "chat",
+		RequestTimeout:    Duration(10 * 60e9),
+		FirstByteTimeout:  Duration(5 * 60e9),
+		ClientBoundLagP99: Duration(10e6),
+		APIKeyEnv:         "OPENAI_API_KEY",
+	}
+}
+
+func (r *Run) validate(p string, errs *Errors) {
+	if r.Users < 1 {
+		errs.Addf(p+".users", "must be at least 1, got %d", r.Users)
+	}
+	if r.Duration <= 0 {
+		errs.Addf(p+".duration", "must be positive")
+	}
+	if r.Warmup < 0 {
+		errs.Addf(p+".warmup", "must not be negative")
+	}
+	if r.Ramp < 0 {
+		errs.Addf(p+".ramp", "must not be negative")
+	}
+	if r.ThinkTimeScale < 0 {
+		errs.Addf(p+".think_time_scale", "must not be negative, got %v", r.ThinkTimeScale)
+	}
+	if r.Endpoint != "chat" && r.Endpoint != "completions" {
+		errs.Addf(p+".endpoint", "must be chat or completions, got %q", r.Endpoint)
+	}
+	if r.RequestTimeout <= 0 {
+		errs.Addf(p+".request_timeout", "must be positive")
+	}
+	if r.FirstByteTimeout <= 0 || r.FirstByteTimeout > r.RequestTimeout {
+		errs.Addf(p+".first_byte_timeout", "must be positive and at most request_timeout (%s)", r.RequestTimeout)
+	}
+	if r.ClientBoundLagP99 <= 0 {
+		errs.Addf(p+".client_bound_lag_p99", "must be positive")
+	}
+}

@@ -1,0 +1,148 @@
+package config
+
+import "fmt"
+
+// Objective metrics a study can optimise.
+var ObjectiveMetrics = []string{"output_throughput", "total_throughput", "request_throughput", "goodput", "ttft_p50", "ttft_p95", "ttft_p99", "itl_p50", "itl_p95", "itl_p99", "tpot_p95", "e2e_p95", "capacity"}
+
+// Search configures the NSGA-II study run by spoc tune.
+type Search struct {
+	Sampler       string      `yaml:"sampler" doc:"nsga2, random or grid."`
+	Trials        int         `yaml:"trials" doc:"Total trials of the study (a resumed study runs up to this many)."`
+	Population    int         `yaml:"population" doc:"NSGA-II population size per generation."`
+	CrossoverProb float64     `yaml:"crossover_prob" doc:"Probability that a child is produced by crossover (otherwise a copy of a parent, then mutated)."`
+	MutationProb  float64     `yaml:"mutation_prob" doc:"Per-parameter mutation probability; 0 means 1/number of parameters."`
+	Seed          uint64      `yaml:"seed" doc:"Sampler seed."`
+	Users         int         `yaml:"users" doc:"Concurrent users at which every trial is evaluated." assumption:"the study's tuning load was not published; near the expected ceiling"`
+	Duration      Duration    `yaml:"duration" doc:"Measured window of each trial."`
+	Warmup        Duration    `yaml:"warmup" doc:"Warm-up before each trial's measured window."`
+	Storage       string      `yaml:"storage" doc:"Study storage: sqlite:PATH (default, relative to the output folder) or postgres://... for several workers."`
+	Study         string      `yaml:"study" doc:"Study name inside the storage."`
+	Objectives    []Objective `yaml:"objectives" doc:"What the study optimises; SLA clauses are constraints."`
+	Space         []Param     `yaml:"space" doc:"Engine flags to search (vLLM names)."`
+}
+
+// Objective is one optimisation target.
+type Objective struct {
+	Metric    string `yaml:"metric" doc:"output_throughput, total_throughput, request_throughput, goodput, ttft_p95, itl_p95, ... or capacity (max users under SLA by a short inner search)."`
+	Direction string `yaml:"direction" doc:"maximize or minimize."`
+}
+
+// Param is one dimension of the search space.
+type Param struct {
+	Name    string  `yaml:"name" doc:"Engine flag name as vLLM spells it (max-num-batched-tokens)."`
+	Type    string  `yaml:"type" doc:"int, float, bool or categorical."`
+	Low     float64 `yaml:"low,omitempty" doc:"Lower bound (int, float)."`
+	High    float64 `yaml:"high,omitempty" doc:"Upper bound (int, float)."`
+	Log     bool    `yaml:"log,omitempty" doc:"Sample on a log scale."`
+	Step    float64 `yaml:"step,omitempty" doc:"Grid step (int, float); 0 for none."`
+	Choices []any   `yaml:"choices,omitempty" doc:"Values of a categorical parameter."`
+	Doc     string  `yaml:"doc,omitempty" doc:"Why the parameter matters; shown in reports."`
+}
+
+// DefaultSearch is a 60-trial NSGA-II study over the vLLM scheduler and
+// memory flags that decide throughput against latency.
+func DefaultSearch() Search {
+	return Search{
+		Sampler:       "nsga2",
+		Trials:        60,
+		Population:    12,
+		CrossoverProb: 0.9,
+		Seed:          1,
+		Users:         200,
+		Duration:      Duration(5 * 60e9),
+		Warmup:        Duration(60e9),
+		Storage:       "sqlite:study.db",
+		Study:         "default",
+		Objectives: []Objective{
+			{Metric: "output_throughput", Direction: "maximize"},
+			{Metric: "ttft_p95", Direction: "minimize"},
+			{Metric: "itl_p95", Direction: "minimize"},
+		},
+		Space: DefaultSpace(),
+	}
+}
+
+// DefaultSpace is the documented default search space.
+func DefaultSpace() []Param {
+	return []Param{
+		{Name: "max-num-batched-tokens", Type: "int", Low: 256, High: 16384, Log: true, Doc: "Per-step token budget: chunked prefill splits long prompts into chunks of at most this, so small values protect ITL and large ones cut TTFT."},
+		{Name: "max-num-seqs", Type: "int", Low: 16, High: 1024, Log: true, Doc: "Most sequences in one batch: caps decode concurrency and KV demand."},
+		{Name: "gpu-memory-utilization", Type: "float", Low: 0.80, High: 0.95, Doc: "Share of GPU memory vLLM may use; the rest of it after weights is KV cache."},
+		{Name: "enable-prefix-caching", Type: "bool", Choices: []any{true, false}, Doc: "Reuse KV blocks of shared prefixes across requests (the shared monorepo root)."},
+		{Name: "enable-chunked-prefill", Type: "bool", Choices: []any{true, false}, Doc: "Split long prefills across steps, mixing them with decodes."},
+		{Name: "long-prefill-token-threshold", Type: "categorical", Choices: []any{0, 2048, 8192}, Doc: "Prompts longer than this count as long and are limited per step (0: off)."},
+		{Name: "block-size", Type: "categorical", Choices: []any{16, 32, 64}, Doc: "KV-cache block size in tokens; prefix sharing is in whole blocks."},
+		{Name: "async-scheduling", Type: "bool", Choices: []any{true, false}, Doc: "Overlap scheduling of step n+1 with execution of step n."},
+	}
+}
+
+func (s *Search) validate(p string, errs *Errors) {
+	if !oneOf(s.Sampler, []string{"nsga2", "random", "grid"}) {
+		errs.Addf(p+".sampler", "unknown sampler %q (one of \"nsga2\", \"random\", \"grid\")", s.Sampler)
+	}
+	if s.Trials < 1 {
+		errs.Addf(p+".trials", "must be at least 1, got %d", s.Trials)
+	}
+	if s.Population < 2 {
+		errs.Addf(p+".population", "must be at least 2, got %d", s.Population)
+	}
+	if s.CrossoverProb < 0 || s.CrossoverProb > 1 {
+		errs.Addf(p+".crossover_prob", "must be in [0, 1], got %v", s.CrossoverProb)
+	}
+	if s.MutationProb < 0 || s.MutationProb > 1 {
+		errs.Addf(p+".mutation_prob", "must be in [0, 1], got %v", s.MutationProb)
+	}
+	if s.Users < 1 {
+		errs.Addf(p+".users", "must be at least 1, got %d", s.Users)
+	}
+	if s.Duration <= 0 {
+		errs.Addf(p+".duration", "must be positive")
+	}
+	if s.Warmup < 0 {
+		errs.Addf(p+".warmup", "must not be negative")
+	}
+	if s.Study == "" {
+		errs.Addf(p+".study", "must be set")
+	}
+	if len(s.Objectives) == 0 {
+		errs.Addf(p+".objectives", "at least one objective is needed")
+	}
+	for i, o := range s.Objectives {
+		op := fmt.Sprintf("%s.objectives[%d]", p, i)
+		if !oneOf(o.Metric, ObjectiveMetrics) {
+			errs.Addf(op+".metric", "unknown metric %q (one of %s)", o.Metric, quoteList(ObjectiveMetrics))
+		}
+		if o.Direction != "maximize" && o.Direction != "minimize" {
+			errs.Addf(op+".direction", "must be maximize or minimize, got %q", o.Direction)
+		}
+	}
+	seen := map[string]bool{}
+	for i, q := range s.Space {
+		qp := fmt.Sprintf("%s.space[%d]", p, i)
+		if q.Name == "" {
+			errs.Addf(qp+".name", "must be set")
+		} else if seen[q.Name] {
+			errs.Addf(qp+".name", "duplicate parameter %q", q.Name)
+		}
+		seen[q.Name] = true
+		switch q.Type {
+		case "int", "float":
+			if q.High < q.Low {
+				errs.Addf(qp+".high", "must be >= low (%v), got %v", q.Low, q.High)
+			}
+			if q.Log && q.Low <= 0 {
+				errs.Addf(qp+".low", "log scale needs low > 0, got %v", q.Low)
+			}
+			if q.Step < 0 {
+				errs.Addf(qp+".step", "must not be negative, got %v", q.Step)
+			}
+		case "bool", "categorical":
+			if len(q.Choices) == 0 {
+				errs.Addf(qp+".choices", "%s parameter needs choices", q.Type)
+			}
+		default:
+			errs.Addf(qp+".type", "unknown parameter type %q (one of \"int\", \"float\", \"bool\", \"categorical\")", q.Type)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package config
+
+import "fmt"
+
+// Sweep configures the capacity sweep.
+type Sweep struct {
+	Users              []int    `yaml:"users,omitempty" doc:"Coarse grid of user counts; empty doubles from start until the SLA fails or max is reached."`
+	Start              int      `yaml:"start" doc:"First user count of the automatic grid."`
+	Max                int      `yaml:"max" doc:"Largest user count tried."`
+	ResolutionUsers    int      `yaml:"resolution_users" doc:"Bisection stops when passing and failing counts are this close (or resolution_fraction of the passing count, whichever is larger)."`
+	ResolutionFraction float64  `yaml:"resolution_fraction" doc:"Relative bisection resolution."`
+	Repeats            int      `yaml:"repeats" doc:"Runs per user count; a count passes when every repeat passes."`
+	Duration           Duration `yaml:"duration" doc:"Measured window per level; 0 uses run.duration."`
+	Warmup             Duration `yaml:"warmup" doc:"Warm-up per level; 0 uses run.warmup."`
+	TopK               int      `yaml:"top_k" doc:"spoc plan: feasible Pareto-front members given a short sweep before the best is chosen."`
+	Choose             string   `yaml:"choose" doc:"spoc plan: how to pick the configuration: highest-ceiling, or max-throughput."`
+}
+
+// DefaultSweep doubles from 25 users, bisects to max(5 users, 2 %).
+func DefaultSweep() Sweep {
+	return Sweep{
+		Start:              25,
+		Max:                4000,
+		ResolutionUsers:    5,
+		ResolutionFraction: 0.02,
+		Repeats:            1,
+		TopK:               3,
+		Choose:             "highest-ceiling",
+	}
+}
+
+func (s *Sweep) validate(p string, errs *Errors) {
+	for i, u := range s.Users {
+		if u < 1 {
+			errs.Addf(fmt.Sprintf("%s.users[%d]", p, i), "must be at least 1, got %d", u)
+		} else if i > 0 && u <= s.Users[i-1] {
+			errs.Addf(fmt.Sprintf("%s.users[%d]", p, i), "user counts must increase, got %d after %d", u, s.Users[i-1])
+		}
+	}
+	if s.Start < 1 {
+		errs.Addf(p+".start", "must be at least 1, got %d", s.Start)
+	}
+	if s.Max < s.Start {
+		errs.Addf(p+".max", "must be >= start (%d), got %d", s.Start, s.Max)
+	}
+	if s.ResolutionUsers < 1 {
+		errs.Addf(p+".resolution_users", "must be at least 1, got %d", s.ResolutionUsers)
+	}
+	if s.ResolutionFraction < 0 || s.ResolutionFraction >= 1 {
+		errs.Addf(p+".resolution_fraction", "must be in [0, 1), got %v", s.ResolutionFraction)
+	}
+	if s.Repeats < 1 {
+		errs.Addf(p+".repeats", "must be at least 1, got %d", s.Repeats)
+	}
+	if s.Duration < 0 || s.Warmup < 0 {
+		errs.Addf(p+".duration", "durations must not be negative")
+	}
+	if s.TopK < 1 {
+		errs.Addf(p+".top_k", "must be at least 1, got %d", s.TopK)
+	}
+	if s.Choose != "highest-ceiling" && s.Choose != "max-throughput" {
+		errs.Addf(p+".choose", "unknown choice %q (one of \"highest-ceiling\", \"max-throughput\")", s.Choose)
+	}
+}

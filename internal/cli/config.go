@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/config"
+)
+
+func init() { register(newConfigCmd) }
+
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Print the default configuration or validate a configuration file",
+	}
+	var asJSON bool
+	def := &cobra.Command{
+		Use:   "default",
+		Short: "Print the fully defaulted configuration with a comment on every field",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), config.Default())
+			}
+			return config.WriteYAML(cmd.OutOrStdout(), config.Default())
+		},
+	}
+	def.Flags().BoolVar(&asJSON, "json", false, "print as JSON (without comments)")
+	var file string
+	var checkJSON bool
+	check := &cobra.Command{
+		Use:   "check -c FILE",
+		Short: "Validate a configuration file; exit 2 on error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageErrorf("config check needs -c FILE")
+			}
+			_, err := config.LoadFile(file)
+			if checkJSON {
+				res := map[string]any{"file": file, "valid": err == nil}
+				if err != nil {
+					res["error"] = err.Error()
+				}
+				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+					return werr
+				}
+				if err != nil {
+					return &ExitError{Code: ExitUsage}
+				}
+				return nil
+			}
+			if err != nil {
+				return usageError(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", file)
+			return nil
+		},
+	}
+	check.Flags().StringVarP(&file, "config", "c", "", "configuration file")
+	check.Flags().BoolVar(&checkJSON, "json", false, "print the verdict as JSON")
+	cmd.AddCommand(def, check)
+	return cmd
+}
+
+// loadConfig loads -c FILE (or the defaults) and maps errors to exit code 2.
+func loadConfig(path string) (*config.Config, error) {
+	cfg, err := config.LoadFile(path)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return cfg, nil
+}

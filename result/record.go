@@ -44,7 +44,7 @@ type Record struct {
 	TokenCounts []int   `json:"token_counts,omitempty"`
 
 	PromptTokensTarget int `json:"prompt_tokens_target"`
-	PromptTokens       int `json:"prompt_tokens"`            // server-reported; 0 if unknown
+	PromptTokens       int `json:"prompt_tokens"`           // server-reported; 0 if unknown
 	CachedTokens       int `json:"cached_tokens,omitempty"` // server-reported prefix-cache hits
 	OutputTokens       int `json:"output_tokens"`
 	MaxTokens          int `json:"max_tokens,omitempty"`

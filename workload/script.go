@@ -66,3 +66,10 @@ type Script struct {
 type Source interface {
 	Session(user, n int) (*Script, error)
 }
+
+// Renderer turns a segment into text whose tokenization under the workload's
+// tokenizer has exactly seg.Tokens tokens; the same segment always renders to
+// the same bytes. Render appends to dst and returns the extended slice.
+type Renderer interface {
+	Render(dst []byte, seg Segment) ([]byte, error)
+}

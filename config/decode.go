@@ -169,11 +169,16 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	return out
 }
 
-// suggest proposes the closest known key for a misspelt one.
+// suggest proposes the closest known key for a misspelt one: a small edit
+// distance, or one key being a prefix of the other (maximum → max).
 func suggest(key string, fields map[string]reflect.StructField) string {
-	best, bestD := "", 3
+	best, bestD := "", 1<<30
 	for k := range fields {
-		if d := editDistance(key, k); d < bestD || (d == bestD && best != "" && k < best) {
+		d := editDistance(key, k)
+		if d > 2 && !strings.HasPrefix(key, k) && !strings.HasPrefix(k, key) {
+			continue
+		}
+		if d < bestD || (d == bestD && k < best) {
 			best, bestD = k, d
 		}
 	}

@@ -1,0 +1,216 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Level is the outcome of every repeat at one user count.
+type Level struct {
+	Users   int      `json:"users"`
+	Pass    bool     `json:"pass"`
+	Repeats []Repeat `json:"repeats"`
+	// FailedClause is the first SLA clause that failed in a failing repeat.
+	FailedClause string `json:"failed_clause,omitempty"`
+}
+
+// Repeat is one run at a user count, reduced to what the sweep needs.
+type Repeat struct {
+	Pass             bool    `json:"pass"`
+	FailedClause     string  `json:"failed_clause,omitempty"`
+	OutputThroughput float64 `json:"output_throughput"` // tokens/s
+	TTFTP95          float64 `json:"ttft_p95_s"`
+	ITLP95           float64 `json:"itl_p95_s"`
+	// Detail is whatever the evaluator wants kept with the level (a summary,
+	// telemetry); the sweep never reads it.
+	Detail any `json:"detail,omitempty"`
+}
+
+// LevelFunc runs one repeat at users concurrent users.
+type LevelFunc func(ctx context.Context, users, repeat int) (Repeat, error)
+
+// SweepOptions bound a sweep. Grid, when set, replaces the doubling grid.
+type SweepOptions struct {
+	Grid               []int
+	Start, Max         int
+	ResolutionUsers    int
+	ResolutionFraction float64
+	Repeats            int
+	// Progress, when set, is called after every level.
+	Progress func(l Level, phase string)
+}
+
+// SweepResult is the capacity ceiling with its evidence.
+type SweepResult struct {
+	// Ceiling is the largest user count that met the SLA (0: none did).
+	Ceiling int `json:"users"`
+	// FirstFailing is the smallest failing count above the ceiling (0: none
+	// failed up to Max).
+	FirstFailing int `json:"first_failing_users"`
+	// FailedClause is the SLA clause that failed first at FirstFailing.
+	FailedClause string `json:"failed_clause"`
+	// Resolution is the bisection resolution at the ceiling.
+	Resolution int     `json:"resolution_users"`
+	Levels     []Level `json:"levels"`
+	// Knee is the user count where throughput stops growing in proportion
+	// to users (Kneedle on the measured curve); 0 when too few levels.
+	Knee int `json:"knee_users"`
+	// Spread is the largest relative spread of output throughput between
+	// repeats of one level (0 with one repeat).
+	Spread float64 `json:"throughput_spread"`
+}
+
+// Resolution is the bisection stopping distance at a passing count.
+func (o SweepOptions) resolution(pass int) int {
+	r := int(math.Ceil(o.ResolutionFraction * float64(pass)))
+	return max(r, o.ResolutionUsers, 1)
+}
+
+// Sweep runs eval at increasing user counts until the SLA fails, then bisects
+// between the last passing and the first failing count. A count passes only
+// when every repeat passes. Each count is evaluated at most once.
+func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, error) {
+	if o.Repeats < 1 {
+		o.Repeats = 1
+	}
+	if len(o.Grid) == 0 && (o.Start < 1 || o.Max < o.Start) {
+		return nil, fmt.Errorf("sweep: need 1 <= start (%d) <= max (%d)", o.Start, o.Max)
+	}
+	done := map[int]*Level{}
+	run := func(users int, phase string) (*Level, error) {
+		if l, ok := done[users]; ok {
+			return l, nil
+		}
+		l := &Level{Users: users, Pass: true}
+		for r := 0; r < o.Repeats; r++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			rep, err := eval(ctx, users, r)
+			if err != nil {
+				return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
+			}
+			l.Repeats = append(l.Repeats, rep)
+			if !rep.Pass {
+				if l.Pass {
+					l.FailedClause = rep.FailedClause
+				}
+				l.Pass = false
+			}
+		}
+		done[users] = l
+		if o.Progress != nil {
+			o.Progress(*l, phase)
+		}
+		return l, nil
+	}
+
+	grid := o.Grid
+	if len(grid) == 0 {
+		for u := o.Start; ; u *= 2 {
+			if u >= o.Max {
+				grid = append(grid, o.Max)
+				break
+			}
+			grid = append(grid, u)
+		}
+	}
+	lo, hi := 0, 0
+	var failing *Level
+	for _, u := range grid {
+		l, err := run(u, "grid")
+		if err != nil {
+			return nil, err
+		}
+		if !l.Pass {
+			hi, failing = u, l
+			break
+		}
+		lo = u
+	}
+	if failing != nil {
+		for hi-lo > o.resolution(lo) && hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			l, err := run(mid, "bisect")
+			if err != nil {
+				return nil, err
+			}
+			if l.Pass {
+				lo = mid
+			} else {
+				hi, failing = mid, l
+			}
+		}
+	}
+	res := &SweepResult{Ceiling: lo, Resolution: o.resolution(lo)}
+	if failing != nil {
+		res.FirstFailing, res.FailedClause = hi, failing.FailedClause
+	}
+	for _, l := range done {
+		res.Levels = append(res.Levels, *l)
+	}
+	sort.Slice(res.Levels, func(i, j int) bool { return res.Levels[i].Users < res.Levels[j].Users })
+	res.Knee = knee(res.Levels)
+	res.Spread = spread(res.Levels)
+	return res, nil
+}
+
+// ErrNoLevels is returned by analyses that need at least one level.
+var ErrNoLevels = errors.New("capacity: no levels")
+
+func meanThroughput(l Level) float64 {
+	s := 0.0
+	for _, r := range l.Repeats {
+		s += r.OutputThroughput
+	}
+	return s / float64(max(len(l.Repeats), 1))
+}
+
+// knee finds the point of the throughput curve farthest above the chord from
+// its first to its highest point (the Kneedle method on normalised axes):
+// where adding users stops adding throughput in proportion.
+func knee(levels []Level) int {
+	if len(levels) < 3 {
+		return 0
+	}
+	x0, x1 := float64(levels[0].Users), float64(levels[len(levels)-1].Users)
+	ys := make([]float64, len(levels))
+	y0, y1 := math.Inf(1), math.Inf(-1)
+	for i, l := range levels {
+		ys[i] = meanThroughput(l)
+		y0, y1 = math.Min(y0, ys[i]), math.Max(y1, ys[i])
+	}
+	if x1 == x0 || y1 == y0 {
+		return 0
+	}
+	best, bestD := 0, 0.0
+	for i, l := range levels {
+		xn := (float64(l.Users) - x0) / (x1 - x0)
+		yn := (ys[i] - y0) / (y1 - y0)
+		if d := yn - xn; d > bestD {
+			best, bestD = l.Users, d
+		}
+	}
+	return best
+}
+
+// spread is the largest (max-min)/mean of throughput over repeats of a level.
+func spread(levels []Level) float64 {
+	worst := 0.0
+	for _, l := range levels {
+		if len(l.Repeats) < 2 {
+			continue
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, r := range l.Repeats {
+			lo, hi = math.Min(lo, r.OutputThroughput), math.Max(hi, r.OutputThroughput)
+		}
+		if m := meanThroughput(l); m > 0 {
+			worst = math.Max(worst, (hi-lo)/m)
+		}
+	}
+	return worst
+}

@@ -1,0 +1,157 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// synthetic passes exactly up to ceiling; throughput saturates at the knee.
+func synthetic(ceiling int, calls *[]int) LevelFunc {
+	return func(_ context.Context, users, _ int) (Repeat, error) {
+		*calls = append(*calls, users)
+		tp := 100 * math.Min(float64(users), 150)
+		r := Repeat{Pass: users <= ceiling, OutputThroughput: tp}
+		if !r.Pass {
+			r.FailedClause = fmt.Sprintf("P2 ttft p95 > 2s at %d", users)
+		}
+		return r, nil
+	}
+}
+
+func TestSweepFindsKnownCeilingExactly(t *testing.T) {
+	for _, ceiling := range []int{1, 7, 24, 25, 26, 137, 300, 301, 999} {
+		t.Run(fmt.Sprint(ceiling), func(t *testing.T) {
+			var calls []int
+			// resolution 1 user: bisection must land exactly on the ceiling
+			res, err := Sweep(context.Background(), synthetic(ceiling, &calls), SweepOptions{Start: 25, Max: 4000, ResolutionUsers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Ceiling != ceiling || res.FirstFailing != ceiling+1 {
+				t.Fatalf("ceiling %d, first failing %d; want %d, %d (calls %v)", res.Ceiling, res.FirstFailing, ceiling, ceiling+1, calls)
+			}
+			if res.FailedClause != fmt.Sprintf("P2 ttft p95 > 2s at %d", ceiling+1) {
+				t.Errorf("failed clause %q", res.FailedClause)
+			}
+			seen := map[int]bool{}
+			for _, c := range calls {
+				if seen[c] {
+					t.Errorf("count %d evaluated twice", c)
+				}
+				seen[c] = true
+			}
+		})
+	}
+}
+
+func TestSweepDefaultResolution(t *testing.T) {
+	var calls []int
+	res, err := Sweep(context.Background(), synthetic(437, &calls), SweepOptions{Start: 25, Max: 4000, ResolutionUsers: 5, ResolutionFraction: 0.02})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// resolution max(5, 2 % of ~437) = 9
+	if res.Ceiling > 437 || 437-res.Ceiling > res.Resolution || res.FirstFailing <= 437 || res.FirstFailing-res.Ceiling > res.Resolution {
+		t.Errorf("ceiling %d first failing %d resolution %d", res.Ceiling, res.FirstFailing, res.Resolution)
+	}
+	if res.Resolution != 9 {
+		t.Errorf("resolution %d, want 9", res.Resolution)
+	}
+	if len(calls) > 12 {
+		t.Errorf("%d evaluations, want a bisection (≤ 12): %v", len(calls), calls)
+	}
+}
+
+func TestSweepNothingPassesAndEverythingPasses(t *testing.T) {
+	var calls []int
+	res, err := Sweep(context.Background(), synthetic(0, &calls), SweepOptions{Start: 25, Max: 400, ResolutionUsers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ceiling != 0 || res.FirstFailing != 1 {
+		t.Errorf("nothing passes: ceiling %d first failing %d", res.Ceiling, res.FirstFailing)
+	}
+	calls = nil
+	res, err = Sweep(context.Background(), synthetic(10000, &calls), SweepOptions{Start: 25, Max: 400, ResolutionUsers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ceiling != 400 || res.FirstFailing != 0 || res.FailedClause != "" {
+		t.Errorf("everything passes: %+v", res)
+	}
+	if want := []int{25, 50, 100, 200, 400}; fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("grid %v, want %v", calls, want)
+	}
+}
+
+func TestSweepExplicitGrid(t *testing.T) {
+	var calls []int
+	res, err := Sweep(context.Background(), synthetic(130, &calls), SweepOptions{Grid: []int{50, 100, 200}, ResolutionUsers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ceiling != 130 || calls[0] != 50 || calls[1] != 100 || calls[2] != 200 {
+		t.Errorf("ceiling %d calls %v", res.Ceiling, calls)
+	}
+}
+
+// A noisy evaluator: pass probability ramps from 1 to 0 across ±width around
+// the true ceiling. With repeats, the answer lands within the resolution
+// plus the noise band, and every repeat is reported.
+func TestSweepNoisyEvaluator(t *testing.T) {
+	const ceiling, width, repeats = 300, 4, 3
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		eval := func(_ context.Context, users, _ int) (Repeat, error) {
+			p := math.Max(0, math.Min(1, (float64(ceiling+width)-float64(users))/(2*width)))
+			tp := 50*float64(min(users, 200)) + rng.NormFloat64()*100
+			return Repeat{Pass: rng.Float64() < p, FailedClause: "itl p95", OutputThroughput: tp}, nil
+		}
+		res, err := Sweep(context.Background(), eval, SweepOptions{Start: 25, Max: 4000, ResolutionUsers: 5, ResolutionFraction: 0.02, Repeats: repeats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := math.Abs(float64(res.Ceiling - ceiling)); d > float64(res.Resolution+width) {
+			t.Errorf("seed %d: ceiling %d, want %d ± %d", seed, res.Ceiling, ceiling, res.Resolution+width)
+		}
+		for _, l := range res.Levels {
+			if len(l.Repeats) != repeats {
+				t.Fatalf("level %d has %d repeats", l.Users, len(l.Repeats))
+			}
+		}
+		if res.Spread <= 0 {
+			t.Errorf("seed %d: repeats spread not reported", seed)
+		}
+	}
+}
+
+func TestKneeOfSaturatingCurve(t *testing.T) {
+	var levels []Level
+	for _, u := range []int{25, 50, 100, 150, 200, 300, 400} {
+		levels = append(levels, Level{Users: u, Repeats: []Repeat{{OutputThroughput: 100 * math.Min(float64(u), 150)}}})
+	}
+	if k := knee(levels); k != 150 {
+		t.Errorf("knee %d, want 150", k)
+	}
+}
+
+func TestSweepStopsOnContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	eval := func(context.Context, int, int) (Repeat, error) {
+		n++
+		if n == 2 {
+			cancel()
+		}
+		return Repeat{Pass: true}, nil
+	}
+	if _, err := Sweep(ctx, eval, SweepOptions{Start: 1, Max: 1 << 20, ResolutionUsers: 1}); err == nil {
+		t.Fatal("want context error")
+	}
+	if n != 2 {
+		t.Errorf("ran %d levels after cancel", n)
+	}
+}

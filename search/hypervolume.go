@@ -42,6 +42,10 @@ func Hypervolume(points [][]float64, ref []float64) (float64, error) {
 			pts = append(pts, p)
 		}
 	}
+	if d == 2 {
+		// The sweep skips dominated points itself; avoid the O(n²) filter.
+		return hv2(pts, ref), nil
+	}
 	return hv(nonDominated(pts), ref), nil
 }
 

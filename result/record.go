@@ -25,6 +25,12 @@ type Record struct {
 	Session int    `json:"session"`
 	Profile string `json:"profile"`
 	Turn    int    `json:"turn"`
+	// RequestID identifies the request to the server (sent as X-Request-Id)
+	// so that client and server logs can be joined; empty when unknown.
+	RequestID string `json:"request_id,omitempty"`
+	// Warmup marks a request scheduled before the measured window; summaries
+	// exclude it when they are not given the window explicitly.
+	Warmup bool `json:"warmup,omitempty"`
 
 	// Scheduled is when the request was due (previous reply + think time, or
 	// the ramp slot for a user's first request).

@@ -1,0 +1,187 @@
+package result
+
+import (
+	"sort"
+	"time"
+)
+
+// Latency is a distribution in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+// Stats summarises one profile or the whole run.
+type Stats struct {
+	// Name is the profile, or "overall".
+	Name string `json:"name"`
+	// Requests counts every request scheduled in the window:
+	// Requests = OK + Errors + Cancelled.
+	Requests  int64 `json:"requests"`
+	OK        int64 `json:"ok"`
+	Errors    int64 `json:"errors"`
+	Cancelled int64 `json:"cancelled"`
+	// ErrorsByClass splits Errors by status (http_error, timeout, stream_error).
+	ErrorsByClass map[Status]int64 `json:"errors_by_class,omitempty"`
+	// ErrorsByHTTPStatus counts failed requests by the HTTP code they got.
+	ErrorsByHTTPStatus map[int]int64 `json:"errors_by_http_status,omitempty"`
+	// ErrorRate is Errors / (OK + Errors); cancelled requests are neither.
+	ErrorRate float64 `json:"error_rate"`
+
+	TTFT        Latency `json:"ttft"`
+	ITL         Latency `json:"itl"`
+	TPOT        Latency `json:"tpot"`
+	E2E         Latency `json:"e2e"`
+	DispatchLag Latency `json:"dispatch_lag"`
+
+	// PromptTokens and CachedTokens sum successful requests (server-reported
+	// prompt length, else the target); OutputTokens includes the partial
+	// output of failed and cancelled streams, which the server did produce.
+	PromptTokens int64 `json:"prompt_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+
+	RequestsPerSecond     float64 `json:"requests_per_second"`
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
+	TotalTokensPerSecond  float64 `json:"total_tokens_per_second"`
+	// GoodRequests met every enabled SLA latency clause individually;
+	// GoodputPerSecond is their rate.
+	GoodRequests     int64   `json:"good_requests"`
+	GoodputPerSecond float64 `json:"goodput_per_second"`
+}
+
+// ClientReport says whether the client itself limited the measurement.
+type ClientReport struct {
+	Health *ClientHealth `json:"health,omitempty"`
+	// DispatchLagP99Ms is the overall dispatch-lag p99; LagLimitMs its limit.
+	DispatchLagP99Ms float64 `json:"dispatch_lag_p99_ms"`
+	LagLimitMs       float64 `json:"lag_limit_ms"`
+	// Bound marks the run untrustworthy; Reasons says why.
+	Bound   bool     `json:"client_bound"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Result is a Summary's JSON-able snapshot.
+type Result struct {
+	Window struct {
+		Start    time.Time `json:"start"`
+		End      time.Time `json:"end"`
+		Seconds  float64   `json:"seconds"`
+		Inferred bool      `json:"inferred"`
+	} `json:"window"`
+	// Excluded counts records outside the window (warm-up, or after the end).
+	Excluded int64        `json:"excluded"`
+	Overall  Stats        `json:"overall"`
+	Profiles []Stats      `json:"profiles"`
+	Client   ClientReport `json:"client"`
+	SLA      Verdict      `json:"sla"`
+}
+
+// Result computes the current statistics and SLA verdict.
+func (s *Summary) Result() *Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := &Result{Excluded: s.excluded}
+	start, end := s.window.Start, s.window.End
+	if start.IsZero() {
+		start, end = s.first, s.last
+		res.Window.Inferred = true
+	} else if end.IsZero() {
+		end = s.last
+	}
+	res.Window.Start, res.Window.End = start, end
+	secs := end.Sub(start).Seconds()
+	if secs < 0 {
+		secs = 0
+	}
+	res.Window.Seconds = secs
+
+	res.Overall = s.overall.stats(secs)
+	names := make([]string, 0, len(s.profiles))
+	for n := range s.profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		res.Profiles = append(res.Profiles, s.profiles[n].stats(secs))
+	}
+
+	c := &res.Client
+	c.Health = s.health
+	c.LagLimitMs = ms(s.lagLimit)
+	if lag, ok := s.overall.quantile(MetricDispatchLag, 99); ok {
+		c.DispatchLagP99Ms = ms(lag)
+		if lag > s.lagLimit {
+			c.Bound = true
+			c.Reasons = append(c.Reasons, "dispatch lag p99 "+fmtDuration(lag)+" > "+fmtDuration(s.lagLimit))
+		}
+	}
+	if h := s.health; h != nil && h.CPUUtilization >= s.cpuLimit {
+		c.Bound = true
+		c.Reasons = append(c.Reasons, "client CPU saturated ("+fmtPercent(h.CPUUtilization)+" of "+fmtFloat(h.CPUCores)+" cores)")
+	}
+	res.SLA = s.evaluateLocked()
+	return res
+}
+
+func (g *group) stats(secs float64) Stats {
+	st := Stats{
+		Name:         g.name,
+		Requests:     g.requests,
+		OK:           g.ok,
+		Errors:       g.errorCount(),
+		Cancelled:    g.cancelled,
+		PromptTokens: g.prompt,
+		CachedTokens: g.cached,
+		OutputTokens: g.output,
+		GoodRequests: g.good,
+	}
+	if len(g.errors) > 0 {
+		st.ErrorsByClass = make(map[Status]int64, len(g.errors))
+		for k, v := range g.errors {
+			st.ErrorsByClass[k] = v
+		}
+	}
+	if len(g.httpStatus) > 0 {
+		st.ErrorsByHTTPStatus = make(map[int]int64, len(g.httpStatus))
+		for k, v := range g.httpStatus {
+			st.ErrorsByHTTPStatus[k] = v
+		}
+	}
+	if n := st.OK + st.Errors; n > 0 {
+		st.ErrorRate = float64(st.Errors) / float64(n)
+	}
+	st.TTFT = g.latency(MetricTTFT)
+	st.ITL = g.latency(MetricITL)
+	st.TPOT = g.latency(MetricTPOT)
+	st.E2E = g.latency(MetricE2E)
+	st.DispatchLag = g.latency(MetricDispatchLag)
+	if secs > 0 {
+		st.RequestsPerSecond = float64(g.ok) / secs
+		st.OutputTokensPerSecond = float64(g.output) / secs
+		st.TotalTokensPerSecond = float64(g.output+g.prompt) / secs
+		st.GoodputPerSecond = float64(g.good) / secs
+	}
+	return st
+}
+
+func (g *group) latency(m Metric) Latency {
+	l := Latency{Count: g.hist[m].TotalCount()}
+	if l.Count == 0 {
+		return l
+	}
+	for _, q := range []struct {
+		p   float64
+		dst *float64
+	}{{50, &l.P50}, {90, &l.P90}, {95, &l.P95}, {99, &l.P99}, {100, &l.Max}} {
+		d, _ := g.quantile(m, q.p)
+		*q.dst = ms(d)
+	}
+	return l
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

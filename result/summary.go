@@ -1,0 +1,323 @@
+package result
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/spoc-project/spoc/config"
+)
+
+// Metric names a latency distribution the Summary keeps.
+type Metric int
+
+// Latency metrics. TTFT, TPOT and E2E are measured from the scheduled send
+// time; ITL is the gap between consecutive content chunks (one sample per
+// chunk, whatever its token count); DispatchLag is sent minus scheduled.
+const (
+	MetricTTFT Metric = iota
+	MetricITL
+	MetricTPOT
+	MetricE2E
+	MetricDispatchLag
+	numMetrics
+)
+
+var metricNames = [numMetrics]string{"ttft", "itl", "tpot", "e2e", "dispatch_lag"}
+
+// String returns the metric's short name ("ttft", "itl", ...).
+func (m Metric) String() string {
+	if m < 0 || m >= numMetrics {
+		return "metric(" + strconv.Itoa(int(m)) + ")"
+	}
+	return metricNames[m]
+}
+
+// Histogram range: 1 µs to 24 h at 3 significant digits (0.1 % resolution).
+const (
+	histLowestUS  = 1
+	histHighestUS = int64(24 * time.Hour / time.Microsecond)
+	histDigits    = 3
+)
+
+// DefaultClientBoundLagP99 is the dispatch-lag p99 above which a run is
+// marked client-bound unless an option says otherwise.
+const DefaultClientBoundLagP99 = 10 * time.Millisecond
+
+// DefaultCPUSaturation is the fraction of its usable cores above which the
+// client counts as CPU-saturated (and the run as client-bound).
+const DefaultCPUSaturation = 0.9
+
+// Window is a measured window. Records are counted when their scheduled send
+// time is in [Start, End). A zero Start means "not given": records flagged
+// Warmup are excluded and the window is inferred from the records. A zero End
+// means open-ended.
+type Window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Contains reports whether t falls in the window.
+func (w Window) Contains(t time.Time) bool {
+	if t.Before(w.Start) {
+		return false
+	}
+	return w.End.IsZero() || t.Before(w.End)
+}
+
+// ClientHealth is what the load client measured about itself during the
+// window; a simulator leaves it unset.
+type ClientHealth struct {
+	// CPUCores is how many cores the client process could use.
+	CPUCores float64 `json:"cpu_cores"`
+	// CPUUtilization is the fraction of those cores the process used.
+	CPUUtilization float64 `json:"cpu_utilization"`
+	// SchedLatencyP99Ms is the Go runtime's goroutine scheduling latency p99.
+	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
+}
+
+// Option configures a Summary.
+type Option func(*Summary)
+
+// WithClientBoundLag sets the dispatch-lag p99 above which the run is
+// client-bound (default DefaultClientBoundLagP99).
+func WithClientBoundLag(d time.Duration) Option {
+	return func(s *Summary) {
+		if d > 0 {
+			s.lagLimit = d
+		}
+	}
+}
+
+// WithCPUSaturation sets the CPU utilisation fraction above which the client
+// is saturated (default DefaultCPUSaturation).
+func WithCPUSaturation(f float64) Option {
+	return func(s *Summary) {
+		if f > 0 {
+			s.cpuLimit = f
+		}
+	}
+}
+
+// Summary accumulates records into per-profile and overall statistics with
+// bounded memory (HDR histograms). It works on any consistent clock, so the
+// simulator's virtual time serves as well as wall time. It is safe for
+// concurrent use; Result may be called at any time.
+type Summary struct {
+	mu       sync.Mutex
+	sla      config.SLA
+	window   Window
+	lagLimit time.Duration
+	cpuLimit float64
+	health   *ClientHealth
+	overall  *group
+	profiles map[string]*group
+	excluded int64
+	first    time.Time // earliest scheduled of counted records
+	last     time.Time // latest done of counted records
+	gapBuf   []int64
+}
+
+// NewSummary returns an empty Summary judging against sla over window w.
+func NewSummary(sla config.SLA, w Window, opts ...Option) *Summary {
+	s := &Summary{
+		sla:      sla,
+		window:   w,
+		lagLimit: DefaultClientBoundLagP99,
+		cpuLimit: DefaultCPUSaturation,
+		overall:  newGroup("overall"),
+		profiles: map[string]*group{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// SetEnd moves the end of the measured window (an interrupted run ends early).
+func (s *Summary) SetEnd(t time.Time) {
+	s.mu.Lock()
+	s.window.End = t
+	s.mu.Unlock()
+}
+
+// SetClientHealth attaches the client's self-measurement to the result.
+func (s *Summary) SetClientHealth(h ClientHealth) {
+	s.mu.Lock()
+	s.health = &h
+	s.mu.Unlock()
+}
+
+// Write adds r; it makes a Summary a Sink.
+func (s *Summary) Write(r *Record) error {
+	s.Add(r)
+	return nil
+}
+
+// Add counts r if it belongs to the measured window and reports whether it did.
+func (s *Summary) Add(r *Record) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.window.Start.IsZero() {
+		if !s.window.Contains(r.Scheduled) {
+			s.excluded++
+			return false
+		}
+	} else if r.Warmup {
+		s.excluded++
+		return false
+	}
+	if s.first.IsZero() || r.Scheduled.Before(s.first) {
+		s.first = r.Scheduled
+	}
+	if r.Done.After(s.last) {
+		s.last = r.Done
+	}
+	good := s.isGood(r)
+	s.overall.add(r, good)
+	g := s.profiles[r.Profile]
+	if g == nil {
+		g = newGroup(r.Profile)
+		s.profiles[r.Profile] = g
+	}
+	g.add(r, good)
+	return true
+}
+
+// isGood reports whether r succeeded within every enabled latency clause; a
+// request's ITL is judged at the clause's percentile of its own gaps.
+func (s *Summary) isGood(r *Record) bool {
+	if r.Status != StatusOK {
+		return false
+	}
+	if c := s.sla.TTFT; c.Max > 0 {
+		if ttft, ok := r.TTFT(); !ok || ttft > c.Max.D() {
+			return false
+		}
+	}
+	if c := s.sla.E2E; c.Max > 0 && r.E2E() > c.Max.D() {
+		return false
+	}
+	if c := s.sla.TPOT; c.Max > 0 {
+		if tpot, ok := r.TPOT(); ok && tpot > c.Max.D() {
+			return false
+		}
+	}
+	if c := s.sla.ITL; c.Max > 0 && len(r.TokenGapsUS) > 0 {
+		s.gapBuf = append(s.gapBuf[:0], r.TokenGapsUS...)
+		sort.Slice(s.gapBuf, func(i, j int) bool { return s.gapBuf[i] < s.gapBuf[j] })
+		idx := int(math.Ceil(c.Percentile/100*float64(len(s.gapBuf)))) - 1
+		idx = max(0, min(idx, len(s.gapBuf)-1))
+		if time.Duration(s.gapBuf[idx])*time.Microsecond > c.Max.D() {
+			return false
+		}
+	}
+	return true
+}
+
+// Quantile returns the p-th percentile (0..100] of metric m for profile (or
+// "" for overall); false when there are no samples.
+func (s *Summary) Quantile(profile string, m Metric, p float64) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.overall
+	if profile != "" {
+		g = s.profiles[profile]
+	}
+	if g == nil || m < 0 || m >= numMetrics {
+		return 0, false
+	}
+	return g.quantile(m, p)
+}
+
+// group accumulates one profile (or everything).
+type group struct {
+	name                    string
+	requests, ok, cancelled int64
+	errors                  map[Status]int64
+	httpStatus              map[int]int64
+	hist                    [numMetrics]*hdr.Histogram
+	maxUS                   [numMetrics]int64
+	prompt, cached, output  int64
+	good                    int64
+}
+
+func newGroup(name string) *group {
+	g := &group{name: name, errors: map[Status]int64{}, httpStatus: map[int]int64{}}
+	for i := range g.hist {
+		g.hist[i] = hdr.New(histLowestUS, histHighestUS, histDigits)
+	}
+	return g
+}
+
+func (g *group) record(m Metric, d time.Duration) {
+	us := int64(d / time.Microsecond)
+	us = max(histLowestUS, min(us, histHighestUS))
+	_ = g.hist[m].RecordValue(us) // in range by construction
+	g.maxUS[m] = max(g.maxUS[m], us)
+}
+
+func (g *group) add(r *Record, good bool) {
+	g.requests++
+	switch r.Status {
+	case StatusOK:
+		g.ok++
+	case StatusCancelled:
+		g.cancelled++
+	default:
+		g.errors[r.Status]++
+	}
+	if r.HTTPStatus != 0 && r.Status != StatusOK {
+		g.httpStatus[r.HTTPStatus]++
+	}
+	if good {
+		g.good++
+	}
+	if !r.Sent.IsZero() {
+		g.record(MetricDispatchLag, r.DispatchLag())
+	}
+	prompt := r.PromptTokens
+	if prompt == 0 && r.Status == StatusOK {
+		prompt = r.PromptTokensTarget
+	}
+	g.output += int64(r.OutputTokens)
+	if r.Status != StatusOK {
+		return
+	}
+	g.prompt += int64(prompt)
+	g.cached += int64(r.CachedTokens)
+	if ttft, ok := r.TTFT(); ok {
+		g.record(MetricTTFT, ttft)
+	}
+	if tpot, ok := r.TPOT(); ok {
+		g.record(MetricTPOT, tpot)
+	}
+	g.record(MetricE2E, r.E2E())
+	for _, gap := range r.TokenGapsUS {
+		g.record(MetricITL, time.Duration(gap)*time.Microsecond)
+	}
+}
+
+func (g *group) quantile(m Metric, p float64) (time.Duration, bool) {
+	h := g.hist[m]
+	if h.TotalCount() == 0 {
+		return 0, false
+	}
+	v := min(h.ValueAtPercentile(p), g.maxUS[m])
+	if p >= 100 {
+		v = g.maxUS[m]
+	}
+	return time.Duration(v) * time.Microsecond, true
+}
+
+func (g *group) errorCount() int64 {
+	var n int64
+	for _, c := range g.errors {
+		n += c
+	}
+	return n
+}

@@ -1,0 +1,210 @@
+package result
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+)
+
+// rec builds an ok record scheduled at t0+at with the given TTFT, ITL gap and
+// token count.
+func rec(profile string, at, ttft, gap time.Duration, tokens int) *Record {
+	s := t0.Add(at)
+	r := &Record{Profile: profile, Scheduled: s, Sent: s.Add(time.Millisecond), FirstToken: s.Add(ttft),
+		PromptTokensTarget: 1000, PromptTokens: 1000, OutputTokens: tokens, Status: StatusOK}
+	for range tokens - 1 {
+		r.TokenGapsUS = append(r.TokenGapsUS, gap.Microseconds())
+	}
+	r.Done = r.FirstToken.Add(time.Duration(tokens-1) * gap)
+	return r
+}
+
+func failed(profile string, at time.Duration, st Status, code int) *Record {
+	s := t0.Add(at)
+	return &Record{Profile: profile, Scheduled: s, Sent: s, Done: s.Add(time.Millisecond), Status: st, HTTPStatus: code}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 0.002*math.Max(math.Abs(a), math.Abs(b))+1e-9 }
+
+func TestSummaryStats(t *testing.T) {
+	sla := config.DefaultSLA()
+	sla.Scope = config.SLAScopeOverall
+	w := Window{Start: t0, End: t0.Add(10 * time.Second)}
+	s := NewSummary(sla, w)
+	// 100 ok P0 requests: TTFT i ms (1..100), 11 tokens at 20 ms gaps.
+	for i := 1; i <= 100; i++ {
+		s.Add(rec("P0", time.Duration(i)*time.Millisecond, time.Duration(i)*time.Millisecond, 20*time.Millisecond, 11))
+	}
+	s.Add(failed("P1", time.Second, StatusHTTPError, 429))
+	s.Add(failed("P1", time.Second, StatusTimeout, 0))
+	s.Add(failed("P1", time.Second, StatusStreamError, 200))
+	s.Add(&Record{Profile: "P1", Scheduled: t0.Add(9 * time.Second), Status: StatusCancelled, OutputTokens: 3})
+	if s.Add(rec("P0", -time.Second, time.Millisecond, time.Millisecond, 2)) {
+		t.Fatal("warm-up record counted")
+	}
+	if s.Add(rec("P0", 10*time.Second, time.Millisecond, time.Millisecond, 2)) {
+		t.Fatal("record at the window end counted")
+	}
+	res := s.Result()
+	o := res.Overall
+	if o.Requests != 104 || o.OK != 100 || o.Errors != 3 || o.Cancelled != 1 || res.Excluded != 2 {
+		t.Fatalf("counts: %+v excluded %d", o, res.Excluded)
+	}
+	if o.OK+o.Errors+o.Cancelled != o.Requests {
+		t.Fatal("ok + errors + cancelled != requests")
+	}
+	for _, st := range []Status{StatusHTTPError, StatusTimeout, StatusStreamError} {
+		if o.ErrorsByClass[st] != 1 {
+			t.Errorf("errors[%s] = %d, want 1", st, o.ErrorsByClass[st])
+		}
+	}
+	if o.ErrorsByHTTPStatus[429] != 1 || o.ErrorsByHTTPStatus[200] != 1 {
+		t.Errorf("by http status: %v", o.ErrorsByHTTPStatus)
+	}
+	if !near(o.ErrorRate, 3.0/103) {
+		t.Errorf("error rate %v", o.ErrorRate)
+	}
+	checks := []struct {
+		name      string
+		got, want float64
+	}{
+		{"ttft p50", o.TTFT.P50, 50}, {"ttft p90", o.TTFT.P90, 90}, {"ttft p95", o.TTFT.P95, 95},
+		{"ttft p99", o.TTFT.P99, 99}, {"ttft max", o.TTFT.Max, 100},
+		{"itl p99", o.ITL.P99, 20}, {"tpot p50", o.TPOT.P50, 20},
+		{"e2e max", o.E2E.Max, 300}, {"lag p99", o.DispatchLag.P99, 1},
+		{"output tok/s", o.OutputTokensPerSecond, (1100 + 3) / 10.0},
+		{"total tok/s", o.TotalTokensPerSecond, (1100 + 3 + 100000) / 10.0},
+		{"req/s", o.RequestsPerSecond, 10}, {"goodput", o.GoodputPerSecond, 10},
+	}
+	for _, c := range checks {
+		if !near(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if o.ITL.Count != 1000 {
+		t.Errorf("itl samples %d, want 1000", o.ITL.Count)
+	}
+	if len(res.Profiles) != 2 || res.Profiles[0].Name != "P0" || res.Profiles[1].OK != 0 {
+		t.Fatalf("profiles: %+v", res.Profiles)
+	}
+	// 3 errors of 103 > 1 %.
+	if res.SLA.Pass || res.SLA.First() != "overall error rate 2.91% > 1%" {
+		t.Errorf("verdict %v", res.SLA)
+	}
+	if res.Client.Bound {
+		t.Errorf("client bound: %v", res.Client.Reasons)
+	}
+	if _, err := json.Marshal(res); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSLAVerdicts(t *testing.T) {
+	base := config.DefaultSLA() // ttft p95 2s, itl p95 100ms, 1 % errors, per profile
+	cases := []struct {
+		name    string
+		sla     func(*config.SLA)
+		records []*Record
+		want    []string // violation messages; nil means pass
+	}{
+		{name: "pass", records: []*Record{rec("P0", 0, time.Second, 50*time.Millisecond, 5), rec("P1", 0, time.Second, 50*time.Millisecond, 5)}},
+		{name: "ttft per profile names the profile",
+			records: []*Record{rec("P0", 0, time.Second, 50*time.Millisecond, 5), rec("P2", 0, 2410*time.Millisecond, 50*time.Millisecond, 5)},
+			want:    []string{"P2 ttft p95 2.41s > 2s"}},
+		{name: "overall scope judges the mix", sla: func(s *config.SLA) { s.Scope = config.SLAScopeOverall },
+			records: append(repeat(rec("P0", 0, time.Second, 50*time.Millisecond, 5), 99), rec("P2", 0, 3*time.Second, 50*time.Millisecond, 5)),
+		},
+		{name: "itl and error rate in clause order",
+			records: []*Record{rec("P0", 0, time.Second, 150*time.Millisecond, 5), failed("P0", 0, StatusHTTPError, 503)},
+			want:    []string{"P0 itl p95 150ms > 100ms", "P0 error rate 50% > 1%"}},
+		{name: "tpot and e2e clauses when enabled",
+			sla: func(s *config.SLA) {
+				s.TPOT = config.LatencyClause{Percentile: 99, Max: config.Duration(40 * time.Millisecond)}
+				s.E2E = config.LatencyClause{Percentile: 50, Max: config.Duration(time.Second)}
+			},
+			records: []*Record{rec("P0", 0, 500*time.Millisecond, 50*time.Millisecond, 21)},
+			want:    []string{"P0 tpot p99 50ms > 40ms", "P0 e2e p50 1.5s > 1s"}},
+		{name: "all cancelled", records: []*Record{{Profile: "P0", Scheduled: t0, Status: StatusCancelled}},
+			want: []string{"P0: no completed requests (1 cancelled)"}},
+		{name: "empty window", want: []string{"overall: no requests in the measured window"}},
+		{name: "only errors", records: []*Record{failed("P0", 0, StatusTimeout, 0)},
+			want: []string{"P0 ttft p95: no successful request", "P0 error rate 100% > 1%"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sla := base
+			if c.sla != nil {
+				c.sla(&sla)
+			}
+			s := NewSummary(sla, Window{})
+			for _, r := range c.records {
+				s.Add(r)
+			}
+			v := s.EvaluateSLA()
+			var got []string
+			for _, x := range v.Violations {
+				got = append(got, x.Message)
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") || v.Pass != (len(c.want) == 0) {
+				t.Fatalf("violations %q (pass %v), want %q", got, v.Pass, c.want)
+			}
+		})
+	}
+}
+
+func repeat(r *Record, n int) []*Record {
+	out := make([]*Record, n)
+	for i := range out {
+		out[i] = r
+	}
+	return out
+}
+
+func TestClientBound(t *testing.T) {
+	s := NewSummary(config.DefaultSLA(), Window{}, WithClientBoundLag(5*time.Millisecond))
+	r := rec("P0", 0, time.Second, time.Millisecond, 2)
+	r.Sent = r.Scheduled.Add(20 * time.Millisecond)
+	s.Add(r)
+	res := s.Result()
+	if !res.Client.Bound || !strings.Contains(res.Client.Reasons[0], "dispatch lag p99 20ms > 5ms") {
+		t.Fatalf("client %+v", res.Client)
+	}
+	s = NewSummary(config.DefaultSLA(), Window{})
+	s.Add(rec("P0", 0, time.Second, time.Millisecond, 2))
+	s.SetClientHealth(ClientHealth{CPUCores: 1, CPUUtilization: 0.97})
+	if res := s.Result(); !res.Client.Bound || !strings.Contains(res.Client.Reasons[0], "CPU saturated") {
+		t.Fatalf("client %+v", res.Client)
+	}
+}
+
+func TestInferredWindowAndGoodput(t *testing.T) {
+	s := NewSummary(config.DefaultSLA(), Window{})
+	warm := rec("P0", 0, time.Millisecond, time.Millisecond, 2)
+	warm.Warmup = true
+	s.Add(warm)
+	s.Add(rec("P0", time.Second, time.Second, 10*time.Millisecond, 2))   // good
+	s.Add(rec("P0", 2*time.Second, 3*time.Second, 10*time.Millisecond, 2)) // TTFT too slow
+	res := s.Result()
+	if !res.Window.Inferred || !res.Window.Start.Equal(t0.Add(time.Second)) || res.Excluded != 1 {
+		t.Fatalf("window %+v excluded %d", res.Window, res.Excluded)
+	}
+	if res.Overall.GoodRequests != 1 {
+		t.Fatalf("good %d, want 1", res.Overall.GoodRequests)
+	}
+	if q, ok := s.Quantile("P0", MetricTTFT, 100); !ok || q != 3*time.Second {
+		t.Fatalf("quantile %v %v", q, ok)
+	}
+}
+
+func BenchmarkSummaryAdd(b *testing.B) {
+	s := NewSummary(config.DefaultSLA(), Window{})
+	r := rec("P0", 0, time.Second, 20*time.Millisecond, 400)
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Add(r)
+	}
+}

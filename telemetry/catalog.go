@@ -1,0 +1,182 @@
+package telemetry
+
+import (
+	"sort"
+	"strings"
+)
+
+// Kind is the Prometheus type of a catalog metric.
+type Kind string
+
+// The metric kinds spoc derives signals from.
+const (
+	Gauge     Kind = "gauge"
+	Counter   Kind = "counter"
+	Histogram Kind = "histogram"
+)
+
+// Source names the exporter a metric comes from.
+type Source string
+
+// The exporters spoc knows.
+const (
+	SourceVLLM Source = "vllm"
+	SourceDCGM Source = "dcgm"
+)
+
+// Canonical metric names. Counters carry their _total suffix; histograms are
+// named by their base name (the exposition adds _bucket, _sum and _count).
+const (
+	VLLMRunning          = "vllm:num_requests_running"
+	VLLMWaiting          = "vllm:num_requests_waiting"
+	VLLMKVCacheUsage     = "vllm:kv_cache_usage_perc"
+	VLLMPromptTokens     = "vllm:prompt_tokens_total"
+	VLLMGenerationTokens = "vllm:generation_tokens_total"
+	VLLMPrefixQueries    = "vllm:prefix_cache_queries_total"
+	VLLMPrefixHits       = "vllm:prefix_cache_hits_total"
+	VLLMPreemptions      = "vllm:num_preemptions_total"
+	VLLMRequestSuccess   = "vllm:request_success_total"
+	VLLMTTFT             = "vllm:time_to_first_token_seconds"
+	VLLMITL              = "vllm:inter_token_latency_seconds"
+	VLLME2E              = "vllm:e2e_request_latency_seconds"
+	VLLMQueueTime        = "vllm:request_queue_time_seconds"
+
+	DCGMSMActive        = "DCGM_FI_PROF_SM_ACTIVE"
+	DCGMSMOccupancy     = "DCGM_FI_PROF_SM_OCCUPANCY"
+	DCGMDRAMActive      = "DCGM_FI_PROF_DRAM_ACTIVE"
+	DCGMTensorActive    = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
+	DCGMGPUUtil         = "DCGM_FI_DEV_GPU_UTIL"
+	DCGMGPUTemp         = "DCGM_FI_DEV_GPU_TEMP"
+	DCGMSMClock         = "DCGM_FI_DEV_SM_CLOCK"
+	DCGMMemClock        = "DCGM_FI_DEV_MEM_CLOCK"
+	DCGMPower           = "DCGM_FI_DEV_POWER_USAGE"
+	DCGMFBUsed          = "DCGM_FI_DEV_FB_USED"
+	DCGMFBFree          = "DCGM_FI_DEV_FB_FREE"
+	DCGMClockReasons    = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+	DCGMNVLinkTxBytes   = "DCGM_FI_PROF_NVLINK_TX_BYTES"
+	DCGMNVLinkRxBytes   = "DCGM_FI_PROF_NVLINK_RX_BYTES"
+	DCGMNVLinkBandwidth = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
+)
+
+// Metric describes one metric spoc understands: its canonical name, the older
+// names it has been exposed under, its kind and unit.
+type Metric struct {
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases,omitempty"`
+	Kind    Kind     `json:"kind"`
+	Source  Source   `json:"source"`
+	Unit    string   `json:"unit"`
+	Help    string   `json:"help"`
+}
+
+// catalog is the table behind Catalog and Lookup. vLLM v0 names are aliases of
+// the v1 names; dcgm-exporter's field rename (CLOCK_THROTTLE_REASONS →
+// CLOCKS_EVENT_REASONS) is an alias too.
+var catalog = []Metric{
+	{Name: VLLMRunning, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests in the running batch"},
+	{Name: VLLMWaiting, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests queued for admission"},
+	{Name: VLLMKVCacheUsage, Aliases: []string{"vllm:gpu_cache_usage_perc"}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
+	{Name: VLLMPromptTokens, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "prefill tokens processed"},
+	{Name: VLLMGenerationTokens, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens generated"},
+	{Name: VLLMPrefixQueries, Aliases: []string{"vllm:gpu_prefix_cache_queries_total"}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens looked up in the prefix cache"},
+	{Name: VLLMPrefixHits, Aliases: []string{"vllm:gpu_prefix_cache_hits_total"}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens found in the prefix cache"},
+	{Name: VLLMPreemptions, Kind: Counter, Source: SourceVLLM, Unit: "preemptions", Help: "requests preempted for lack of KV-cache blocks"},
+	{Name: VLLMRequestSuccess, Kind: Counter, Source: SourceVLLM, Unit: "requests", Help: "requests finished"},
+	{Name: VLLMTTFT, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side time to first token"},
+	{Name: VLLMITL, Aliases: []string{"vllm:time_per_output_token_seconds"}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
+	{Name: VLLME2E, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side end-to-end request latency"},
+	{Name: VLLMQueueTime, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "time requests spent waiting"},
+
+	{Name: DCGMSMActive, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of cycles an SM has a warp assigned"},
+	{Name: DCGMSMOccupancy, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of resident warps per SM"},
+	{Name: DCGMDRAMActive, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of cycles device memory is busy"},
+	{Name: DCGMTensorActive, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of cycles the tensor pipe is active"},
+	{Name: DCGMGPUUtil, Kind: Gauge, Source: SourceDCGM, Unit: "percent", Help: "coarse GPU utilisation (a kernel was running)"},
+	{Name: DCGMGPUTemp, Kind: Gauge, Source: SourceDCGM, Unit: "celsius", Help: "GPU temperature"},
+	{Name: DCGMSMClock, Kind: Gauge, Source: SourceDCGM, Unit: "MHz", Help: "SM clock"},
+	{Name: DCGMMemClock, Kind: Gauge, Source: SourceDCGM, Unit: "MHz", Help: "memory clock"},
+	{Name: DCGMPower, Kind: Gauge, Source: SourceDCGM, Unit: "watts", Help: "power draw"},
+	{Name: DCGMFBUsed, Kind: Gauge, Source: SourceDCGM, Unit: "MiB", Help: "framebuffer memory used"},
+	{Name: DCGMFBFree, Kind: Gauge, Source: SourceDCGM, Unit: "MiB", Help: "framebuffer memory free"},
+	{Name: DCGMClockReasons, Aliases: []string{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}, Kind: Gauge, Source: SourceDCGM, Unit: "bitmask", Help: "NVML clock event (throttle) reasons"},
+	{Name: DCGMNVLinkTxBytes, Kind: Gauge, Source: SourceDCGM, Unit: "bytes/s", Help: "NVLink transmit rate"},
+	{Name: DCGMNVLinkRxBytes, Kind: Gauge, Source: SourceDCGM, Unit: "bytes/s", Help: "NVLink receive rate"},
+	{Name: DCGMNVLinkBandwidth, Kind: Counter, Source: SourceDCGM, Unit: "counts", Help: "NVLink bandwidth counter, all lanes"},
+}
+
+// Histogram series suffixes as they appear in the exposition.
+const (
+	SuffixBucket = "_bucket"
+	SuffixSum    = "_sum"
+	SuffixCount  = "_count"
+)
+
+// byName indexes every exposition name spoc accepts: canonical names, aliases,
+// counters without _total (OpenMetrics family names) and histogram series.
+var byName = func() map[string]nameEntry {
+	m := make(map[string]nameEntry)
+	for i := range catalog {
+		md := &catalog[i]
+		names := append([]string{md.Name}, md.Aliases...)
+		for j, n := range names {
+			alias := j > 0
+			switch md.Kind {
+			case Counter:
+				m[n] = nameEntry{md, "", alias}
+				m[strings.TrimSuffix(n, "_total")] = nameEntry{md, "", alias}
+			case Histogram:
+				m[n] = nameEntry{md, "", alias}
+				for _, s := range []string{SuffixBucket, SuffixSum, SuffixCount} {
+					m[n+s] = nameEntry{md, s, alias}
+				}
+			default:
+				m[n] = nameEntry{md, "", alias}
+			}
+		}
+	}
+	return m
+}()
+
+type nameEntry struct {
+	metric *Metric
+	suffix string
+	alias  bool
+}
+
+// Catalog returns every metric spoc understands, sorted by name. The slice is
+// a copy; changing it changes nothing in the package.
+func Catalog() []Metric {
+	out := make([]Metric, len(catalog))
+	copy(out, catalog)
+	for i := range out {
+		out[i].Aliases = append([]string(nil), out[i].Aliases...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Lookup resolves an exposition name (canonical, alias, counter without its
+// _total suffix, or a histogram's _bucket/_sum/_count series) to its catalog
+// metric. suffix is the histogram series suffix, empty otherwise; alias is true
+// when name is an older name of the metric.
+func Lookup(name string) (m Metric, suffix string, alias bool, ok bool) {
+	e, ok := byName[name]
+	if !ok {
+		return Metric{}, "", false, false
+	}
+	return *e.metric, e.suffix, e.alias, true
+}
+
+// CanonicalSeriesName maps an exposition name to the name spoc stores it
+// under: the canonical metric name plus the histogram suffix, if any.
+func CanonicalSeriesName(name string) (string, bool) {
+	e, ok := byName[name]
+	if !ok {
+		return "", false
+	}
+	return e.metric.Name + e.suffix, true
+}
+
+// HostLabels are the label names dcgm-exporter has used for the node name;
+// versions differ in capitalisation.
+var HostLabels = []string{"Hostname", "hostname"}

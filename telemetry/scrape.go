@@ -1,0 +1,68 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/prometheus/common/expfmt"
+)
+
+// Scraper reads one target's current samples.
+type Scraper interface {
+	Scrape(ctx context.Context) ([]Sample, error)
+}
+
+// acceptHeader asks for the classic text format first, which every exporter
+// serves; OpenMetrics is accepted too.
+const acceptHeader = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
+
+// HTTPScraper reads a Prometheus exposition over HTTP.
+type HTTPScraper struct {
+	Target Target
+	// Client defaults to http.DefaultClient; set a timeout through ctx.
+	Client *http.Client
+}
+
+var _ Scraper = (*HTTPScraper)(nil)
+
+// Scrape fetches and parses the target's exposition. Errors name the target
+// and its URL.
+func (h *HTTPScraper) Scrape(ctx context.Context) ([]Sample, error) {
+	samples, err := h.scrape(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %q (%s): %w", h.Target.Name, h.Target.URL, err)
+	}
+	return samples, nil
+}
+
+func (h *HTTPScraper) scrape(ctx context.Context) ([]Sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Target.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", acceptHeader)
+	c := h.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, fmt.Errorf("unexpected HTTP status %s", resp.Status)
+	}
+	format := expfmt.ResponseFormat(resp.Header)
+	if format.FormatType() == expfmt.TypeUnknown {
+		format = TextFormat
+	}
+	samples, err := Parse(resp.Body, format)
+	if err != nil {
+		return nil, err
+	}
+	return samples, nil
+}

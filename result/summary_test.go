@@ -186,7 +186,7 @@ func TestInferredWindowAndGoodput(t *testing.T) {
 	warm := rec("P0", 0, time.Millisecond, time.Millisecond, 2)
 	warm.Warmup = true
 	s.Add(warm)
-	s.Add(rec("P0", time.Second, time.Second, 10*time.Millisecond, 2))   // good
+	s.Add(rec("P0", time.Second, time.Second, 10*time.Millisecond, 2))     // good
 	s.Add(rec("P0", 2*time.Second, 3*time.Second, 10*time.Millisecond, 2)) // TTFT too slow
 	res := s.Result()
 	if !res.Window.Inferred || !res.Window.Start.Equal(t0.Add(time.Second)) || res.Excluded != 1 {

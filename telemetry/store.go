@@ -72,15 +72,15 @@ type Store struct {
 }
 
 type series struct {
-	target string
-	name   string
-	labels map[string]string
-	t      []int64 // unix nanoseconds
-	v      []float64
-	stride int // keep one arrival in stride
-	skip   int // arrivals since the last kept point
-	lastT  int64
-	lastV  float64
+	target  string
+	name    string
+	labels  map[string]string
+	t       []int64 // unix nanoseconds
+	v       []float64
+	stride  int // keep one arrival in stride
+	skip    int // arrivals since the last kept point
+	lastT   int64
+	lastV   float64
 	hasTail bool // lastT/lastV is newer than the last kept point
 	seen    bool // lastT/lastV hold the latest arrival
 }

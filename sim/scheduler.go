@@ -1,0 +1,261 @@
+package sim
+
+import (
+	"errors"
+	"math"
+
+	"github.com/spoc-project/spoc/perfmodel"
+)
+
+// errStepPlanned guards against planning two steps at once.
+var errStepPlanned = errors.New("engine: a step is already planned")
+
+// Schedule plans the next step at engine time now, following vLLM v1's
+// scheduler:
+//
+//  1. Running requests, in order, each get min(remaining tokens,
+//     long_prefill_token_threshold, budget left) tokens — one for a decode,
+//     a chunk for an unfinished prefill. When the KV cache cannot hold them,
+//     the last running request is preempted (its blocks freed, its progress
+//     recomputed later) until they fit or the request itself was preempted.
+//  2. If nothing was preempted, waiting requests are admitted FCFS while
+//     budget and max_num_seqs allow: the longest cached prefix of full blocks
+//     is reused (all but the last token), the rest is computed as a chunk; a
+//     request that cannot get blocks stops admission; without chunked
+//     prefill a prompt that does not fit the budget left waits for a later
+//     step and admission continues behind it.
+//
+// It returns the step's duration in seconds and false when there is nothing
+// to do. Complete must be called before the next Schedule.
+func (e *Engine) Schedule(now float64) (float64, bool) {
+	if e.planned {
+		panic(errStepPlanned)
+	}
+	budget := e.p.MaxNumBatchedTokens
+	thr := e.p.LongPrefillTokenThreshold
+	e.sched = e.sched[:0]
+	preempted := false
+
+	for i := 0; i < len(e.running) && budget > 0; {
+		r := e.running[i]
+		n := r.numTokens() - r.computed
+		if thr > 0 && n > thr {
+			n = thr
+		}
+		n = min(n, budget)
+		if n <= 0 {
+			i++
+			continue
+		}
+		scheduled := false
+		for {
+			if e.allocate(r, n, nil) {
+				scheduled = true
+				break
+			}
+			victim := e.running[len(e.running)-1]
+			e.running = e.running[:len(e.running)-1]
+			e.preempt(victim)
+			preempted = true
+			if victim == r {
+				break
+			}
+		}
+		if !scheduled {
+			break
+		}
+		r.newTokens = n
+		e.sched = append(e.sched, r)
+		budget -= n
+		i++
+	}
+
+	if !preempted {
+		e.skipped = e.skipped[:0]
+		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.p.MaxNumSeqs {
+			r := e.waiting.front()
+			e.hits = e.hits[:0]
+			if r.computed == 0 && e.pool.caching {
+				// A full hit still recomputes the last token to get logits.
+				e.hits = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize)
+			}
+			hitTokens := len(e.hits) * e.p.BlockSize
+			n := r.numTokens() - r.computed - hitTokens
+			if thr > 0 && n > thr {
+				n = thr
+			}
+			if !e.p.EnableChunkedPrefill && n > budget {
+				e.skipped = append(e.skipped, e.waiting.popFront())
+				continue
+			}
+			n = min(n, budget)
+			if !e.allocate(r, n, e.hits) {
+				break
+			}
+			e.waiting.popFront()
+			if e.pool.caching {
+				e.stats.PrefixQueries += int64(r.numTokens())
+				e.stats.PrefixHits += int64(hitTokens)
+			}
+			if r.FirstScheduled < 0 {
+				r.FirstScheduled = now
+				r.CachedTokens = hitTokens
+			}
+			r.running = true
+			e.running = append(e.running, r)
+			r.newTokens = n
+			e.sched = append(e.sched, r)
+			budget -= n
+		}
+		for i := len(e.skipped) - 1; i >= 0; i-- {
+			e.waiting.pushFront(e.skipped[i])
+		}
+	}
+
+	if len(e.sched) == 0 {
+		return 0, false
+	}
+	e.batch = e.batch[:0]
+	info := StepInfo{Start: now, Seqs: len(e.sched)}
+	for _, r := range e.sched {
+		e.batch = append(e.batch, perfmodel.Seq{NewTokens: r.newTokens, ContextTokens: r.computed})
+		info.Tokens += r.newTokens
+		if r.computed < r.PromptTokens {
+			info.PrefillTokens += r.newTokens
+		} else {
+			info.DecodeSeqs++
+		}
+	}
+	cm, clock := e.cost(now)
+	c := cm.Step(e.batch)
+	info.Cost, info.ClockFactor = c, clock
+	info.Seconds = c.Seconds
+	if e.p.AsyncScheduling {
+		hide := c.Terms.Overhead
+		if e.hidden != nil {
+			hide = math.Min(hide, e.hidden(info.Seqs))
+		}
+		info.Seconds -= hide
+	}
+	if info.Seconds <= 0 {
+		info.Seconds = 1e-6
+	}
+	e.step = info
+	e.planned = true
+	return info.Seconds, true
+}
+
+// Step returns the planned (or last completed) step.
+func (e *Engine) Step() *StepInfo { return &e.step }
+
+// Complete applies the planned step at its end time, end: computed tokens
+// advance, full blocks enter the prefix cache, requests that finished their
+// prompt or a decode produce a token, and finished requests release their
+// blocks. It returns the requests that produced a token, valid until the
+// next call; check Finished on each.
+func (e *Engine) Complete(end float64) []*Request {
+	if !e.planned {
+		return nil
+	}
+	e.planned = false
+	e.out = e.out[:0]
+	bs := e.p.BlockSize
+	anyFinished := false
+	for _, r := range e.sched {
+		r.computed += r.newTokens
+		r.newTokens = 0
+		full := r.computed / bs
+		for r.cachedBlocks < full {
+			if r.cachedBlocks < len(r.BlockHashes) {
+				e.pool.cache(r.blocks[r.cachedBlocks], r.BlockHashes[r.cachedBlocks])
+			}
+			r.cachedBlocks++
+		}
+		if r.computed < r.numTokens() {
+			continue // a prefill chunk that did not reach the end of the prompt
+		}
+		r.generated++
+		e.stats.GenerationTokens++
+		if r.FirstToken < 0 {
+			r.FirstToken = end
+			e.stats.PromptTokens += int64(r.PromptTokens)
+		}
+		if r.generated >= r.OutputTokens {
+			r.finished = true
+			r.Done = end
+			anyFinished = true
+			e.stats.Finished++
+			e.freeRequest(r)
+		}
+		e.out = append(e.out, r)
+	}
+	if anyFinished {
+		k := 0
+		for _, r := range e.running {
+			if r.finished {
+				r.running = false
+				continue
+			}
+			e.running[k] = r
+			k++
+		}
+		clear(e.running[k:])
+		e.running = e.running[:k]
+	}
+	e.stats.Steps++
+	e.stats.BusySeconds += e.step.Seconds
+	t := &e.stats.Terms
+	c := &e.step.Cost.Terms
+	t.Attention += c.Attention
+	t.DenseGEMM += c.DenseGEMM
+	t.MoE += c.MoE
+	t.Communication += c.Communication
+	t.Overhead += c.Overhead
+	t.Other += c.Other
+	return e.out
+}
+
+// allocate gives r the blocks to hold n more tokens after reusing the cached
+// blocks hits (a waiting request's prefix), or reports false and changes
+// nothing when the free queue is too short.
+func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
+	bs := e.p.BlockSize
+	total := r.computed + len(hits)*bs + n
+	needFull := (total + bs - 1) / bs
+	needSlide := min(needFull, e.slideMax)
+	fresh := needFull - len(r.blocks) - len(hits) + needSlide - len(r.slide)
+	evictableHits := 0
+	for _, b := range hits {
+		if e.pool.refs[b] == 0 {
+			evictableHits++
+		}
+	}
+	if fresh > e.pool.numFree-evictableHits {
+		return false
+	}
+	for _, b := range hits {
+		e.pool.touch(b)
+		r.blocks = append(r.blocks, b)
+	}
+	r.computed += len(hits) * bs
+	r.cachedBlocks += len(hits)
+	for len(r.blocks) < needFull {
+		r.blocks = append(r.blocks, e.pool.allocate())
+	}
+	for len(r.slide) < needSlide {
+		r.slide = append(r.slide, e.pool.allocate())
+	}
+	return true
+}
+
+// preempt frees a running request's blocks and puts it back at the front of
+// the waiting queue; it will recompute its prompt and output so far,
+// typically from its own blocks still in the prefix cache.
+func (e *Engine) preempt(r *Request) {
+	e.freeRequest(r)
+	r.computed = 0
+	r.running = false
+	r.Preemptions++
+	e.stats.Preemptions++
+	e.waiting.pushFront(r)
+}

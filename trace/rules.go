@@ -202,19 +202,26 @@ func parseRule(n *yaml.Node) (Rule, error) {
 		return r, errors.New("want a mapping with name, category, match, evidence")
 	}
 	fields := map[string]string{}
+	var fieldErr error
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		switch k.Value {
 		case "name", "category", "match", "evidence":
 		default:
-			return r, fmt.Errorf("line %d: unknown field %q (want name, category, match, evidence)", k.Line, k.Value)
+			fieldErr = cmpOr(fieldErr, fmt.Errorf("line %d: unknown field %q (want name, category, match, evidence)", k.Line, k.Value))
+			continue
 		}
 		if v.Kind != yaml.ScalarNode {
-			return r, fmt.Errorf("line %d: %s: want a string", v.Line, k.Value)
+			fieldErr = cmpOr(fieldErr, fmt.Errorf("line %d: %s: want a string", v.Line, k.Value))
+			continue
 		}
 		fields[k.Value] = v.Value
 	}
+	// The name is read first so that every later error can name the rule.
 	r.Name = strings.TrimSpace(fields["name"])
+	if fieldErr != nil {
+		return r, fieldErr
+	}
 	if r.Name == "" {
 		return r, errors.New("name: required")
 	}
@@ -236,4 +243,12 @@ func parseRule(n *yaml.Node) (Rule, error) {
 	}
 	r.Match = re
 	return r, nil
+}
+
+// cmpOr keeps the first error.
+func cmpOr(first, next error) error {
+	if first != nil {
+		return first
+	}
+	return next
 }

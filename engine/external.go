@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spoc-project/spoc/search"
+)
+
+// External is a server spoc does not start: Start returns its address and
+// Stop does nothing. Parameters are not applied, so External serves run and
+// sweep (one configuration) but not tune; see Reconfigurable.
+type External struct {
+	ep         Endpoint
+	healthPath string
+}
+
+var _ Engine = (*External)(nil)
+
+// NewExternal returns the launcher for the server at baseURL. healthPath,
+// when not empty, is probed on Start so that a server that is down fails
+// fast; metricsURLs are scraped during runs.
+func NewExternal(baseURL, model, healthPath string, metricsURLs []string) (*External, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("external engine: need an http(s) base URL, got %q", baseURL)
+	}
+	return &External{
+		ep: Endpoint{
+			BaseURL:     strings.TrimRight(baseURL, "/"),
+			MetricsURLs: append([]string(nil), metricsURLs...),
+			Model:       model,
+		},
+		healthPath: healthPath,
+	}, nil
+}
+
+// Kind returns "external".
+func (e *External) Kind() string { return "external" }
+
+// Start checks the server's health path (when configured) and returns its
+// endpoint. The parameters describe the running server and are ignored.
+func (e *External) Start(ctx context.Context, _ search.Params) (Endpoint, error) {
+	if e.healthPath == "" {
+		return e.ep, nil
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	u := e.ep.BaseURL + e.healthPath
+	if err := probe(ctx, client, u); err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return Endpoint{}, fmt.Errorf("external engine: check %s: %w", u, err)
+		}
+		return Endpoint{}, fmt.Errorf("external engine: server at %s is not healthy: %w", e.ep.BaseURL, err)
+	}
+	return e.ep, nil
+}
+
+// Stop does nothing: spoc does not own the server.
+func (e *External) Stop(context.Context) error { return nil }

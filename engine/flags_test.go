@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/search"
+)
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params search.Params
+		want   []string
+		err    string
+	}{
+		{"empty", nil, []string{}, ""},
+		{"int", search.Params{"max-num-batched-tokens": 2048}, []string{"--max-num-batched-tokens", "2048"}, ""},
+		{"int64", search.Params{"max-num-seqs": int64(64)}, []string{"--max-num-seqs", "64"}, ""},
+		{"float", search.Params{"gpu-memory-utilization": 0.85}, []string{"--gpu-memory-utilization", "0.85"}, ""},
+		{"integral float", search.Params{"x": 1e6}, []string{"--x", "1000000"}, ""},
+		{"bool true", search.Params{"enable-prefix-caching": true}, []string{"--enable-prefix-caching"}, ""},
+		{"bool false", search.Params{"enable-prefix-caching": false}, []string{"--no-enable-prefix-caching"}, ""},
+		{"string", search.Params{"kv-cache-dtype": "fp8"}, []string{"--kv-cache-dtype", "fp8"}, ""},
+		{"underscores and dashes", search.Params{"max_num_seqs": 8, "--block-size": 16}, []string{"--block-size", "16", "--max-num-seqs", "8"}, ""},
+		{"sorted", search.Params{"b": 1, "a": true, "c": "x"}, []string{"--a", "--b", "1", "--c", "x"}, ""},
+		{"duplicate flag", search.Params{"max_num_seqs": 8, "max-num-seqs": 16}, nil, `"max-num-seqs" and "max_num_seqs"`},
+		{"nil value", search.Params{"x": nil}, nil, "unsupported value"},
+		{"slice value", search.Params{"x": []int{1}}, nil, "unsupported value"},
+		{"NaN", search.Params{"x": nan()}, nil, "finite"},
+		{"empty name", search.Params{"--": 1}, nil, "empty parameter name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Flags(tc.params)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Flags = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func nan() float64 {
+	z := 0.0
+	return z / z
+}
+
+func TestFlagsDeterministic(t *testing.T) {
+	p := search.Params{}
+	for _, n := range []string{"q", "w", "e", "r", "t", "y", "u", "i", "o", "p"} {
+		p[n] = len(n)
+	}
+	first, _ := Flags(p)
+	for i := 0; i < 20; i++ {
+		if got, _ := Flags(p); !reflect.DeepEqual(got, first) {
+			t.Fatalf("Flags not deterministic: %q vs %q", got, first)
+		}
+	}
+}
+
+func TestMerge(t *testing.T) {
+	base := search.Params{"max_num_seqs": 64, "tensor-parallel-size": 4}
+	trial := search.Params{"max-num-seqs": 128, "block-size": 32}
+	got := Merge(base, trial)
+	want := search.Params{"max-num-seqs": 128, "tensor-parallel-size": 4, "block-size": 32}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Merge = %v, want %v", got, want)
+	}
+	if base["max_num_seqs"] != 64 || len(trial) != 2 {
+		t.Error("Merge modified its inputs")
+	}
+}
+
+func TestHasFlag(t *testing.T) {
+	argv := []string{"vllm", "serve", "m", "--port=8000", "--no-enable-prefix-caching", "--max-num-seqs", "4", "-tp", "2"}
+	for name, want := range map[string]bool{
+		"port": true, "enable-prefix-caching": true, "enable_prefix_caching": true, "max-num-seqs": true,
+		"max-num": false, "m": false, "serve": false, "tp": false, "block-size": false,
+	} {
+		if got := HasFlag(argv, name); got != want {
+			t.Errorf("HasFlag(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -30,7 +30,11 @@ var TextFormat = expfmt.NewFormat(expfmt.TypeTextPlain)
 // non-finite values and exposition timestamps are dropped; a metric exposed
 // under both its current and an older name keeps the current one only.
 func Parse(r io.Reader, format expfmt.Format) ([]Sample, error) {
-	lr := &io.LimitedReader{R: r, N: MaxExpositionBytes + 1}
+	return parse(r, format, MaxExpositionBytes)
+}
+
+func parse(r io.Reader, format expfmt.Format, limit int64) ([]Sample, error) {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
 	dec := expfmt.NewDecoder(lr, format)
 	var out []Sample
 	for {

@@ -14,9 +14,11 @@ type Scraper interface {
 	Scrape(ctx context.Context) ([]Sample, error)
 }
 
-// acceptHeader asks for the classic text format first, which every exporter
-// serves; OpenMetrics is accepted too.
-const acceptHeader = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
+// acceptHeader asks for the classic text format, which every exporter serves
+// and which parses fast; expfmt's OpenMetrics parser costs milliseconds per
+// line, far over the scrape budget. An answer in another format is still
+// parsed.
+const acceptHeader = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 
 // HTTPScraper reads a Prometheus exposition over HTTP.
 type HTTPScraper struct {

@@ -167,4 +167,3 @@ func lastLine(s string) string {
 	}
 	return ""
 }
-

@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/search"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fakeRunner records kubectl commands and answers them from a script.
+type fakeRunner struct {
+	mu    sync.Mutex
+	calls []string
+	stdin map[int][]byte
+	// pods are the successive answers to "get pods"; the last repeats.
+	pods []string
+	logs map[string]string // by "previous" or "all"
+}
+
+func (f *fakeRunner) Run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stdin == nil {
+		f.stdin = map[int][]byte{}
+	}
+	if stdin != nil {
+		f.stdin[len(f.calls)] = stdin
+	}
+	f.calls = append(f.calls, strings.Join(args, " "))
+	joined := strings.Join(args, " ")
+	switch {
+	case strings.Contains(joined, " get pods "):
+		p := f.pods[0]
+		if len(f.pods) > 1 {
+			f.pods = f.pods[1:]
+		}
+		return []byte(p), nil
+	case strings.Contains(joined, " logs ") && strings.Contains(joined, "--previous"):
+		return []byte(f.logs["previous"]), nil
+	case strings.Contains(joined, " logs "):
+		return []byte(f.logs["all"]), nil
+	}
+	return nil, nil
+}
+
+// Start serves /health on the forwarded local port, as a working
+// port-forward would.
+func (f *fakeRunner) Start(ctx context.Context, w io.Writer, args ...string) (func() error, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "START "+strings.Join(args, " "))
+	f.mu.Unlock()
+	var local string
+	for _, a := range args {
+		if m := regexp.MustCompile(`^(\d+):\d+$`).FindStringSubmatch(a); m != nil {
+			local = m[1]
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+local)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	go srv.Serve(l)
+	fmt.Fprintln(w, "Forwarding from 127.0.0.1:"+local)
+	return srv.Close, nil
+}
+
+const (
+	podsPending = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}]}`
+	podsLoading = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Running","containerStatuses":[{"name":"server","ready":false,"restartCount":0,"state":{"running":{}}}]}}]}`
+	podsReady   = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Running","containerStatuses":[{"name":"server","ready":true,"restartCount":0,"state":{"running":{}}}]}}]}`
+	podsCrash   = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Running","containerStatuses":[{"name":"server","ready":false,"restartCount":1,"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"reason":"Error"}}}]}}]}`
+	podsPull    = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Pending","containerStatuses":[{"name":"server","ready":false,"state":{"waiting":{"reason":"ImagePullBackOff","message":"Back-off pulling image \"vllm/nope\""}}}]}}]}`
+)
+
+func kubeOptions(r Runner) KubernetesOptions {
+	return KubernetesOptions{
+		Namespace:      "spoc",
+		Context:        "gpu",
+		Image:          "vllm/vllm-openai:v0.11.0",
+		Model:          "openai/gpt-oss-120b",
+		BaseParams:     search.Params{"tensor-parallel-size": 4, "max-model-len": 131072},
+		GPUsPerReplica: 4,
+		StopTimeout:    30 * time.Second,
+		PollInterval:   time.Millisecond,
+		NamePrefix:     "spoc-default",
+		Runner:         r,
+	}
+}
+
+func trialCtx(t *testing.T, n int) (context.Context, string) {
+	dir := t.TempDir()
+	return search.WithTrial(context.Background(), &search.TrialContext{Number: n, Artifacts: dir}), dir
+}
+
+func TestKubernetesManifestsGolden(t *testing.T) {
+	params := search.Params{"max-num-batched-tokens": 2048, "enable-prefix-caching": true, "gpu-memory-utilization": 0.92}
+	for _, tc := range []struct {
+		name string
+		mod  func(*KubernetesOptions)
+	}{
+		{"default", func(*KubernetesOptions) {}},
+		{"data-parallel", func(o *KubernetesOptions) {
+			o.Replicas, o.GPUsPerReplica = 2, 2
+			o.BaseParams = search.Params{"tensor-parallel-size": 2}
+			o.Args = []string{"serve", "{{.Model}}", "--port={{.Port}}", "--served-model-name", "gpt-oss"}
+			o.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
+			o.Env = map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG", "HF_HUB_OFFLINE": "1"}
+			o.GPUResource = "amd.com/gpu"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := kubeOptions(&fakeRunner{})
+			tc.mod(&o)
+			k, err := NewKubernetes(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := k.Manifests(ObjectName(o.NamePrefix, 7), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "kube", tc.name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("manifests differ from %s (go test -update to accept):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+func TestKubernetesStartStopCommands(t *testing.T) {
+	for _, forward := range []bool{false, true} {
+		t.Run(fmt.Sprintf("port-forward=%v", forward), func(t *testing.T) {
+			r := &fakeRunner{pods: []string{podsPending, podsLoading, podsReady}, logs: map[string]string{"all": "[pod/p1/server] INFO ready\n"}}
+			o := kubeOptions(r)
+			o.PortForward = forward
+			k, err := NewKubernetes(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, dir := trialCtx(t, 7)
+			params := search.Params{"max-num-seqs": 128}
+			ep, err := k.Start(ctx, params)
+			if err != nil {
+				t.Fatalf("Start: %v", err)
+			}
+			if err := k.Stop(context.Background()); err != nil {
+				t.Fatalf("Stop: %v", err)
+			}
+			pre := "--context gpu --namespace spoc "
+			get := pre + "get pods --selector spoc.dev/trial=spoc-default-t7 --output json"
+			want := []string{pre + "apply -f -", get, get, get}
+			if forward {
+				port := strings.TrimPrefix(ep.BaseURL, "http://127.0.0.1:")
+				want = append(want, "START "+pre+"port-forward service/spoc-default-t7 "+port+":8000 --address 127.0.0.1")
+			} else if ep.BaseURL != "http://spoc-default-t7.spoc.svc:8000" {
+				t.Errorf("BaseURL = %q", ep.BaseURL)
+			}
+			want = append(want,
+				pre+"logs --selector spoc.dev/trial=spoc-default-t7 --all-containers --prefix --tail -1",
+				pre+"delete deployment/spoc-default-t7 service/spoc-default-t7 --ignore-not-found --cascade=foreground --wait=true --timeout=1m30s")
+			if !reflect.DeepEqual(r.calls, want) {
+				t.Errorf("kubectl calls:\n got %q\nwant %q", r.calls, want)
+			}
+			wantManifests, _ := k.Manifests("spoc-default-t7", params)
+			if !bytes.Equal(r.stdin[0], wantManifests) {
+				t.Errorf("apply stdin is not the rendered manifests:\n%s", r.stdin[0])
+			}
+			if saved, _ := os.ReadFile(filepath.Join(dir, "manifests.yaml")); !bytes.Equal(saved, wantManifests) {
+				t.Error("manifests.yaml in the artefact directory differs from what was applied")
+			}
+			if log, _ := os.ReadFile(ep.Log); string(log) != "[pod/p1/server] INFO ready\n" {
+				t.Errorf("server.log = %q", log)
+			}
+			if ep.Model != "openai/gpt-oss-120b" || len(ep.MetricsURLs) != 1 || ep.MetricsURLs[0] != ep.BaseURL+"/metrics" {
+				t.Errorf("endpoint = %+v", ep)
+			}
+		})
+	}
+}
+
+func TestKubernetesFailures(t *testing.T) {
+	pre := "--namespace spoc "
+	del := pre + "delete deployment/spoc-default-t3 service/spoc-default-t3 --ignore-not-found --cascade=foreground --wait=true --timeout=1m30s"
+	get := pre + "get pods --selector spoc.dev/trial=spoc-default-t3 --output json"
+	for _, tc := range []struct {
+		name       string
+		pods       []string
+		logs       map[string]string
+		reason     Reason // "" for a plain error
+		infeasible bool
+		exitCode   int
+		calls      []string
+	}{
+		{
+			name: "crash with CUDA OOM", pods: []string{podsLoading, podsCrash},
+			logs:   map[string]string{"previous": "INFO loading\ntorch.OutOfMemoryError: CUDA out of memory.\n"},
+			reason: ReasonOutOfMemory, infeasible: true, exitCode: 1,
+			calls: []string{pre + "apply -f -", get, get, pre + "logs pod/p1 --container server --tail -1 --previous", del},
+		},
+		{
+			name: "plain crash", pods: []string{podsCrash},
+			logs:   map[string]string{"previous": "RuntimeError: boom\n"},
+			reason: ReasonExited, exitCode: 1,
+			calls: []string{pre + "apply -f -", get, pre + "logs pod/p1 --container server --tail -1 --previous", del},
+		},
+		{
+			name: "image pull", pods: []string{podsPull},
+			calls: []string{pre + "apply -f -", get, pre + "logs --selector spoc.dev/trial=spoc-default-t3 --all-containers --prefix --tail -1", del},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeRunner{pods: tc.pods, logs: tc.logs}
+			o := kubeOptions(r)
+			o.Context = ""
+			k, err := NewKubernetes(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, dir := trialCtx(t, 3)
+			_, err = k.Start(ctx, nil)
+			if err == nil {
+				t.Fatal("Start succeeded")
+			}
+			var f *Failure
+			if tc.reason == "" {
+				if errors.As(err, &f) {
+					t.Errorf("err = %v, want a plain error", err)
+				}
+			} else if !errors.As(err, &f) || f.Reason != tc.reason || f.ExitCode != tc.exitCode {
+				t.Errorf("err = %#v, want reason %s exit %d", err, tc.reason, tc.exitCode)
+			} else if f.Log != filepath.Join(dir, "server.log") {
+				t.Errorf("failure log = %q", f.Log)
+			}
+			if got := errors.Is(err, search.ErrInfeasible); got != tc.infeasible {
+				t.Errorf("infeasible = %v, want %v", got, tc.infeasible)
+			}
+			if !reflect.DeepEqual(r.calls, tc.calls) {
+				t.Errorf("kubectl calls:\n got %q\nwant %q", r.calls, tc.calls)
+			}
+			if err := k.Stop(context.Background()); err != nil {
+				t.Errorf("Stop after failed Start: %v", err)
+			}
+		})
+	}
+}
+
+func TestKubernetesReadyTimeout(t *testing.T) {
+	r := &fakeRunner{pods: []string{podsPending}, logs: map[string]string{"all": ""}}
+	o := kubeOptions(r)
+	o.ReadyTimeout = 30 * time.Millisecond
+	k, err := NewKubernetes(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, _ := trialCtx(t, 0)
+	_, err = k.Start(ctx, nil)
+	var f *Failure
+	if !errors.As(err, &f) || f.Reason != ReasonHealthTimeout || !strings.Contains(f.Detail, "Insufficient nvidia.com/gpu") {
+		t.Fatalf("err = %v, want a health timeout naming the scheduling problem", err)
+	}
+	if last := r.calls[len(r.calls)-1]; !strings.Contains(last, " delete deployment/spoc-default-t0 ") {
+		t.Errorf("last call %q is not the delete", last)
+	}
+}
+
+func TestObjectName(t *testing.T) {
+	for _, tc := range []struct {
+		prefix string
+		trial  int
+		want   string
+	}{
+		{"spoc-default", 12, "spoc-default-t12"},
+		{"Spoc_My Study!", 0, "spoc-my-study-t0"},
+		{"--", 1, "spoc-t1"},
+		{"run", -1, "run"},
+		{strings.Repeat("a", 70), 123, strings.Repeat("a", 58) + "-t123"},
+		{strings.Repeat("a", 57) + "-b", 123, strings.Repeat("a", 57) + "-t123"},
+	} {
+		got := ObjectName(tc.prefix, tc.trial)
+		if got != tc.want {
+			t.Errorf("ObjectName(%q, %d) = %q, want %q", tc.prefix, tc.trial, got, tc.want)
+		}
+		if len(got) > 63 || !regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`).MatchString(got) {
+			t.Errorf("ObjectName(%q, %d) = %q is not a DNS label", tc.prefix, tc.trial, got)
+		}
+	}
+}
+
+func TestNewKubernetesValidates(t *testing.T) {
+	for _, o := range []KubernetesOptions{{Image: "x"}, {Namespace: "x"}, {Namespace: "x", Image: "y", Args: []string{"{{.Bad}}"}}} {
+		if _, err := NewKubernetes(o); err == nil {
+			t.Errorf("NewKubernetes(%+v) accepted", o)
+		}
+	}
+}

@@ -17,6 +17,10 @@ import (
 // template arguments reach tens of kilobytes.
 const maxStatsLine = 4 << 20
 
+// maxStatsTotalNS bounds the summed kernel time of a summary (about 36 GPU
+// years), far beyond any capture and far from int64 overflow.
+const maxStatsTotalNS = 1 << 60
+
 // ReadStatsCSV reads the output of
 //
 //	nsys stats --report cuda_gpu_kern_sum --format csv REPORT
@@ -46,6 +50,7 @@ func readStatsCSV(r io.Reader, source string) (*trace.Profile, error) {
 	var cols *statsColumns
 	line := 0
 	var kernels []trace.KernelStat
+	var total int64
 	index := map[string]int{}
 	for sc.Scan() {
 		line++
@@ -69,6 +74,9 @@ func readStatsCSV(r io.Reader, source string) (*trace.Profile, error) {
 		k, err := parseStatsRow(rec, cols)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if total += k.TimeNS; total > maxStatsTotalNS || k.Count > maxStatsTotalNS {
+			return nil, fmt.Errorf("line %d: times add up beyond %d ns; not a kernel summary", line, int64(maxStatsTotalNS))
 		}
 		if i, ok := index[k.Name]; ok {
 			kernels[i].Count += k.Count
@@ -172,7 +180,7 @@ func parseStatsRow(rec []string, c *statsColumns) (trace.KernelStat, error) {
 		return k, fmt.Errorf("total time: %w", err)
 	}
 	ns := total * c.unitNS
-	if ns > math.MaxInt64/4 {
+	if ns > maxStatsTotalNS {
 		return k, fmt.Errorf("total time %q out of range", rec[c.total])
 	}
 	k.TimeNS = int64(math.Round(ns))
@@ -181,7 +189,7 @@ func parseStatsRow(rec []string, c *statsColumns) (trace.KernelStat, error) {
 		if err != nil {
 			return k, fmt.Errorf("instances: %w", err)
 		}
-		if n != math.Trunc(n) || n > math.MaxInt64/4 {
+		if n != math.Trunc(n) || n > maxStatsTotalNS {
 			return k, fmt.Errorf("instances %q is not a count", rec[c.instances])
 		}
 		k.Count = int64(n)

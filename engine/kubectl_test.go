@@ -5,6 +5,8 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"sync"
+	"time"
 	"testing"
 )
 
@@ -23,10 +25,13 @@ func TestExecRunner(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no context named gpu") {
 		t.Errorf("stderr not in error: %v", err)
 	}
-	var buf bytes.Buffer
+	var buf syncBuffer
 	stop, err := ExecRunner{Binary: "sh"}.Start(ctx, &buf, "-c", "echo forwarding; exec sleep 60")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for !strings.Contains(buf.String(), "forwarding") {
+		time.Sleep(5 * time.Millisecond) // the test's timeout bounds this
 	}
 	if err := stop(); err != nil {
 		t.Errorf("stop: %v", err)
@@ -34,7 +39,21 @@ func TestExecRunner(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Errorf("second stop: %v", err)
 	}
-	if !strings.Contains(buf.String(), "forwarding") {
-		t.Errorf("output not captured: %q", buf.String())
-	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

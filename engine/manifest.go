@@ -58,14 +58,14 @@ type (
 		Volumes                       []volume          `yaml:"volumes"`
 	}
 	container struct {
-		Name           string            `yaml:"name"`
-		Image          string            `yaml:"image"`
-		Args           []string          `yaml:"args"`
-		Env            []envVar          `yaml:"env,omitempty"`
-		Ports          []containerPort   `yaml:"ports"`
-		Resources      resources         `yaml:"resources"`
-		ReadinessProbe probeSpec             `yaml:"readinessProbe"`
-		VolumeMounts   []volumeMount     `yaml:"volumeMounts"`
+		Name           string          `yaml:"name"`
+		Image          string          `yaml:"image"`
+		Args           []string        `yaml:"args"`
+		Env            []envVar        `yaml:"env,omitempty"`
+		Ports          []containerPort `yaml:"ports"`
+		Resources      resources       `yaml:"resources"`
+		ReadinessProbe probeSpec       `yaml:"readinessProbe"`
+		VolumeMounts   []volumeMount   `yaml:"volumeMounts"`
 	}
 	envVar struct {
 		Name  string `yaml:"name"`

@@ -6,8 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 )
 
 func TestExecRunner(t *testing.T) {

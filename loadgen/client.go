@@ -1,0 +1,159 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spoc-project/spoc/result"
+)
+
+// Request timeouts used when Options leaves them zero.
+const (
+	DefaultRequestTimeout   = 10 * time.Minute
+	DefaultFirstByteTimeout = 5 * time.Minute
+)
+
+var (
+	errFirstByteTimeout = errors.New("first byte timeout")
+	errRequestTimeout   = errors.New("request timeout")
+)
+
+// NewTransport returns an HTTP/1.1 transport tuned for many long streams to
+// one host: an idle connection kept per user, keep-alive, no compression
+// (which would buffer the stream), large buffers, and no HTTP/2 (one stream
+// per connection, so one slow stream cannot stall another's frames). Go's
+// transport never retries a POST, so there are no hidden retries.
+func NewTransport(users int) *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          users + 16,
+		MaxIdleConnsPerHost:   users + 16,
+		IdleConnTimeout:       90 * time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+		WriteBufferSize:       64 << 10,
+		ReadBufferSize:        64 << 10,
+		ExpectContinueTimeout: 0,
+	}
+}
+
+// client sends one streaming request and fills its record.
+type client struct {
+	http             *http.Client
+	url              string
+	apiKey           string
+	firstByteTimeout time.Duration
+	requestTimeout   time.Duration
+}
+
+// do sends body at its scheduled time (rec.Scheduled is already set) and
+// fills rec. It returns the reply text (valid until the next do on the same
+// stream value). runCtx ends the whole run: a request cut by it is cancelled.
+func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st *stream) {
+	*st = stream{gapsUS: st.gapsUS[:0], counts: st.counts[:0], reply: st.reply[:0]}
+	ctx, cancel := context.WithCancelCause(runCtx)
+	defer cancel(nil)
+	reqTimer := time.AfterFunc(c.requestTimeout, func() { cancel(errRequestTimeout) })
+	defer reqTimer.Stop()
+	fbTimer := time.AfterFunc(c.firstByteTimeout, func() { cancel(errFirstByteTimeout) })
+	defer fbTimer.Stop()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		c.fail(rec, runCtx, ctx, result.StatusHTTPError, fmt.Errorf("build request: %w", err))
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if rec.RequestID != "" {
+		req.Header.Set("X-Request-Id", rec.RequestID)
+	}
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	rec.Sent = time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		rec.Done = time.Now()
+		c.fail(rec, runCtx, ctx, result.StatusHTTPError, err)
+		return
+	}
+	defer resp.Body.Close()
+	rec.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		rec.Done = time.Now()
+		c.fail(rec, runCtx, ctx, result.StatusHTTPError,
+			fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
+		return
+	}
+	sr := NewSSEReader(resp.Body)
+	sr.OnFirstByte(func(time.Time) { fbTimer.Stop() })
+	err = readStream(sr, st)
+	c.fill(rec, st)
+	rec.Done = time.Now()
+	if err != nil {
+		c.fail(rec, runCtx, ctx, result.StatusStreamError, err)
+		return
+	}
+	if !st.end.IsZero() {
+		rec.Done = st.end
+	}
+	rec.Status = result.StatusOK
+}
+
+// fill copies what the stream delivered into rec, including after failures.
+func (c *client) fill(rec *result.Record, st *stream) {
+	rec.FirstToken = st.first
+	rec.TokenGapsUS = append(rec.TokenGapsUS[:0], st.gapsUS...)
+	rec.TokenCounts = rec.TokenCounts[:0]
+	if st.multi {
+		rec.TokenCounts = append(rec.TokenCounts, st.counts...)
+	}
+	rec.OutputTokens = st.tokens
+	if st.usage {
+		rec.PromptTokens = st.prompt
+		rec.CachedTokens = st.cached
+		rec.OutputTokens = max(st.completed, st.tokens)
+	}
+}
+
+// fail classifies err: the run ending makes it cancelled, our own timers make
+// it a timeout, otherwise it keeps class.
+func (c *client) fail(rec *result.Record, runCtx, ctx context.Context, class result.Status, err error) {
+	switch cause := context.Cause(ctx); {
+	case runCtx.Err() != nil:
+		rec.Status = result.StatusCancelled
+		err = context.Cause(runCtx)
+	case errors.Is(cause, errFirstByteTimeout) || errors.Is(cause, errRequestTimeout):
+		rec.Status = result.StatusTimeout
+		err = cause
+	case errors.Is(err, errServerStream):
+		rec.Status = result.StatusStreamError
+	default:
+		rec.Status = class
+	}
+	if rec.Done.IsZero() {
+		rec.Done = time.Now()
+	}
+	rec.Error = c.redact(err.Error())
+}
+
+// redact keeps the API key out of records even if a server echoes it.
+func (c *client) redact(s string) string {
+	if c.apiKey != "" {
+		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	}
+	return s
+}

@@ -1,0 +1,331 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
+)
+
+// ErrWindowEnd is the cancellation cause of requests still in flight when the
+// measured window ends.
+var ErrWindowEnd = errors.New("measured window ended")
+
+// Options configures a Runner. Zero timeouts take the package defaults.
+type Options struct {
+	// Target is the server's base URL (http://host:8000); the endpoint path
+	// (/v1/chat/completions or /v1/completions) is appended unless Target
+	// already ends with it.
+	Target string
+	// Endpoint is EndpointChat (default) or EndpointCompletions.
+	Endpoint string
+	// Model is sent as the request's model field.
+	Model string
+	// APIKey is sent as a bearer token; it is never logged or recorded.
+	APIKey string
+
+	// Users is the number of concurrent closed-loop users.
+	Users int
+	// Ramp staggers user starts evenly over this period.
+	Ramp time.Duration
+	// Warmup precedes the measured window; its requests are flagged Warmup.
+	Warmup time.Duration
+	// Duration is the measured window; in-flight requests are cancelled at its end.
+	Duration time.Duration
+	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
+	ThinkTimeScale float64
+
+	RequestTimeout   time.Duration
+	FirstByteTimeout time.Duration
+	// ExactOutputLength asks for exactly max_tokens output tokens
+	// (ignore_eos and min_tokens, a vLLM extension).
+	ExactOutputLength bool
+
+	// RunID tags every record and request id.
+	RunID string
+	// Renderer turns script segments into prompt text.
+	Renderer workload.Renderer
+	// HTTPClient overrides the tuned default (NewTransport).
+	HTTPClient *http.Client
+	// Logger receives run-level events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Report describes a finished run.
+type Report struct {
+	// Start is when the first user's ramp slot began.
+	Start time.Time `json:"start"`
+	// Window is the measured window; its End is the interruption time when
+	// the run was interrupted.
+	Window result.Window `json:"window"`
+	// Health is the client's self-measurement over the measured window.
+	Health result.ClientHealth `json:"health"`
+	// Scheduled counts every request the run scheduled, warm-up included;
+	// each produced exactly one record.
+	Scheduled int64 `json:"scheduled"`
+	// Interrupted is set when the caller's context ended the run early.
+	Interrupted bool `json:"interrupted"`
+}
+
+// Runner runs closed-loop users against one server. A Runner runs once.
+type Runner struct {
+	opts     Options
+	client   *client
+	progress *progress
+}
+
+// New validates opts and builds a Runner.
+func New(opts Options) (*Runner, error) {
+	var errs []string
+	if opts.Target == "" {
+		errs = append(errs, "target URL is empty")
+	}
+	if opts.Users < 1 {
+		errs = append(errs, fmt.Sprintf("users must be at least 1, got %d", opts.Users))
+	}
+	if opts.Duration <= 0 {
+		errs = append(errs, "duration must be positive")
+	}
+	if opts.Warmup < 0 || opts.Ramp < 0 || opts.ThinkTimeScale < 0 {
+		errs = append(errs, "warmup, ramp and think-time scale must not be negative")
+	}
+	if opts.Renderer == nil {
+		errs = append(errs, "no renderer")
+	}
+	switch opts.Endpoint {
+	case "":
+		opts.Endpoint = EndpointChat
+	case EndpointChat, EndpointCompletions:
+	default:
+		errs = append(errs, fmt.Sprintf("endpoint must be %q or %q, got %q", EndpointChat, EndpointCompletions, opts.Endpoint))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("loadgen options: %s", strings.Join(errs, "; "))
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.FirstByteTimeout <= 0 {
+		opts.FirstByteTimeout = min(DefaultFirstByteTimeout, opts.RequestTimeout)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: NewTransport(opts.Users)}
+	}
+	return &Runner{
+		opts: opts,
+		client: &client{
+			http:             hc,
+			url:              endpointURL(opts.Target, opts.Endpoint),
+			apiKey:           opts.APIKey,
+			firstByteTimeout: opts.FirstByteTimeout,
+			requestTimeout:   opts.RequestTimeout,
+		},
+		progress: newProgress(),
+	}, nil
+}
+
+func endpointURL(target, endpoint string) string {
+	path := "/v1/chat/completions"
+	if endpoint == EndpointCompletions {
+		path = "/v1/completions"
+	}
+	target = strings.TrimRight(target, "/")
+	if strings.HasSuffix(target, path) {
+		return target
+	}
+	return strings.TrimSuffix(target, "/v1") + path
+}
+
+// Progress returns live counters; safe to call while Run runs.
+func (r *Runner) Progress() Progress { return r.progress.snapshot() }
+
+// Run drives the users until the measured window ends or ctx is done, and
+// writes every scheduled request's record to out from a single goroutine
+// (out need not be safe for concurrent use). When ctx ends first, Run
+// returns the report with Interrupted set and ctx's error.
+func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) (*Report, error) {
+	o := &r.opts
+	start := time.Now().Add(20 * time.Millisecond) // lets goroutines park before the first slot
+	measured := start.Add(o.Warmup)
+	end := measured.Add(o.Duration)
+	rep := &Report{Start: start, Window: result.Window{Start: measured, End: end}}
+
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	endTimer := time.AfterFunc(time.Until(end), func() { cancelRun(ErrWindowEnd) })
+	defer endTimer.Stop()
+
+	probe := newHealthProbe()
+	probeTimer := time.AfterFunc(time.Until(measured), probe.begin)
+
+	records := make(chan *result.Record, 4*o.Users+64)
+	var sinkErr error
+	sinkDone := make(chan struct{})
+	go func() {
+		defer close(sinkDone)
+		for rec := range records {
+			r.progress.observe(rec)
+			if sinkErr != nil {
+				continue // drain so users never block
+			}
+			if err := out.Write(rec); err != nil {
+				sinkErr = fmt.Errorf("write record: %w", err)
+				cancelRun(sinkErr)
+			}
+		}
+	}()
+
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for u := range o.Users {
+		slot := start
+		if o.Users > 1 {
+			slot = start.Add(time.Duration(int64(o.Ramp) * int64(u) / int64(o.Users)))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vu := &user{r: r, id: u, measured: measured, end: end, records: records}
+			if err := vu.run(runCtx, src, slot); err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+				cancelRun(err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(records)
+	<-sinkDone
+	probeTimer.Stop()
+
+	stopped := time.Now()
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		if stopped.Before(end) {
+			rep.Window.End = stopped
+		}
+	}
+	rep.Health = probe.end()
+	rep.Scheduled = r.progress.snapshot().Scheduled
+	switch {
+	case firstErr != nil:
+		return rep, firstErr
+	case sinkErr != nil:
+		return rep, sinkErr
+	case ctx.Err() != nil:
+		return rep, ctx.Err()
+	}
+	return rep, nil
+}
+
+// user is one closed-loop virtual user.
+type user struct {
+	r        *Runner
+	id       int
+	measured time.Time
+	end      time.Time
+	records  chan<- *result.Record
+	body     []byte
+	st       stream
+}
+
+// run executes sessions back to back until the window ends.
+func (u *user) run(ctx context.Context, src workload.Source, due time.Time) error {
+	o := &u.r.opts
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for session := 0; ; session++ {
+		script, err := src.Session(u.id, session)
+		if err != nil {
+			return fmt.Errorf("user %d session %d: %w", u.id, session, err)
+		}
+		conv := newConversation(o.Endpoint, o.Renderer)
+		for i := range script.Turns {
+			turn := &script.Turns[i]
+			if !due.Before(u.end) {
+				return nil
+			}
+			if err := conv.addUser(script, turn); err != nil {
+				return fmt.Errorf("user %d session %d turn %d: %w", u.id, session, turn.Index, err)
+			}
+			u.body = conv.body(u.body[:0], requestParams{model: o.Model, maxTokens: turn.MaxTokens, exact: o.ExactOutputLength})
+			rec := &result.Record{
+				RunID: o.RunID, User: u.id, Session: session, Profile: script.Profile, Turn: turn.Index,
+				RequestID:          requestID(o.RunID, u.id, session, turn.Index),
+				Scheduled:          due,
+				Warmup:             due.Before(u.measured),
+				PromptTokensTarget: turn.PromptTokens,
+				MaxTokens:          turn.MaxTokens,
+			}
+			u.r.progress.scheduled()
+			if !sleepUntil(ctx, timer, due) {
+				rec.Status, rec.Error, rec.Done = result.StatusCancelled, "cancelled before sending: "+context.Cause(ctx).Error(), time.Now()
+				u.emit(rec)
+				return nil
+			}
+			u.r.progress.started()
+			u.r.client.do(ctx, u.body, rec, &u.st)
+			u.r.progress.finished()
+			u.emit(rec)
+			if rec.Status == result.StatusCancelled || ctx.Err() != nil {
+				return nil
+			}
+			think := time.Duration(float64(turn.ThinkTime) * o.ThinkTimeScale)
+			due = rec.Done.Add(think)
+			if rec.Status != result.StatusOK {
+				break // a failed turn abandons the session: its history is broken
+			}
+			conv.addReply(u.st.reply)
+		}
+	}
+}
+
+func (u *user) emit(rec *result.Record) { u.records <- rec }
+
+// sleepUntil waits for t; false when ctx ended first.
+func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer.Reset(d)
+	select {
+	case <-ctx.Done():
+		timer.Stop() // Go 1.23+ timers: no stale tick can be received after Stop
+		return false
+	case <-timer.C:
+		return ctx.Err() == nil
+	}
+}
+
+func requestID(run string, user, session, turn int) string {
+	b := make([]byte, 0, len(run)+24)
+	if run != "" {
+		b = append(b, run...)
+		b = append(b, '-')
+	}
+	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(session), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(turn), 10)
+	return string(b)
+}

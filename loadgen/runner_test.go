@@ -1,0 +1,402 @@
+package loadgen_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/loadgen"
+	"github.com/spoc-project/spoc/loadgen/testserver"
+	"github.com/spoc-project/spoc/result"
+)
+
+// collect is a Sink keeping every record.
+type collect struct {
+	mu   sync.Mutex
+	recs []*result.Record
+}
+
+func (c *collect) Write(r *result.Record) error {
+	c.mu.Lock()
+	c.recs = append(c.recs, r)
+	c.mu.Unlock()
+	return nil
+}
+
+func byStatus(recs []*result.Record) map[result.Status]int {
+	m := map[result.Status]int{}
+	for _, r := range recs {
+		m[r.Status]++
+	}
+	return m
+}
+
+func newRunner(t *testing.T, url string, o loadgen.Options) *loadgen.Runner {
+	t.Helper()
+	o.Target = url
+	o.RunID = "t"
+	if o.Renderer == nil {
+		o.Renderer = loadgen.FillerRenderer{}
+	}
+	if o.HTTPClient == nil {
+		tr := loadgen.NewTransport(o.Users)
+		t.Cleanup(tr.CloseIdleConnections)
+		o.HTTPClient = &http.Client{Transport: tr}
+	}
+	r, err := loadgen.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// settleGoroutines waits for the goroutine count to come back to at most
+// base (plus slack for runtime helpers); it fails after a generous deadline.
+func settleGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base+2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutines leaked: %d now, %d before\n%s", n, base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wantClass maps an injected fault to the status the client must record.
+var wantClass = map[testserver.Fault]result.Status{
+	testserver.FaultNone: result.StatusOK,
+	testserver.Fault429:  result.StatusHTTPError, testserver.Fault500: result.StatusHTTPError, testserver.Fault503: result.StatusHTTPError,
+	testserver.FaultReset: result.StatusStreamError, testserver.FaultMalformed: result.StatusStreamError,
+	testserver.FaultStall: result.StatusTimeout, testserver.FaultSlowFirstByte: result.StatusTimeout,
+}
+
+func TestFaultInjectionAccounting(t *testing.T) {
+	base := runtime.NumGoroutine()
+	srv := testserver.Start(testserver.Config{
+		FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 2 * time.Millisecond,
+		FaultRate: 0.2, Seed: 7, SlowFirstByte: 2 * time.Second, Stall: 2 * time.Second, KeepLog: true,
+	})
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{
+		Users: 16, Ramp: 50 * time.Millisecond, Warmup: 100 * time.Millisecond, Duration: 1500 * time.Millisecond,
+		RequestTimeout: 400 * time.Millisecond, FirstByteTimeout: 150 * time.Millisecond, ExactOutputLength: true,
+	})
+	src := loadgen.SyntheticSource{Turns: 4, PrefixTokens: 50, NewTokens: 10, MaxTokens: 8, Profiles: []string{"P0", "P1"}}
+	rep, err := r.Run(context.Background(), src, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := sink.recs
+	counts := byStatus(recs)
+	t.Logf("scheduled %d: %v", rep.Scheduled, counts)
+	if int64(len(recs)) != rep.Scheduled {
+		t.Fatalf("%d records for %d scheduled requests", len(recs), rep.Scheduled)
+	}
+	for _, st := range []result.Status{result.StatusOK, result.StatusHTTPError, result.StatusStreamError, result.StatusTimeout, result.StatusCancelled} {
+		if counts[st] == 0 {
+			t.Errorf("no %s records; the fault mix must produce every class", st)
+		}
+	}
+	// Each request the server saw was classified according to its fault.
+	logged := map[string]testserver.Request{}
+	for _, q := range srv.Log() {
+		logged[q.ID] = q
+	}
+	seen := map[string]bool{}
+	for _, rec := range recs {
+		if seen[rec.RequestID] {
+			t.Fatalf("duplicate request id %s", rec.RequestID)
+		}
+		seen[rec.RequestID] = true
+		q, ok := logged[rec.RequestID]
+		if rec.Status == result.StatusCancelled {
+			continue
+		}
+		if !ok {
+			t.Fatalf("record %s (%s) never reached the server", rec.RequestID, rec.Status)
+		}
+		if want := wantClass[q.Fault]; rec.Status != want {
+			t.Errorf("%s: fault %q recorded %s (%s), want %s", rec.RequestID, q.Fault, rec.Status, rec.Error, want)
+		}
+		if strings.HasPrefix(string(q.Fault), "http_") && strconv.Itoa(rec.HTTPStatus) != string(q.Fault[5:]) {
+			t.Errorf("%s: HTTP status %d for fault %s", rec.RequestID, rec.HTTPStatus, q.Fault)
+		}
+		if rec.Status == result.StatusOK && (rec.OutputTokens != 8 || len(rec.TokenGapsUS) != 7 || rec.PromptTokens == 0) {
+			t.Errorf("%s: ok with %d tokens, %d gaps, prompt %d", rec.RequestID, rec.OutputTokens, len(rec.TokenGapsUS), rec.PromptTokens)
+		}
+		if !q.IgnoreEOS || q.MinTokens != 8 || q.MaxTokens != 8 || !q.IncludeUsage {
+			t.Errorf("%s: body ignore_eos=%v min=%d max=%d usage=%v", rec.RequestID, q.IgnoreEOS, q.MinTokens, q.MaxTokens, q.IncludeUsage)
+		}
+	}
+	for id := range logged {
+		if !seen[id] {
+			t.Errorf("server request %s has no record", id)
+		}
+	}
+
+	// The summary over the measured window agrees with the records.
+	sum := result.NewSummary(config.DefaultSLA(), rep.Window)
+	var inWindow, okTokens int64
+	wantCounts := map[result.Status]int64{}
+	for _, rec := range recs {
+		if sum.Add(rec) {
+			inWindow++
+			wantCounts[rec.Status]++
+			if rec.Status == result.StatusOK {
+				okTokens += int64(rec.OutputTokens)
+			}
+		}
+		if rec.Warmup != rec.Scheduled.Before(rep.Window.Start) {
+			t.Errorf("%s: warmup flag %v at %v", rec.RequestID, rec.Warmup, rec.Scheduled.Sub(rep.Window.Start))
+		}
+	}
+	res := sum.Result()
+	o := res.Overall
+	if o.Requests != inWindow || o.OK != wantCounts[result.StatusOK] || o.Cancelled != wantCounts[result.StatusCancelled] ||
+		o.ErrorsByClass[result.StatusTimeout] != wantCounts[result.StatusTimeout] || o.OK+o.Errors+o.Cancelled != o.Requests {
+		t.Fatalf("summary %+v disagrees with records %v", o, wantCounts)
+	}
+	if o.TTFT.Count != o.OK || o.TTFT.P50 < 5 || o.ITL.Count != 7*o.OK || o.TPOT.Count != o.OK {
+		t.Errorf("latency counts: ttft %+v itl %+v tpot %+v", o.TTFT, o.ITL, o.TPOT)
+	}
+	if o.OutputTokens < okTokens || o.RequestsPerSecond <= 0 || o.ErrorRate <= 0.05 {
+		t.Errorf("throughput: %+v", o)
+	}
+	if res.SLA.Pass || !strings.Contains(res.SLA.First(), "error rate") {
+		t.Errorf("20%% faults must fail the 1%% error SLA: %v", res.SLA)
+	}
+	srv.Close()
+	settleGoroutines(t, base)
+}
+
+func TestHistoryCarriesActualReply(t *testing.T) {
+	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond, KeepLog: true})
+	defer srv.Close()
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Duration: 400 * time.Millisecond, Model: "m"})
+	src := loadgen.SyntheticSource{Turns: 3, PrefixTokens: 20, NewTokens: 5, MaxTokens: 4}
+	if _, err := r.Run(context.Background(), src, &collect{}); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]testserver.Request{}
+	for _, q := range srv.Log() {
+		byID[q.ID] = q
+	}
+	checked := 0
+	for id, q := range byID {
+		var run string
+		var u, s, k int
+		parts := strings.Split(id, "-")
+		run = parts[0]
+		u, _ = strconv.Atoi(parts[1])
+		s, _ = strconv.Atoi(parts[2])
+		k, _ = strconv.Atoi(parts[3])
+		if run != "t" {
+			t.Fatalf("request id %q", id)
+		}
+		// system + first user message, then assistant + user per later turn.
+		if len(q.Messages) != 2+2*k {
+			t.Fatalf("%s: %d messages, want %d", id, len(q.Messages), 2+2*k)
+		}
+		if q.Messages[0].Role != "system" || words(q.Messages[1].Content) != 20+5 {
+			t.Fatalf("%s: first messages %+v", id, q.Messages[:2])
+		}
+		if k == 0 {
+			continue
+		}
+		prev, ok := byID["t-"+strconv.Itoa(u)+"-"+strconv.Itoa(s)+"-"+strconv.Itoa(k-1)]
+		if !ok {
+			t.Fatalf("%s: previous turn not logged", id)
+		}
+		if !slices.Equal(q.Messages[:len(prev.Messages)], prev.Messages) {
+			t.Fatalf("%s: history is not the previous request's history", id)
+		}
+		reply := q.Messages[len(q.Messages)-2]
+		if reply.Role != "assistant" || reply.Content != prev.Reply || prev.Reply == "" {
+			t.Fatalf("%s: assistant message %q, previous actual reply %q", id, reply.Content, prev.Reply)
+		}
+		if last := q.Messages[len(q.Messages)-1]; last.Role != "user" || words(last.Content) != 5 {
+			t.Fatalf("%s: new user content %q", id, last.Content)
+		}
+		checked++
+	}
+	if checked < 4 {
+		t.Fatalf("only %d later turns checked", checked)
+	}
+}
+
+func words(s string) int { return len(strings.Fields(s)) }
+
+func TestLatencyCountsFromScheduledWhenServerSlowToAccept(t *testing.T) {
+	const acceptDelay = 300 * time.Millisecond
+	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond, AcceptDelay: acceptDelay})
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 1, Duration: time.Second})
+	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1, MaxTokens: 2}, sink); err != nil {
+		t.Fatal(err)
+	}
+	first := sink.recs[0]
+	ttft, ok := first.TTFT()
+	if !ok {
+		t.Fatalf("first request %s: %s", first.Status, first.Error)
+	}
+	if ttft < acceptDelay || first.DispatchLag() >= acceptDelay/2 {
+		t.Fatalf("ttft %v (want >= %v, counted from the schedule), dispatch lag %v", ttft, acceptDelay, first.DispatchLag())
+	}
+}
+
+func TestWindowEndCancelsInFlight(t *testing.T) {
+	base := runtime.NumGoroutine()
+	srv := testserver.Start(testserver.Config{TokenInterval: 20 * time.Millisecond, KeepLog: true})
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 8, Duration: 200 * time.Millisecond})
+	rep, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 2, MaxTokens: 1000}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := byStatus(sink.recs)
+	if counts[result.StatusCancelled] != 8 || int64(len(sink.recs)) != rep.Scheduled {
+		t.Fatalf("statuses %v of %d scheduled; want 8 cancelled", counts, rep.Scheduled)
+	}
+	for _, rec := range sink.recs {
+		if rec.FirstToken.IsZero() || rec.OutputTokens == 0 || rec.Done.Before(rep.Window.End) || !strings.Contains(rec.Error, "window ended") {
+			t.Fatalf("cancelled record lost its partial stream: %+v", rec)
+		}
+	}
+	srv.Close()
+	settleGoroutines(t, base)
+}
+
+func TestInterruptRecordsCancelled(t *testing.T) {
+	srv := testserver.Start(testserver.Config{TokenInterval: 20 * time.Millisecond})
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 4, Duration: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for r.Progress().InFlight < 4 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	rep, err := r.Run(ctx, loadgen.SyntheticSource{Turns: 1, MaxTokens: 1000}, sink)
+	if !errors.Is(err, context.Canceled) || !rep.Interrupted || !rep.Window.End.Before(rep.Window.Start.Add(time.Hour)) {
+		t.Fatalf("err %v, report %+v", err, rep)
+	}
+	if c := byStatus(sink.recs); c[result.StatusCancelled] != 4 || len(sink.recs) != 4 {
+		t.Fatalf("statuses %v", c)
+	}
+}
+
+func TestMultiTokenChunksAndCompletions(t *testing.T) {
+	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond, TokensPerChunk: 3, KeepLog: true})
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 1, Duration: 150 * time.Millisecond, Endpoint: loadgen.EndpointCompletions})
+	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 2, MaxTokens: 10, NewTokens: 3}, sink); err != nil {
+		t.Fatal(err)
+	}
+	rec := sink.recs[0]
+	if rec.Status != result.StatusOK || rec.OutputTokens != 10 || !slices.Equal(rec.TokenCounts, []int{3, 3, 1}) {
+		t.Fatalf("record %+v", rec)
+	}
+	log := srv.Log()
+	if log[0].Prompt == "" || len(log[0].Messages) != 0 {
+		t.Fatalf("completions request %+v", log[0])
+	}
+	if len(log) > 1 && !strings.Contains(log[1].Prompt, log[0].Reply) {
+		t.Fatalf("second prompt lacks the first reply")
+	}
+}
+
+func TestAPIKeyNeverRecorded(t *testing.T) {
+	const key = "sk-secret-123"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad key "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 1, Duration: 50 * time.Millisecond, APIKey: key})
+	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1, MaxTokens: 1}, sink); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range sink.recs {
+		if strings.Contains(rec.Error, key) || (rec.Status != result.StatusCancelled && rec.HTTPStatus != 401) {
+			t.Fatalf("record %+v", rec)
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := loadgen.New(loadgen.Options{Endpoint: "x"})
+	for _, want := range []string{"target", "users", "duration", "renderer", "endpoint"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not mention %s", err, want)
+		}
+	}
+}
+
+// TestAccuracy checks client timestamps against the server's actual emission
+// times with a loose bound; the tight bound is `spoc bench client`'s job.
+func TestAccuracy(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 10 * time.Millisecond, TokenInterval: 10 * time.Millisecond, KeepLog: true})
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 50, Ramp: 100 * time.Millisecond, Duration: 600 * time.Millisecond})
+	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 2, MaxTokens: 20}, sink); err != nil {
+		t.Fatal(err)
+	}
+	emitted := map[string][]time.Time{}
+	for _, q := range srv.Log() {
+		emitted[q.ID] = q.Emitted
+	}
+	var ttftErr, itlErr []time.Duration
+	for _, rec := range sink.recs {
+		if rec.Status != result.StatusOK {
+			continue
+		}
+		em := emitted[rec.RequestID]
+		if len(em) != len(rec.TokenGapsUS)+1 {
+			t.Fatalf("%s: %d emissions, %d gaps", rec.RequestID, len(em), len(rec.TokenGapsUS))
+		}
+		ttftErr = append(ttftErr, absDur(rec.FirstToken.Sub(em[0])))
+		for i, g := range rec.TokenGapsUS {
+			itlErr = append(itlErr, absDur(time.Duration(g)*time.Microsecond-em[i+1].Sub(em[i])))
+		}
+	}
+	if len(ttftErr) < 50 {
+		t.Fatalf("only %d ok requests", len(ttftErr))
+	}
+	p99 := func(d []time.Duration) time.Duration {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[len(d)*99/100]
+	}
+	tp, ip := p99(ttftErr), p99(itlErr)
+	t.Logf("first-token error p99 %v, ITL error p99 %v (%d requests)", tp, ip, len(ttftErr))
+	if tp > 50*time.Millisecond || ip > 50*time.Millisecond {
+		t.Fatalf("client timing off: first-token error p99 %v, ITL error p99 %v", tp, ip)
+	}
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

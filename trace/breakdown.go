@@ -128,7 +128,7 @@ func Analyze(p *Profile, rules *RuleSet, opt Options) (*Breakdown, error) {
 			WindowNS:     p.Window.DurationNS(),
 		}
 		if g.WindowNS > 0 {
-			g.IdleFraction = clamp01(1 - float64(d.BusyNS)/float64(g.WindowNS))
+			g.IdleFraction = clamp01(float64(g.WindowNS-d.BusyNS) / float64(g.WindowNS))
 		}
 		b.GPUs = append(b.GPUs, g)
 	}

@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/trace"
+	"github.com/spoc-project/spoc/trace/nsys"
+)
+
+func init() { register(newTraceCmd) }
+
+func newTraceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Nsight Systems exports → where the GPU time goes",
+		Long: "trace analyses kernel traces: which kernel categories (attention, MoE GEMM, dense GEMM,\n" +
+			"communication, …) the GPUs spend their time in, idle time, rank imbalance and unknown kernels.",
+	}
+	cmd.AddCommand(newTraceAnalyzeCmd(), newTraceRecipeCmd())
+	return cmd
+}
+
+func newTraceAnalyzeCmd() *cobra.Command {
+	var (
+		window, nvtx, rulesFile string
+		asJSON                  bool
+		top                     int
+	)
+	cmd := &cobra.Command{
+		Use:   "analyze FILE",
+		Short: "Break an nsys SQLite export (or an nsys stats kernel summary CSV) down by kernel category",
+		Long: "analyze reads FILE, an `nsys export --type sqlite` database or the CSV of\n" +
+			"`nsys stats --report cuda_gpu_kern_sum --format csv`, and prints each kernel category's\n" +
+			"time and share overall and per GPU, idle fractions, top kernels, rank imbalance and\n" +
+			"the kernels no rule matched. See docs/trace.md.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			var opt nsys.Options
+			if window != "" {
+				w, err := trace.ParseWindow(window)
+				if err != nil {
+					return usageErrorf("--window: %v", err)
+				}
+				opt.Window = w
+			}
+			if nvtx != "" {
+				if window != "" {
+					return usageErrorf("--window and --nvtx exclude each other")
+				}
+				opt.NVTX = nvtx
+			}
+			if top < 0 {
+				return usageErrorf("--top must be positive, got %d", top)
+			}
+			rules := trace.DefaultRules()
+			if rulesFile != "" {
+				f, err := os.Open(rulesFile)
+				if err != nil {
+					return usageErrorf("--rules: %v", err)
+				}
+				rules, err = trace.ParseRules(f, rulesFile)
+				f.Close()
+				if err != nil {
+					return usageError(err)
+				}
+			}
+			p, err := readTrace(cmd, path, opt)
+			if err != nil {
+				return err
+			}
+			b, err := trace.Analyze(p, rules, trace.Options{TopKernels: top})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), b)
+			}
+			return trace.WriteText(cmd.OutOrStdout(), b, trace.TextOptions{})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&window, "window", "", "analyse only start:end of the trace (e.g. 30s:50s; plain numbers are ns)")
+	f.StringVar(&nvtx, "nvtx", "", "analyse the span of the NVTX ranges with this text")
+	f.StringVar(&rulesFile, "rules", "", "YAML categorisation rules (see docs/trace.md); default: built-in")
+	f.IntVar(&top, "top", trace.DefaultTopKernels, "kernels listed per category")
+	f.BoolVar(&asJSON, "json", false, "print the breakdown as JSON")
+	return cmd
+}
+
+// readTrace picks the reader by content: SQLite exports by their header
+// (or an nsys report extension, so that the reader can say to export it),
+// everything else as an nsys stats CSV.
+func readTrace(cmd *cobra.Command, path string, opt nsys.Options) (*trace.Profile, error) {
+	isDB, err := nsys.IsSQLite(path)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	if isDB || ext == ".nsys-rep" || ext == ".qdrep" || ext == ".sqlite" {
+		return nsys.ReadSQLite(cmd.Context(), path, opt)
+	}
+	if opt.Window != (trace.Window{}) || opt.NVTX != "" {
+		return nil, usageErrorf("%s is an nsys stats summary: it has no timeline, so --window and --nvtx do not apply", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	defer f.Close()
+	return nsys.ReadStatsCSV(f, path)
+}
+
+func newTraceRecipeCmd() *cobra.Command {
+	var opt trace.RecipeOptions
+	cmd := &cobra.Command{
+		Use:   "recipe",
+		Short: "Print how to capture a steady-state Nsight Systems trace of containerised vLLM under load",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opt.TensorParallel < 1 {
+				return usageErrorf("--tp must be at least 1, got %d", opt.TensorParallel)
+			}
+			if opt.Duration < time.Second || opt.Delay < time.Second {
+				return usageErrorf("--duration and --delay must be at least 1s")
+			}
+			return trace.WriteRecipe(cmd.OutOrStdout(), opt)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opt.Image, "image", trace.DefaultRecipeImage, "vLLM container image")
+	f.StringVar(&opt.Model, "model", trace.DefaultRecipeModel, "served model")
+	f.IntVar(&opt.TensorParallel, "tp", 4, "tensor-parallel size")
+	f.DurationVar(&opt.Duration, "duration", 20*time.Second, "length of the steady-state capture")
+	f.DurationVar(&opt.Delay, "delay", 10*time.Minute, "delay before recording in the one-shot variant")
+	return cmd
+}

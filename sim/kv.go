@@ -19,7 +19,7 @@ type blockPool struct {
 	head, tail int32
 	numFree    int
 	caching    bool
-	index      map[uint64]int32
+	index      *blockIndex
 
 	evictions int64
 }
@@ -38,7 +38,7 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 		caching: caching,
 	}
 	if caching {
-		p.index = make(map[uint64]int32, numBlocks)
+		p.index = newBlockIndex(numBlocks)
 	}
 	for b := range numBlocks {
 		p.pushTail(int32(b))
@@ -91,9 +91,7 @@ func (p *blockPool) allocate() int32 {
 	b := p.head
 	p.unlink(b)
 	if h := p.hashes[b]; h != 0 {
-		if p.index[h] == b {
-			delete(p.index, h)
-		}
+		p.index.del(h)
 		p.hashes[b] = 0
 		p.evictions++
 	}
@@ -135,7 +133,7 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int) []int32 {
 		limit = len(hashes)
 	}
 	for _, h := range hashes[:limit] {
-		b, ok := p.index[h]
+		b, ok := p.index.get(h)
 		if !ok {
 			break
 		}
@@ -151,9 +149,7 @@ func (p *blockPool) cache(b int32, h uint64) {
 	if !p.caching || h == 0 || p.hashes[b] != 0 {
 		return
 	}
-	if _, dup := p.index[h]; dup {
-		return
+	if p.index.put(h, b) {
+		p.hashes[b] = h
 	}
-	p.index[h] = b
-	p.hashes[b] = h
 }

@@ -1,0 +1,216 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/perfmodel"
+)
+
+// Deployment is what the simulator serves: a model on GPUs with engine
+// flags. GPUs/TensorParallelSize replicas (vLLM data parallelism) each run
+// their own Engine and KV cache; requests go to the least loaded replica.
+type Deployment struct {
+	Model              perfmodel.Model
+	GPU                perfmodel.GPU
+	GPUs               int
+	TensorParallelSize int
+	// WeightFormat is how expert weights execute ("" or "auto": as vLLM
+	// would; w4a16, fp4, bf16, fp8).
+	WeightFormat string
+	MaxModelLen  int
+	Params       EngineParams
+	// Factors override the cost model's defaults (a calibration); zero
+	// means perfmodel.DefaultFactors.
+	Factors perfmodel.Factors
+	// Throttles slow GPUs; GPU indices are global (0 … GPUs-1) and times are
+	// seconds from the start of the run.
+	Throttles []Throttle
+	// ServedModelName is the model name of the API and metrics; empty means
+	// the catalog name.
+	ServedModelName string
+}
+
+// DeploymentFromConfig resolves the model, GPU and engine flags of an engine
+// section. The model may be a catalog name or a Hugging Face config.json
+// path; the GPU a catalog name or one defined in gpu_catalog.
+func DeploymentFromConfig(e config.Engine) (Deployment, error) {
+	model, err := resolveModel(e.Model)
+	if err != nil {
+		return Deployment{}, err
+	}
+	gpu, err := resolveGPU(e.GPU, e.GPUCatalog)
+	if err != nil {
+		return Deployment{}, err
+	}
+	p, err := ParamsFromMap(e.Params)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("engine.params: %w", err)
+	}
+	d := Deployment{
+		Model: model, GPU: gpu, GPUs: e.GPUs, TensorParallelSize: e.TensorParallelSize,
+		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: p,
+		ServedModelName: e.ServedModelName,
+	}
+	if d.ServedModelName == "" {
+		d.ServedModelName = e.Model
+	}
+	for _, t := range e.Sim.Throttle {
+		d.Throttles = append(d.Throttles, Throttle{GPU: t.GPU, ClockFactor: t.ClockFactor,
+			Start: t.Start.D().Seconds(), End: t.End.D().Seconds()})
+	}
+	return d, nil
+}
+
+func resolveModel(name string) (perfmodel.Model, error) {
+	if strings.HasSuffix(name, ".json") {
+		f, err := os.Open(name)
+		if err != nil {
+			return perfmodel.Model{}, fmt.Errorf("engine.model: %w", err)
+		}
+		defer f.Close()
+		m, err := perfmodel.ReadHFConfig(f, name)
+		if err != nil {
+			return perfmodel.Model{}, fmt.Errorf("engine.model: %w", err)
+		}
+		return m, nil
+	}
+	m, err := perfmodel.LookupModel(name)
+	if err != nil {
+		return perfmodel.Model{}, fmt.Errorf("engine.model: %w", err)
+	}
+	return m, nil
+}
+
+func resolveGPU(name, catalog string) (perfmodel.GPU, error) {
+	if catalog != "" {
+		f, err := os.Open(catalog)
+		if err != nil {
+			return perfmodel.GPU{}, fmt.Errorf("engine.gpu_catalog: %w", err)
+		}
+		defer f.Close()
+		gs, err := perfmodel.ReadGPUs(f, catalog)
+		if err != nil {
+			return perfmodel.GPU{}, fmt.Errorf("engine.gpu_catalog: %w", err)
+		}
+		for _, g := range gs {
+			if strings.EqualFold(g.Name, name) {
+				return g, nil
+			}
+		}
+	}
+	g, err := perfmodel.LookupGPU(name)
+	if err != nil {
+		return perfmodel.GPU{}, fmt.Errorf("engine.gpu: %w", err)
+	}
+	return g, nil
+}
+
+// cluster is a built deployment: the cost model and one engine per replica.
+type cluster struct {
+	dep      Deployment
+	system   *perfmodel.System
+	engines  []*Engine
+	kvTokens int
+}
+
+// build prices the deployment and creates its engines.
+func (d Deployment) build() (*cluster, error) {
+	tp := max(d.TensorParallelSize, 1)
+	gpus := max(d.GPUs, tp)
+	if gpus%tp != 0 {
+		return nil, fmt.Errorf("deployment: tensor parallel size %d does not divide %d GPUs", tp, gpus)
+	}
+	p := d.Params
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
+	}
+	maxLen := d.MaxModelLen
+	if p.MaxModelLen > 0 {
+		maxLen = p.MaxModelLen
+	}
+	if maxLen <= 0 {
+		maxLen = d.Model.MaxContext
+	}
+	if d.Model.MaxContext > 0 && maxLen > d.Model.MaxContext {
+		return nil, fmt.Errorf("deployment: max-model-len %d exceeds %s's context of %d", maxLen, d.Model.Name, d.Model.MaxContext)
+	}
+	opts := perfmodel.SystemOptions{
+		TensorParallel: tp, GPUs: gpus, CUDAGraphs: !p.EnforceEager,
+		MaxNumBatchedTokens: p.MaxNumBatchedTokens, MaxNumSeqs: p.MaxNumSeqs, BlockSize: p.BlockSize,
+		Factors: d.Factors,
+	}
+	if f := strings.ToLower(d.WeightFormat); f != "" && f != "auto" {
+		wf, err := perfmodel.ParseWeightFormat(f)
+		if err != nil {
+			return nil, fmt.Errorf("deployment: %w", err)
+		}
+		opts.WeightFormat = wf
+	}
+	if p.KVCacheDtype != "" && p.KVCacheDtype != "auto" {
+		kd, err := perfmodel.ParseKVCacheDtype(p.KVCacheDtype)
+		if err != nil {
+			return nil, fmt.Errorf("deployment: kv-cache-dtype: %w", err)
+		}
+		opts.KVCacheDtype = kd
+	}
+	sys, err := perfmodel.NewSystem(d.Model, d.GPU, opts)
+	if err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
+	}
+	kvTokens, err := sys.KVCacheTokens(p.GPUMemoryUtilization)
+	if err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
+	}
+	bs := p.BlockSize
+	big := maxLen
+	slide := (sys.KVTokensForSeq(big) - (big+bs-1)/bs*bs + bs - 1) / bs
+	f := sys.Factors()
+	hidden := func(seqs int) float64 { return f.StepOverheadSeconds + f.PerSeqOverheadSeconds*float64(seqs) }
+	c := &cluster{dep: d, system: sys, kvTokens: kvTokens}
+	for r := range gpus / tp {
+		var th []Throttle
+		for i, t := range d.Throttles {
+			if t.GPU < 0 || t.GPU >= gpus {
+				return nil, fmt.Errorf("deployment: throttle %d: GPU %d is not in [0, %d)", i, t.GPU, gpus)
+			}
+			if t.GPU/tp == r {
+				t.GPU -= r * tp
+				th = append(th, t)
+			}
+		}
+		e, err := NewEngine(EngineConfig{
+			Params: p, MaxModelLen: maxLen, KVBlocks: kvTokens / bs, SlidingBlocksPerSeq: max(slide, 0),
+			Cost: sys, HiddenOverhead: hidden, TPSize: tp, Throttles: th,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("deployment: replica %d: %w", r, err)
+		}
+		c.engines = append(c.engines, e)
+	}
+	return c, nil
+}
+
+// route picks the replica for a new request: the one with the fewest
+// running plus waiting requests, the lowest index on ties.
+func (c *cluster) route() int {
+	best, load := 0, int(^uint(0)>>1)
+	for i, e := range c.engines {
+		if l := e.NumRunning() + e.NumWaiting(); l < load {
+			best, load = i, l
+		}
+	}
+	return best
+}
+
+// maxModelLen is the engines' context limit.
+func (c *cluster) maxModelLen() int { return c.engines[0].maxModelLen }
+
+func (c *cluster) modelName() string {
+	if c.dep.ServedModelName != "" {
+		return c.dep.ServedModelName
+	}
+	return c.dep.Model.Name
+}

@@ -1,0 +1,205 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/spoc-project/spoc/perfmodel"
+)
+
+// Throttle reason bits as NVML and DCGM_FI_DEV_CLOCK_THROTTLE_REASONS report
+// them.
+const (
+	ThrottleGPUIdle           uint64 = 0x1
+	ThrottleHWSlowdown        uint64 = 0x8
+	ThrottleHWThermalSlowdown uint64 = 0x40
+)
+
+// Thermal model constants: a first-order response of die temperature to
+// power, reaching ambient + power×resistance with time constant tau. They
+// give ~80 °C at TDP, typical of air-cooled HGX H100 under load; they shape
+// telemetry only and never feed back into step times.
+const (
+	ambientC       = 30.0
+	thermalTauS    = 20.0
+	idlePowerShare = 0.10
+)
+
+// GPUSample is one GPU over one sampling interval, in the units
+// dcgm-exporter reports.
+type GPUSample struct {
+	GPU             int     `json:"gpu"`
+	SMActive        float64 `json:"sm_active"`     // DCGM_FI_PROF_SM_ACTIVE, 0–1
+	DRAMActive      float64 `json:"dram_active"`   // DCGM_FI_PROF_DRAM_ACTIVE, 0–1
+	TensorActive    float64 `json:"tensor_active"` // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, 0–1
+	Util            float64 `json:"util_percent"`  // DCGM_FI_DEV_GPU_UTIL
+	SMClockMHz      float64 `json:"sm_clock_mhz"`  // DCGM_FI_DEV_SM_CLOCK
+	TemperatureC    float64 `json:"temperature_c"` // DCGM_FI_DEV_GPU_TEMP
+	PowerWatts      float64 `json:"power_watts"`   // DCGM_FI_DEV_POWER_USAGE
+	FBUsedMiB       float64 `json:"fb_used_mib"`   // DCGM_FI_DEV_FB_USED
+	ThrottleReasons uint64  `json:"throttle_reasons"`
+}
+
+// EngineSample is the engine state at the end of one sampling interval,
+// summed over replicas. Counters are cumulative since the start, like the
+// Prometheus counters they mirror.
+type EngineSample struct {
+	T                float64     `json:"t_s"` // seconds since the start of the run
+	Running          int         `json:"running"`
+	Waiting          int         `json:"waiting"`
+	KVUsage          float64     `json:"kv_cache_usage"` // mean over replicas, 0–1
+	PrefixQueries    int64       `json:"prefix_cache_queries"`
+	PrefixHits       int64       `json:"prefix_cache_hits"`
+	Preemptions      int64       `json:"preemptions"`
+	PromptTokens     int64       `json:"prompt_tokens"`
+	GenerationTokens int64       `json:"generation_tokens"`
+	GPUs             []GPUSample `json:"gpus"`
+}
+
+// Series is the engine and GPU time series of a run, one sample per
+// interval of engine time.
+type Series struct {
+	IntervalSeconds float64        `json:"interval_s"`
+	Samples         []EngineSample `json:"samples"`
+}
+
+// gpuWindow accumulates one GPU's activity over one interval.
+type gpuWindow struct {
+	busy, sm, dram, tensor, power float64
+}
+
+// monitor turns the steps each replica runs into per-interval GPU counters
+// and samples engine state. Steps are added when they are planned (their
+// duration is known then), split across interval boundaries; an interval is
+// closed once the clock passes its end.
+type monitor struct {
+	c        *cluster
+	interval float64
+	tp       int
+	ring     [][]gpuWindow // [slot][gpu], slot = interval index mod len
+	next     int           // index of the next interval to close
+	temps    []float64
+	fbMiB    float64
+	series   Series
+	keep     bool // append samples to series
+	last     EngineSample
+}
+
+const monitorSlots = 16
+
+func newMonitor(c *cluster, interval float64, keep bool) *monitor {
+	gpus := len(c.engines) * max(c.dep.TensorParallelSize, 1)
+	m := &monitor{c: c, interval: interval, tp: max(c.dep.TensorParallelSize, 1), keep: keep}
+	m.ring = make([][]gpuWindow, monitorSlots)
+	for i := range m.ring {
+		m.ring[i] = make([]gpuWindow, gpus)
+	}
+	m.temps = make([]float64, gpus)
+	for i := range m.temps {
+		m.temps[i] = ambientC + idlePowerShare*c.dep.GPU.TDPWatts*thermalResistance(c.dep.GPU)
+	}
+	m.fbMiB = c.dep.Params.GPUMemoryUtilization * c.dep.GPU.HBMBytes / (1 << 20)
+	m.series.IntervalSeconds = interval
+	return m
+}
+
+func thermalResistance(g perfmodel.GPU) float64 {
+	if g.TDPWatts <= 0 {
+		return 0
+	}
+	return 50 / g.TDPWatts // °C per W: +50 °C over ambient at TDP
+}
+
+// addStep records a step of replica r over [s.Start, s.Start+s.Seconds).
+func (m *monitor) addStep(r int, s *StepInfo) {
+	start, end := s.Start, s.Start+s.Seconds
+	idx := int(start / m.interval)
+	if idx < m.next {
+		idx = m.next
+	}
+	for t := start; t < end && idx < m.next+monitorSlots; idx++ {
+		wEnd := float64(idx+1) * m.interval
+		d := math.Min(end, wEnd) - t
+		if d > 0 {
+			slot := m.ring[idx%monitorSlots]
+			for g := r * m.tp; g < (r+1)*m.tp; g++ {
+				w := &slot[g]
+				w.busy += d
+				w.sm += d * s.Cost.SMActive
+				w.dram += d * s.Cost.DRAMActive
+				w.tensor += d * s.Cost.TensorActive
+				w.power += d * s.Cost.PowerWatts
+			}
+		}
+		t = wEnd
+	}
+}
+
+// advance closes every interval that ends at or before now.
+func (m *monitor) advance(now float64) {
+	for float64(m.next+1)*m.interval <= now {
+		m.close()
+	}
+}
+
+func (m *monitor) close() {
+	slot := m.ring[m.next%monitorSlots]
+	t := float64(m.next+1) * m.interval
+	s := EngineSample{T: t, GPUs: make([]GPUSample, len(slot))}
+	for _, e := range m.c.engines {
+		st := e.Stats()
+		s.Running += e.NumRunning()
+		s.Waiting += e.NumWaiting()
+		s.KVUsage += e.KVUsage() / float64(len(m.c.engines))
+		s.PrefixQueries += st.PrefixQueries
+		s.PrefixHits += st.PrefixHits
+		s.Preemptions += st.Preemptions
+		s.PromptTokens += st.PromptTokens
+		s.GenerationTokens += st.GenerationTokens
+	}
+	gpu := m.c.dep.GPU
+	for g := range slot {
+		w := &slot[g]
+		clock := m.clockAt(g, t-m.interval/2)
+		idleW := idlePowerShare * gpu.TDPWatts
+		power := (w.power + (m.interval-math.Min(w.busy, m.interval))*idleW) / m.interval
+		// First-order thermal response over the interval.
+		target := ambientC + power*thermalResistance(gpu)
+		m.temps[g] = target + (m.temps[g]-target)*math.Exp(-m.interval/thermalTauS)
+		var reasons uint64
+		if w.busy < 0.01*m.interval {
+			reasons |= ThrottleGPUIdle
+		}
+		if clock < 1 {
+			reasons |= ThrottleHWSlowdown | ThrottleHWThermalSlowdown
+		}
+		s.GPUs[g] = GPUSample{
+			GPU:             g,
+			SMActive:        math.Min(1, w.sm/m.interval),
+			DRAMActive:      math.Min(1, w.dram/m.interval),
+			TensorActive:    math.Min(1, w.tensor/m.interval),
+			Util:            math.Round(100 * math.Min(1, w.busy/m.interval)),
+			SMClockMHz:      math.Round(gpu.BoostClockMHz * clock),
+			TemperatureC:    math.Round(m.temps[g]),
+			PowerWatts:      power,
+			FBUsedMiB:       math.Round(m.fbMiB),
+			ThrottleReasons: reasons,
+		}
+		*w = gpuWindow{}
+	}
+	m.last = s
+	if m.keep {
+		m.series.Samples = append(m.series.Samples, s)
+	}
+	m.next++
+}
+
+// clockAt is GPU g's clock fraction at engine time t.
+func (m *monitor) clockAt(g int, t float64) float64 {
+	c := 1.0
+	for _, th := range m.c.dep.Throttles {
+		if th.GPU == g && th.activeAt(t) {
+			c = math.Min(c, th.ClockFactor)
+		}
+	}
+	return c
+}

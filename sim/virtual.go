@@ -1,0 +1,488 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
+)
+
+// Options configures a virtual-time run. Users, windows and think-time
+// scaling mean what they mean to the HTTP load runner, so both executors
+// produce comparable records from the same scripts.
+type Options struct {
+	Deployment Deployment
+	// Users is the number of closed-loop users.
+	Users int
+	// Ramp staggers user starts evenly; Warmup precedes the measured window
+	// of length Duration. Requests still running at its end are cancelled.
+	Ramp, Warmup, Duration time.Duration
+	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
+	ThinkTimeScale float64
+	// Start is the virtual clock's origin in records; zero means the Unix
+	// epoch, so runs are byte-reproducible.
+	Start time.Time
+	// RunID tags every record.
+	RunID string
+	// ErrorRate answers that fraction of requests with HTTP 500 (fault
+	// injection), drawn from Seed.
+	ErrorRate float64
+	Seed      uint64
+	// SeriesInterval is the sampling interval of the time series; 0 means one
+	// second, negative disables the series.
+	SeriesInterval time.Duration
+}
+
+// RunStats describes a finished virtual run.
+type RunStats struct {
+	Start  time.Time     `json:"start"`
+	Window result.Window `json:"window"`
+	// Scheduled counts every request, warm-up included; each produced one
+	// record: OK + Errors + Cancelled = Scheduled.
+	Scheduled int64 `json:"scheduled"`
+	OK        int64 `json:"ok"`
+	Errors    int64 `json:"errors"`
+	Cancelled int64 `json:"cancelled"`
+	// Replicas, KVBlocks (per replica) and KVTokens describe the deployment.
+	Replicas    int `json:"replicas"`
+	KVBlocks    int `json:"kv_blocks_per_replica"`
+	KVTokens    int `json:"kv_tokens_per_replica"`
+	MaxModelLen int `json:"max_model_len"`
+	// Engine sums the replicas' counters over the whole run.
+	Engine EngineStats `json:"engine"`
+	// MeanKVUsage and PeakKVUsage are over the measured window's samples.
+	MeanKVUsage float64 `json:"mean_kv_cache_usage"`
+	PeakKVUsage float64 `json:"peak_kv_cache_usage"`
+	// MeanSMActive is the measured window's mean DCGM SM-active estimate.
+	MeanSMActive float64 `json:"mean_sm_active"`
+	Series       Series  `json:"series"`
+}
+
+// Share returns each term's fraction of the summed step time.
+func (s *RunStats) Share() perfmodel.Terms {
+	t := s.Engine.Terms
+	sum := t.Sum()
+	if sum == 0 {
+		return perfmodel.Terms{}
+	}
+	return perfmodel.Terms{Attention: t.Attention / sum, DenseGEMM: t.DenseGEMM / sum, MoE: t.MoE / sum,
+		Communication: t.Communication / sum, Overhead: t.Overhead / sum, Other: t.Other / sum}
+}
+
+const (
+	phaseDue uint8 = iota
+	phaseSubmit
+	phaseInFlight
+	phaseDone
+)
+
+type vuser struct {
+	id      int
+	session int
+	script  *workload.Script
+	turn    int
+	hasher  *BlockHasher
+	req     *Request
+	rec     *result.Record
+	replica int
+	lastTok float64
+	gaps    []int64
+	next    float64
+	phase   uint8
+}
+
+// runner is one virtual run's state.
+type runner struct {
+	o       Options
+	c       *cluster
+	src     workload.Source
+	sink    result.Sink
+	users   []vuser
+	heap    userHeap
+	mon     *monitor
+	rng     *rand.Rand
+	overh   perfmodel.Factors
+	end     float64
+	warm    float64
+	stats   RunStats
+	seq     uint64
+	records int64
+}
+
+// RunVirtual runs the users' session scripts against the simulated
+// deployment in virtual time and writes one record per request to sink,
+// from this goroutine. It stops when the measured window ends or ctx is
+// done (returning ctx's error with the stats so far).
+func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result.Sink) (*RunStats, error) {
+	if o.Users < 1 {
+		return nil, fmt.Errorf("run virtual: users must be at least 1, got %d", o.Users)
+	}
+	if o.Duration <= 0 || o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 {
+		return nil, errors.New("run virtual: duration must be positive; warmup, ramp and think-time scale not negative")
+	}
+	if o.ErrorRate < 0 || o.ErrorRate > 1 {
+		return nil, fmt.Errorf("run virtual: error rate %v is not in [0, 1]", o.ErrorRate)
+	}
+	c, err := o.Deployment.build()
+	if err != nil {
+		return nil, fmt.Errorf("run virtual: %w", err)
+	}
+	if o.Start.IsZero() {
+		o.Start = time.Unix(0, 0).UTC()
+	}
+	interval := 1.0
+	if o.SeriesInterval > 0 {
+		interval = o.SeriesInterval.Seconds()
+	}
+	r := &runner{
+		o: o, c: c, src: src, sink: sink,
+		mon:   newMonitor(c, interval, o.SeriesInterval >= 0),
+		rng:   rand.New(rand.NewPCG(o.Seed, 0x5eed)),
+		overh: c.system.Factors(),
+		warm:  o.Warmup.Seconds(),
+		end:   (o.Warmup + o.Duration).Seconds(),
+	}
+	r.stats.Start = o.Start
+	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
+	r.stats.Replicas, r.stats.KVBlocks, r.stats.KVTokens = len(c.engines), c.engines[0].KVBlocks(), c.kvTokens
+	r.stats.MaxModelLen = c.maxModelLen()
+	r.users = make([]vuser, o.Users)
+	r.heap = userHeap{users: r.users, idx: make([]int32, 0, o.Users)}
+	for u := range r.users {
+		vu := &r.users[u]
+		vu.id = u
+		vu.hasher = NewBlockHasher(c.dep.Params.BlockSize)
+		vu.req = NewRequest()
+		vu.next = 0
+		if o.Users > 1 {
+			vu.next = o.Ramp.Seconds() * float64(u) / float64(o.Users)
+		}
+		r.heap.push(int32(u))
+	}
+	err = r.loop(ctx)
+	r.finish()
+	return &r.stats, err
+}
+
+func (r *runner) at(sec float64) time.Time {
+	return r.o.Start.Add(time.Duration(math.Round(sec * 1e9)))
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	engines := r.c.engines
+	ends := make([]float64, len(engines))
+	for i := 0; ; i++ {
+		if i&4095 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		tu := math.Inf(1)
+		if r.heap.len() > 0 {
+			tu = r.users[r.heap.peek()].next
+		}
+		ts, ei := math.Inf(1), -1
+		for k, e := range engines {
+			if e.Busy() && ends[k] < ts {
+				ts, ei = ends[k], k
+			}
+		}
+		t := math.Min(tu, ts)
+		if t >= r.end {
+			return nil
+		}
+		r.mon.advance(t)
+		if ei >= 0 && ts <= tu {
+			if err := r.completeStep(ei, ts); err != nil {
+				return err
+			}
+			e := engines[ei]
+			if e.HasWork() {
+				if d, ok := e.Schedule(ts); ok {
+					ends[ei] = ts + d
+					r.mon.addStep(ei, e.Step())
+				}
+			}
+			continue
+		}
+		u := r.heap.pop()
+		vu := &r.users[u]
+		switch vu.phase {
+		case phaseDue:
+			if err := r.due(vu, tu); err != nil {
+				return err
+			}
+		case phaseSubmit:
+			k := r.c.route()
+			vu.replica, vu.phase = k, phaseInFlight
+			vu.req.Arrival = tu
+			e := engines[k]
+			if err := e.Add(vu.req); err != nil {
+				return fmt.Errorf("user %d: %w", vu.id, err) // length was checked in due
+			}
+			if !e.Busy() {
+				if d, ok := e.Schedule(tu); ok {
+					ends[k] = tu + d
+					r.mon.addStep(k, e.Step())
+				}
+			}
+		}
+	}
+}
+
+// due prepares user vu's next request at its scheduled time t.
+func (r *runner) due(vu *vuser, t float64) error {
+	if vu.script == nil || vu.turn >= len(vu.script.Turns) {
+		if vu.script != nil {
+			vu.session++
+		}
+		s, err := r.src.Session(vu.id, vu.session)
+		if err != nil {
+			return fmt.Errorf("user %d session %d: %w", vu.id, vu.session, err)
+		}
+		if len(s.Turns) == 0 {
+			return fmt.Errorf("user %d session %d: script has no turns", vu.id, vu.session)
+		}
+		vu.script, vu.turn = s, 0
+		vu.hasher.Reset()
+		for _, seg := range s.Prefix {
+			vu.hasher.AppendRun(seg.Key, 0, seg.Tokens)
+		}
+	}
+	turn := &vu.script.Turns[vu.turn]
+	for _, seg := range turn.NewContent {
+		vu.hasher.AppendRun(seg.Key, 0, seg.Tokens)
+	}
+	prompt := vu.hasher.Tokens()
+	reply := turn.ReplyTokens
+	if reply <= 0 {
+		reply = turn.MaxTokens
+	}
+	reply = max(reply, 1)
+	vu.hasher.AppendRun(replyKey(vu.id, vu.session, turn.Index), 0, reply)
+
+	r.stats.Scheduled++
+	rec := &result.Record{
+		RunID: r.o.RunID, User: vu.id, Session: vu.session, Profile: vu.script.Profile, Turn: turn.Index,
+		RequestID:          requestID(r.o.RunID, vu.id, vu.session, turn.Index),
+		Scheduled:          r.at(t),
+		Sent:               r.at(t),
+		Warmup:             t < r.warm,
+		PromptTokensTarget: turn.PromptTokens,
+		MaxTokens:          turn.MaxTokens,
+	}
+	vu.rec = rec
+	fail := func(code int, msg string) error {
+		rec.Status, rec.HTTPStatus, rec.Error, rec.Done = result.StatusHTTPError, code, msg, rec.Scheduled
+		vu.turn = len(vu.script.Turns) // a failed turn abandons the session, as the load runner does
+		vu.next, vu.phase = t+r.think(turn), phaseDue
+		r.heap.push(int32(vu.id))
+		return r.emit(vu)
+	}
+	if r.o.ErrorRate > 0 && r.rng.Float64() < r.o.ErrorRate {
+		return fail(500, "injected fault")
+	}
+	if limit := r.c.maxModelLen(); prompt+reply > limit {
+		return fail(400, fmt.Sprintf("%d prompt + %d output tokens exceed max-model-len %d", prompt, reply, limit))
+	}
+	req := vu.req
+	req.Reset()
+	r.seq++
+	req.ID, req.Tag, req.PromptTokens, req.OutputTokens = r.seq, vu.id, prompt, reply
+	req.BlockHashes = vu.hasher.Hashes()
+	vu.gaps = make([]int64, 0, reply-1)
+	vu.next, vu.phase = t+r.overh.RequestOverhead(prompt), phaseSubmit
+	r.heap.push(int32(vu.id))
+	return nil
+}
+
+func (r *runner) think(turn *workload.Turn) float64 {
+	return turn.ThinkTime.Seconds() * r.o.ThinkTimeScale
+}
+
+// completeStep applies replica k's step ending at t and advances its users.
+func (r *runner) completeStep(k int, t float64) error {
+	for _, req := range r.c.engines[k].Complete(t) {
+		vu := &r.users[req.Tag]
+		if req.Generated() == 1 {
+			vu.rec.FirstToken = r.at(t)
+		} else {
+			vu.gaps = append(vu.gaps, int64(math.Round((t-vu.lastTok)*1e6)))
+		}
+		vu.lastTok = t
+		if !req.Finished() {
+			continue
+		}
+		rec := vu.rec
+		rec.Done = r.at(t)
+		rec.Status = result.StatusOK
+		turn := &vu.script.Turns[vu.turn]
+		vu.turn++
+		vu.next, vu.phase = t+r.think(turn), phaseDue
+		r.heap.push(int32(vu.id))
+		if err := r.emit(vu); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit fills the request-derived fields and writes vu's record.
+func (r *runner) emit(vu *vuser) error {
+	rec := vu.rec
+	if req := vu.req; rec.Status != result.StatusHTTPError {
+		rec.PromptTokens, rec.CachedTokens, rec.OutputTokens = req.PromptTokens, req.CachedTokens, req.Generated()
+		if len(vu.gaps) > 0 {
+			rec.TokenGapsUS = vu.gaps
+		}
+	}
+	vu.gaps = nil
+	vu.rec = nil
+	switch rec.Status {
+	case result.StatusOK:
+		r.stats.OK++
+	case result.StatusCancelled:
+		r.stats.Cancelled++
+	default:
+		r.stats.Errors++
+	}
+	if err := r.sink.Write(rec); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	return nil
+}
+
+// finish cancels requests still in flight at the end and totals the stats.
+func (r *runner) finish() {
+	for u := range r.users {
+		vu := &r.users[u]
+		if vu.rec == nil || (vu.phase != phaseSubmit && vu.phase != phaseInFlight) {
+			continue
+		}
+		vu.rec.Status, vu.rec.Done, vu.rec.Error = result.StatusCancelled, r.at(r.end), "measured window ended"
+		if err := r.emit(vu); err != nil {
+			break
+		}
+	}
+	r.mon.advance(r.end)
+	for _, e := range r.c.engines {
+		s := e.Stats()
+		t := &r.stats.Engine
+		t.Steps += s.Steps
+		t.BusySeconds += s.BusySeconds
+		t.PromptTokens += s.PromptTokens
+		t.GenerationTokens += s.GenerationTokens
+		t.PrefixQueries += s.PrefixQueries
+		t.PrefixHits += s.PrefixHits
+		t.Preemptions += s.Preemptions
+		t.Evictions += s.Evictions
+		t.Finished += s.Finished
+		t.Rejected += s.Rejected
+		t.Terms.Attention += s.Terms.Attention
+		t.Terms.DenseGEMM += s.Terms.DenseGEMM
+		t.Terms.MoE += s.Terms.MoE
+		t.Terms.Communication += s.Terms.Communication
+		t.Terms.Overhead += s.Terms.Overhead
+		t.Terms.Other += s.Terms.Other
+	}
+	r.stats.Series = r.mon.series
+	var n, sm, ngpu float64
+	for _, s := range r.mon.series.Samples {
+		if s.T <= r.warm {
+			continue
+		}
+		n++
+		r.stats.MeanKVUsage += s.KVUsage
+		r.stats.PeakKVUsage = math.Max(r.stats.PeakKVUsage, s.KVUsage)
+		for _, g := range s.GPUs {
+			sm += g.SMActive
+			ngpu++
+		}
+	}
+	if n > 0 {
+		r.stats.MeanKVUsage /= n
+	}
+	if ngpu > 0 {
+		r.stats.MeanSMActive = sm / ngpu
+	}
+}
+
+// replyKey identifies the content of a simulated reply: distinct for every
+// (user, session, turn), and never equal to a workload segment key in
+// practice (64-bit mixing).
+func replyKey(user, session, turn int) uint64 {
+	return fmix(mix(mix(mix(0x7265706c79, uint64(user)), uint64(session)), uint64(turn)))
+}
+
+// requestID matches the load runner's request ids: run-user-session-turn.
+func requestID(run string, user, session, turn int) string {
+	b := make([]byte, 0, len(run)+24)
+	if run != "" {
+		b = append(b, run...)
+		b = append(b, '-')
+	}
+	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(session), 10)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(turn), 10)
+	return string(b)
+}
+
+// userHeap is a min-heap of user indices by their next event time, ties by
+// index so runs are deterministic. It allocates nothing after construction.
+type userHeap struct {
+	users []vuser
+	idx   []int32
+}
+
+func (h *userHeap) len() int    { return len(h.idx) }
+func (h *userHeap) peek() int32 { return h.idx[0] }
+func (h *userHeap) less(a, b int32) bool {
+	ua, ub := &h.users[a], &h.users[b]
+	if ua.next != ub.next {
+		return ua.next < ub.next
+	}
+	return a < b
+}
+
+func (h *userHeap) push(u int32) {
+	h.idx = append(h.idx, u)
+	i := len(h.idx) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(h.idx[i], h.idx[p]) {
+			break
+		}
+		h.idx[i], h.idx[p] = h.idx[p], h.idx[i]
+		i = p
+	}
+}
+
+func (h *userHeap) pop() int32 {
+	top := h.idx[0]
+	n := len(h.idx) - 1
+	h.idx[0] = h.idx[n]
+	h.idx = h.idx[:n]
+	i := 0
+	for {
+		l, m := 2*i+1, i
+		if l < n && h.less(h.idx[l], h.idx[m]) {
+			m = l
+		}
+		if l+1 < n && h.less(h.idx[l+1], h.idx[m]) {
+			m = l + 1
+		}
+		if m == i {
+			break
+		}
+		h.idx[i], h.idx[m] = h.idx[m], h.idx[i]
+		i = m
+	}
+	return top
+}

@@ -18,7 +18,11 @@ const (
 
 // Segment is a run of tokens with provenance. Two segments with the same Key
 // and Tokens have byte-identical text, so a prefix cache can share them;
-// different keys never share content. Owner is the team index for KindTeam,
+// different keys never share content. A Key names one long document and a
+// segment is its first Tokens tokens: segments with the same Key and
+// different lengths share the shorter one's text except its last line, a
+// filler of fewer than MaxTailTokens tokens that completes the exact length
+// (see docs/workload.md). Owner is the team index for KindTeam,
 // the user index for KindUser, KindTurn and KindAssistant, and 0 otherwise.
 type Segment struct {
 	Kind   SegmentKind `json:"kind"`
@@ -45,6 +49,10 @@ type Turn struct {
 	ReplyTokens int `json:"reply_tokens"`
 	// ThinkTime is the pause after this turn's reply before the next turn.
 	ThinkTime time.Duration `json:"think_time_ns"`
+	// Reply is the simulated reply as a segment (KindAssistant, ReplyTokens
+	// tokens) so the simulator can place it in later turns' prompts; live
+	// runs put the server's actual reply there instead.
+	Reply Segment `json:"reply"`
 }
 
 // Script is one session of one virtual user, fully determined by the workload
@@ -58,6 +66,36 @@ type Script struct {
 	// user files), sent as the first part of every turn's prompt.
 	Prefix []Segment `json:"prefix"`
 	Turns  []Turn    `json:"turns"`
+	// Start is when the session's first request is due, as an offset from
+	// the start of the run, for open-loop replay of timestamped traces; 0 for
+	// closed-loop sessions generated from profiles.
+	Start time.Duration `json:"start_ns,omitempty"`
+}
+
+// Prompt appends the segments of turn k's prompt to dst: the prefix, then
+// every earlier turn's new content and reply, then turn k's new content. The
+// token counts add up to Turns[k].PromptTokens.
+func (s *Script) Prompt(dst []Segment, k int) []Segment {
+	dst = append(dst, s.Prefix...)
+	for j := 0; j < k && j < len(s.Turns); j++ {
+		dst = append(dst, s.Turns[j].NewContent...)
+		if s.Turns[j].Reply.Tokens > 0 {
+			dst = append(dst, s.Turns[j].Reply)
+		}
+	}
+	if k < len(s.Turns) {
+		dst = append(dst, s.Turns[k].NewContent...)
+	}
+	return dst
+}
+
+// Tokens is the sum of the segments' token counts.
+func Tokens(segs []Segment) int {
+	n := 0
+	for i := range segs {
+		n += segs[i].Tokens
+	}
+	return n
 }
 
 // Source yields session scripts lazily: Session(user, n) is user's n-th

@@ -43,8 +43,8 @@ type Generator struct {
 
 // profile is a config.Profile with its samplers.
 type profile struct {
-	name                        string
-	maxContext                  int // effective maximum prompt tokens
+	name                         string
+	maxContext                   int // effective maximum prompt tokens
 	start, growth, output, think *Dist
 }
 

@@ -1,10 +1,10 @@
 package search
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 )
 
 // Params maps parameter names to values: int parameters hold int, float
@@ -62,27 +62,36 @@ func (p Params) Bool(name string) bool {
 	return b
 }
 
-// Key returns a canonical string for p (sorted keys, JSON values) used to
-// detect duplicate parameter sets.
+// Key returns a canonical string for p (sorted names and typed values) used
+// to detect duplicate parameter sets. Numbers compare by value, so an int 4
+// and a JSON-decoded 4.0 give the same key.
 func (p Params) Key() string {
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	b := make([]byte, 0, 16*len(keys))
+	b := make([]byte, 0, 24*len(keys))
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		kb, _ := json.Marshal(k)
-		vb, err := json.Marshal(p[k])
-		if err != nil {
-			vb = fmt.Appendf(nil, "%v", p[k])
-		}
-		b = append(b, kb...)
+		b = strconv.AppendQuote(b, k)
 		b = append(b, ':')
-		b = append(b, vb...)
+		switch v := p[k].(type) {
+		case string:
+			b = strconv.AppendQuote(b, v)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case int:
+			b = strconv.AppendFloat(b, float64(v), 'g', -1, 64)
+		case int64:
+			b = strconv.AppendFloat(b, float64(v), 'g', -1, 64)
+		case float64:
+			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		default:
+			b = fmt.Appendf(b, "%T(%v)", v, v)
+		}
 	}
 	return string(b)
 }

@@ -144,6 +144,10 @@ type Trial struct {
 	Complete time.Time `json:"datetime_complete,omitzero"`
 	// UserAttrs are free-form attributes set by the objective (JSON values).
 	UserAttrs map[string]any `json:"user_attrs,omitempty"`
+	// SystemAttrs are attributes recorded by the study machinery rather than
+	// the objective: "fail_reason", "worker", "retry_of" (the trial this one
+	// re-runs), "requeued_as" (the trial that re-runs this one).
+	SystemAttrs map[string]any `json:"system_attrs,omitempty"`
 	// Artifacts is the directory holding the trial's files (logs, records);
 	// empty when the study has no artefact root.
 	Artifacts string `json:"artifacts,omitempty"`

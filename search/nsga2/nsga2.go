@@ -153,10 +153,32 @@ func (s *Sampler) Sample(ctx context.Context, history []search.Trial, space sear
 	if len(parents) == 0 {
 		return nil, fmt.Errorf("nsga2: generation %d has an empty parent population", gen)
 	}
-	a := tournament(parents, r)
-	b := tournament(parents, r)
-	return s.child(space, byNumber[a.number].Params, byNumber[b.number].Params, r), nil
+	// Re-evaluating a parameter set wastes a whole trial (minutes of GPU
+	// time for an engine), so a child identical to a parent or to a trial
+	// of the current generation is bred again, a bounded number of times.
+	seen := make(map[string]bool, 2*len(parents))
+	for _, m := range parents {
+		seen[byNumber[m.number].Params.Key()] = true
+	}
+	for i := range history {
+		if history[i].Generation == gen {
+			seen[history[i].Params.Key()] = true
+		}
+	}
+	var p search.Params
+	for range maxRebreed {
+		a := tournament(parents, r)
+		b := tournament(parents, r)
+		p = s.child(space, byNumber[a.number].Params, byNumber[b.number].Params, r)
+		if !seen[p.Key()] {
+			break
+		}
+	}
+	return p, nil
 }
+
+// maxRebreed bounds the attempts at a child not seen in the generation.
+const maxRebreed = 16
 
 // parentPopulation returns (and caches) the parent population of gen.
 func (s *Sampler) parentPopulation(gen int, history []search.Trial, byNumber map[int]*search.Trial) ([]member, error) {

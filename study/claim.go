@@ -1,0 +1,221 @@
+package study
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spoc-project/spoc/search"
+)
+
+// claim is what a worker got from the study: a trial to run, nothing for
+// now (others are still running trials and the budget is spent), or the
+// end of the study.
+type claim struct {
+	trial *storedTrial
+	wait  bool
+	done  bool
+}
+
+// loadStored reads every trial with its bookkeeping, in number order.
+func (s *Study) loadStored(ctx context.Context, q querier) ([]storedTrial, error) {
+	rows, err := q.QueryContext(ctx, s.db.rebind(`SELECT `+trialColumns+` FROM trials WHERE study_id = ? ORDER BY number`), s.id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storedTrial
+	for rows.Next() {
+		t, err := s.scanTrial(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// claimTrial runs under the study lock: it re-queues stale trials, then
+// claims the first WAITING trial, or samples and inserts a new RUNNING one
+// while the budget lasts.
+func (w *worker) claimTrial(ctx context.Context) (claim, error) {
+	var c claim
+	st := w.opt.Study
+	err := st.db.inStudyTx(ctx, st, func(tx *sql.Tx) error {
+		trials, err := st.loadStored(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("read trials: %w", err)
+		}
+		now := time.Now()
+		reaped := false
+		for _, t := range trials {
+			if t.State == search.StateRunning && now.Sub(t.heartbeat) > w.opt.StaleAfter {
+				reason := fmt.Sprintf("stale: no heartbeat from worker %q since %s", t.worker, t.heartbeat.Format(time.RFC3339Nano))
+				n, err := st.requeue(ctx, tx, t, reason)
+				if err != nil {
+					return err
+				}
+				w.log.Warn("re-queued stale trial", "study", st.Name, "trial", t.Number, "as", n, "worker", t.worker)
+				reaped = true
+			}
+		}
+		if reaped {
+			if trials, err = st.loadStored(ctx, tx); err != nil {
+				return fmt.Errorf("read trials: %w", err)
+			}
+		}
+		used, running := 0, 0
+		var waiting *storedTrial
+		for i := range trials {
+			t := &trials[i]
+			if !(t.State == search.StateFail && t.requeued) {
+				used++
+			}
+			switch t.State {
+			case search.StateRunning:
+				running++
+			case search.StateWaiting:
+				if waiting == nil {
+					waiting = t
+				}
+			}
+		}
+		if waiting != nil {
+			res, err := tx.ExecContext(ctx, st.db.rebind(`UPDATE trials SET state = ?, worker = ?, datetime_start = ?, heartbeat = ? WHERE id = ? AND state = ?`),
+				string(search.StateRunning), w.id, now.UnixNano(), now.UnixNano(), waiting.id, string(search.StateWaiting))
+			if err != nil {
+				return fmt.Errorf("claim trial %d: %w", waiting.Number, err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("claim trial %d: lost to another worker", waiting.Number)
+			}
+			waiting.State, waiting.worker, waiting.Start, waiting.heartbeat = search.StateRunning, w.id, now.UTC(), now.UTC()
+			c.trial = waiting
+			return nil
+		}
+		if used >= w.opt.Trials {
+			c.wait, c.done = running > 0, running == 0
+			return nil
+		}
+		history := make([]search.Trial, len(trials))
+		for i := range trials {
+			history[i] = trials[i].Trial
+		}
+		gen := search.GenerationOf(w.opt.Sampler, history)
+		p, err := search.SampleValid(ctx, w.opt.Sampler, history, w.opt.Space, 0)
+		if errors.Is(err, search.ErrExhausted) {
+			c.wait, c.done = running > 0, running == 0
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t := storedTrial{Trial: search.Trial{Params: p, State: search.StateRunning, Generation: gen, Start: now.UTC()}, worker: w.id, heartbeat: now.UTC()}
+		if t.id, t.Number, err = st.insertTrial(ctx, tx, t.Trial, w.id, true); err != nil {
+			return err
+		}
+		c.trial = &t
+		return nil
+	})
+	if err != nil {
+		return claim{}, fmt.Errorf("claim a trial in study %q: %w", st.Name, err)
+	}
+	return c, nil
+}
+
+// requeue marks a RUNNING trial FAIL with reason and queues a WAITING copy
+// (same parameters and generation) that re-runs its slot. It returns the
+// copy's number. Call it under the study lock.
+func (s *Study) requeue(ctx context.Context, tx *sql.Tx, t storedTrial, reason string) (int, error) {
+	retry := search.Trial{Params: t.Params, State: search.StateWaiting, Generation: t.Generation,
+		SystemAttrs: map[string]any{"retry_of": t.Number}}
+	_, n, err := s.insertTrial(ctx, tx, retry, "", false)
+	if err != nil {
+		return 0, fmt.Errorf("re-queue trial %d: %w", t.Number, err)
+	}
+	attrs := mergeAttrs(t.SystemAttrs, map[string]any{"fail_reason": reason, "worker": t.worker, "requeued_as": n})
+	sattrs, err := nullJSON(attrs)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, s.db.rebind(`UPDATE trials SET state = ?, datetime_complete = ?, requeued = 1, system_attrs = ? WHERE id = ? AND state = ?`),
+		string(search.StateFail), time.Now().UnixNano(), sattrs, t.id, string(search.StateRunning))
+	if err != nil {
+		return 0, fmt.Errorf("fail trial %d: %w", t.Number, err)
+	}
+	return n, nil
+}
+
+func mergeAttrs(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// heartbeat refreshes the trial's heartbeat; false means the trial is no
+// longer this worker's (another worker found it stale and re-queued it).
+func (w *worker) heartbeat(ctx context.Context, t *storedTrial) (bool, error) {
+	st := w.opt.Study
+	res, err := st.db.sql.ExecContext(ctx, st.db.rebind(`UPDATE trials SET heartbeat = ? WHERE id = ? AND state = ? AND worker = ?`),
+		time.Now().UnixNano(), t.id, string(search.StateRunning), w.id)
+	if err != nil {
+		return true, fmt.Errorf("heartbeat of trial %d: %w", t.Number, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return true, fmt.Errorf("heartbeat of trial %d: %w", t.Number, err)
+	}
+	return n == 1, nil
+}
+
+// finish records a final state; false means the trial had already been
+// taken away from this worker and the result was dropped.
+func (w *worker) finish(ctx context.Context, t *storedTrial) (bool, error) {
+	st := w.opt.Study
+	values, err := nullJSON(t.Values)
+	if err != nil {
+		return false, fmt.Errorf("finish trial %d: values: %w", t.Number, err)
+	}
+	cons, err := nullJSON(t.Constraints)
+	if err != nil {
+		return false, fmt.Errorf("finish trial %d: constraints: %w", t.Number, err)
+	}
+	uattrs, err := nullJSON(t.UserAttrs)
+	if err != nil {
+		return false, fmt.Errorf("finish trial %d: user attributes: %w", t.Number, err)
+	}
+	sattrs, err := nullJSON(t.SystemAttrs)
+	if err != nil {
+		return false, fmt.Errorf("finish trial %d: system attributes: %w", t.Number, err)
+	}
+	res, err := st.db.sql.ExecContext(ctx, st.db.rebind(`UPDATE trials SET state = ?, objective_values = ?, constraint_values = ?, datetime_complete = ?,
+		user_attrs = ?, system_attrs = ?, artifacts = ? WHERE id = ? AND state = ? AND worker = ?`),
+		string(t.State), values, cons, t.Complete.UnixNano(), uattrs, sattrs, t.Artifacts, t.id, string(search.StateRunning), w.id)
+	if err != nil {
+		return false, fmt.Errorf("finish trial %d: %w", t.Number, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("finish trial %d: %w", t.Number, err)
+	}
+	return n == 1, nil
+}
+
+// encodeAttrs checks that user attributes survive JSON; an attribute that
+// does not is replaced by its error so the trial is still recorded.
+func encodeAttrs(attrs map[string]any) map[string]any {
+	for k, v := range attrs {
+		if _, err := json.Marshal(v); err != nil {
+			attrs[k] = fmt.Sprintf("unencodable %T: %v", v, err)
+		}
+	}
+	return attrs
+}

@@ -138,6 +138,17 @@ func NewSummary(sla config.SLA, w Window, opts ...Option) *Summary {
 	return s
 }
 
+// SetWindow replaces the measured window: it sets the span used for rates
+// and filters records added from now on. A runner that learns its window only
+// when it starts builds the Summary with a zero Window (records are then
+// filtered by their Warmup flag, which marks the same boundary) and sets the
+// window when it is known.
+func (s *Summary) SetWindow(w Window) {
+	s.mu.Lock()
+	s.window = w
+	s.mu.Unlock()
+}
+
 // SetEnd moves the end of the measured window (an interrupted run ends early).
 func (s *Summary) SetEnd(t time.Time) {
 	s.mu.Lock()

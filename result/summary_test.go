@@ -208,3 +208,19 @@ func BenchmarkSummaryAdd(b *testing.B) {
 		s.Add(r)
 	}
 }
+
+func TestWriteText(t *testing.T) {
+	s := NewSummary(config.DefaultSLA(), Window{Start: t0, End: t0.Add(time.Second)})
+	s.Add(rec("P0", 0, 500*time.Millisecond, 20*time.Millisecond, 5))
+	s.Add(failed("P0", 0, StatusHTTPError, 503))
+	s.SetClientHealth(ClientHealth{CPUCores: 2, CPUUtilization: 0.5})
+	var b strings.Builder
+	if err := WriteText(&b, s.Result()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"P0", "overall", "500ms", "HTTP 503: 1", "http_error 1", "CPU 50% of 2 cores", "fail: P0 error rate 50% > 1%"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}

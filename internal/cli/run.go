@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/loadgen"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
+)
+
+func init() { register(newRunCmd) }
+
+type runFlags struct {
+	config, target, out, apiKeyEnv, model, endpoint string
+	users                                           int
+	duration, warmup, ramp                          time.Duration
+	thinkScale                                      float64
+	asJSON, quiet, check                            bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run --target URL --users N --duration D --out FILE",
+		Short: "Run one load test against an OpenAI-compatible server; records to JSONL, summary and SLA verdict to stdout",
+		Long: `Run drives closed-loop users executing the configured multi-turn workload
+against --target, streams one JSON line per request to --out as requests finish
+(a killed run leaves a valid prefix), and prints the summary of the measured
+window. Latencies count from each request's scheduled send time. Ctrl-C stops
+the run, flushes the records, prints what was measured and exits 130.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runLoad(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "configuration file (workload, SLA, run settings); defaults when empty")
+	fl.StringVar(&f.target, "target", "", "server base URL, e.g. http://localhost:8000 (default run.target)")
+	fl.IntVar(&f.users, "users", 0, "concurrent closed-loop users (default run.users)")
+	fl.DurationVar(&f.duration, "duration", 0, "measured window (default run.duration)")
+	fl.DurationVar(&f.warmup, "warmup", 0, "warm-up before the measured window, excluded from the summary (default run.warmup)")
+	fl.DurationVar(&f.ramp, "ramp", 0, "stagger user starts over this period (default run.ramp)")
+	fl.Float64Var(&f.thinkScale, "think-time-scale", 0, "multiply think times; 0 sends turns back to back (default run.think_time_scale)")
+	fl.StringVar(&f.out, "out", "", "records file (JSON lines), required")
+	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (default run.api_key_env, OPENAI_API_KEY)")
+	fl.StringVar(&f.model, "model", "", "model name in requests (default engine.served_model_name or engine.model)")
+	fl.StringVar(&f.endpoint, "endpoint", "", "chat or completions (default run.endpoint)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
+	fl.BoolVar(&f.quiet, "quiet", false, "no live progress")
+	fl.BoolVar(&f.check, "check", false, "exit 3 when the SLA is not met")
+	return cmd
+}
+
+func runLoad(cmd *cobra.Command, f *runFlags) error {
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		return err
+	}
+	rc := cfg.Run
+	fl := cmd.Flags()
+	if fl.Changed("target") {
+		rc.Target = f.target
+	}
+	if fl.Changed("users") {
+		rc.Users = f.users
+	}
+	if fl.Changed("duration") {
+		rc.Duration = config.Duration(f.duration)
+	}
+	if fl.Changed("warmup") {
+		rc.Warmup = config.Duration(f.warmup)
+	}
+	if fl.Changed("ramp") {
+		rc.Ramp = config.Duration(f.ramp)
+	}
+	if fl.Changed("think-time-scale") {
+		rc.ThinkTimeScale = f.thinkScale
+	}
+	if fl.Changed("api-key-env") {
+		rc.APIKeyEnv = f.apiKeyEnv
+	}
+	if fl.Changed("endpoint") {
+		rc.Endpoint = f.endpoint
+	}
+	switch {
+	case rc.Target == "":
+		return usageErrorf("run needs --target URL (or run.target in the config)")
+	case f.out == "":
+		return usageErrorf("run needs --out FILE for the records")
+	case rc.Users < 1:
+		return usageErrorf("--users must be at least 1, got %d", rc.Users)
+	case rc.Duration <= 0:
+		return usageErrorf("--duration must be positive")
+	case rc.Warmup < 0 || rc.Ramp < 0 || rc.ThinkTimeScale < 0:
+		return usageErrorf("--warmup, --ramp and --think-time-scale must not be negative")
+	}
+	stderr := cmd.ErrOrStderr()
+	if rc.Ramp > rc.Warmup {
+		fmt.Fprintf(stderr, "spoc: warning: ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running\n", rc.Ramp, rc.Warmup)
+	}
+	model := cfg.Engine.ServedModelName
+	if model == "" {
+		model = cfg.Engine.Model
+	}
+	if f.model != "" {
+		model = f.model
+	}
+	apiKey := ""
+	if rc.APIKeyEnv != "" {
+		apiKey = os.Getenv(rc.APIKeyEnv)
+	}
+
+	gen, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	if err != nil {
+		return usageError(fmt.Errorf("workload: %w", err))
+	}
+	runner, err := loadgen.New(loadgen.Options{
+		Target: rc.Target, Endpoint: rc.Endpoint, Model: model, APIKey: apiKey,
+		Users: rc.Users, Ramp: rc.Ramp.D(), Warmup: rc.Warmup.D(), Duration: rc.Duration.D(),
+		ThinkTimeScale: rc.ThinkTimeScale, RequestTimeout: rc.RequestTimeout.D(), FirstByteTimeout: rc.FirstByteTimeout.D(),
+		ExactOutputLength: cfg.Workload.ExactOutputLength,
+		RunID:             "run-" + time.Now().UTC().Format("20060102T150405Z"),
+		Renderer:          gen,
+	})
+	if err != nil {
+		return usageError(err)
+	}
+
+	file, err := os.Create(f.out)
+	if err != nil {
+		return fmt.Errorf("create records file: %w", err)
+	}
+	jw := result.NewWriter(file)
+	sum := result.NewSummary(cfg.SLA, result.Window{}, result.WithClientBoundLag(rc.ClientBoundLagP99.D()))
+
+	stopProgress := func() {}
+	if !f.quiet && isTerminal(cmd.OutOrStdout()) {
+		stopProgress = showProgress(stderr, runner, rc.Users)
+	}
+	rep, runErr := runner.Run(cmd.Context(), gen, result.Tee(jw, sum))
+	stopProgress()
+	closeErr := jw.Close()
+	if err := file.Close(); closeErr == nil && err != nil {
+		closeErr = fmt.Errorf("close records file: %w", err)
+	}
+	interrupted := runErr != nil && errors.Is(runErr, context.Canceled) && rep != nil && rep.Interrupted
+	if runErr != nil && !interrupted {
+		return fmt.Errorf("run against %s: %w", rc.Target, runErr)
+	}
+	if closeErr != nil {
+		return fmt.Errorf("records %s: %w", f.out, closeErr)
+	}
+	sum.SetWindow(rep.Window)
+	sum.SetClientHealth(rep.Health)
+	res := sum.Result()
+	if err := printSummary(cmd.OutOrStdout(), res, f.asJSON); err != nil {
+		return err
+	}
+	if interrupted {
+		fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", rep.Scheduled, f.out)
+		return &ExitError{Code: ExitInterrupted}
+	}
+	if f.check && !res.SLA.Pass {
+		return &ExitError{Code: ExitSLANotMet}
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, res *result.Result, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, res)
+	}
+	return result.WriteText(w, res)
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// showProgress redraws one status line on w every second until stopped.
+func showProgress(w io.Writer, r *loadgen.Runner, users int) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				p := r.Progress()
+				line := fmt.Sprintf("users %d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
+					users, p.InFlight, p.Requests, p.Errors, p.Cancelled, roundDur(p.TTFTp95), roundDur(p.ITLp95))
+				fmt.Fprint(w, "\r\033[K"+strings.TrimSpace(line))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	default:
+		return d.Round(100 * time.Microsecond).String()
+	}
+}

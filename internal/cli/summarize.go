@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/result"
+)
+
+func init() { register(newSummarizeCmd) }
+
+func newSummarizeCmd() *cobra.Command {
+	var (
+		cfgPath       string
+		asJSON, check bool
+	)
+	cmd := &cobra.Command{
+		Use:   "summarize RECORDS.jsonl",
+		Short: "Summarize a records file and judge it against the SLA (exit 3 with --check when not met)",
+		Long: `Summarize reads the JSON lines written by spoc run (or spoc sim run), leaves out
+warm-up requests, and prints per-profile and overall latency percentiles,
+throughput, goodput, errors by class and the SLA verdict naming the violated
+clause. A truncated last line (a killed run) is skipped with a warning.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cfgPath)
+			if err != nil {
+				return err
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("open records: %w", err)
+			}
+			defer f.Close()
+			sum := result.NewSummary(cfg.SLA, result.Window{}, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
+			truncated, err := result.ReadAll(f, args[0], sum.Write)
+			if err != nil {
+				return err
+			}
+			if truncated {
+				fmt.Fprintf(cmd.ErrOrStderr(), "spoc: warning: %s ends in a truncated line (killed run?); it was skipped\n", args[0])
+			}
+			res := sum.Result()
+			if err := printSummary(cmd.OutOrStdout(), res, asJSON); err != nil {
+				return err
+			}
+			if check && !res.SLA.Pass {
+				return &ExitError{Code: ExitSLANotMet}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "configuration file (for the SLA); defaults when empty")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	cmd.Flags().BoolVar(&check, "check", false, "exit 3 when the SLA is not met")
+	return cmd
+}

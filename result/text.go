@@ -1,0 +1,94 @@
+package result
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText renders res as a human-readable table: one row per profile and
+// overall, then the client check and the SLA verdict.
+func WriteText(w io.Writer, res *Result) error {
+	ew := &errWriter{w: w}
+	ew.printf("window %s → %s (%.1fs", res.Window.Start.Format(time.RFC3339), res.Window.End.Format(time.RFC3339), res.Window.Seconds)
+	if res.Window.Inferred {
+		ew.printf(", inferred from the records")
+	}
+	ew.printf("), %d records outside it\n\n", res.Excluded)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scope\treq\tok\terr\tcancel\tTTFT p50\tp95\tp99\tITL p50\tp95\tp99\tTPOT p95\tE2E p95\tout tok/s\ttot tok/s\treq/s\tgoodput/s\t")
+	rows := append([]Stats(nil), res.Profiles...)
+	rows = append(rows, res.Overall)
+	for _, s := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.2f\t%.2f\t\n",
+			s.Name, s.Requests, s.OK, s.Errors, s.Cancelled,
+			msText(s.TTFT.P50), msText(s.TTFT.P95), msText(s.TTFT.P99),
+			msText(s.ITL.P50), msText(s.ITL.P95), msText(s.ITL.P99),
+			msText(s.TPOT.P95), msText(s.E2E.P95),
+			s.OutputTokensPerSecond, s.TotalTokensPerSecond, s.RequestsPerSecond, s.GoodputPerSecond)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if o := res.Overall; o.Errors > 0 {
+		var parts []string
+		for _, k := range sortedStatus(o.ErrorsByClass) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, o.ErrorsByClass[k]))
+		}
+		codes := make([]int, 0, len(o.ErrorsByHTTPStatus))
+		for c := range o.ErrorsByHTTPStatus {
+			codes = append(codes, c)
+		}
+		sort.Ints(codes)
+		for _, c := range codes {
+			parts = append(parts, fmt.Sprintf("HTTP %d: %d", c, o.ErrorsByHTTPStatus[c]))
+		}
+		ew.printf("\nerrors: %s (rate %.2f%%)\n", strings.Join(parts, ", "), 100*o.ErrorRate)
+	}
+	c := res.Client
+	ew.printf("\nclient: dispatch lag p99 %s (limit %s)", msText(c.DispatchLagP99Ms), msText(c.LagLimitMs))
+	if h := c.Health; h != nil {
+		ew.printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s", 100*h.CPUUtilization, h.CPUCores, msText(h.SchedLatencyP99Ms))
+	}
+	if c.Bound {
+		ew.printf("\nWARNING: client-bound run, latencies are not trustworthy: %s", strings.Join(c.Reasons, "; "))
+	}
+	ew.printf("\nSLA (%s): %s\n", res.SLA.Scope, res.SLA)
+	return ew.err
+}
+
+func sortedStatus(m map[Status]int64) []Status {
+	out := make([]Status, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// msText prints milliseconds with a unit that keeps three digits.
+func msText(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmtDuration(time.Duration(v * float64(time.Millisecond)))
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }

@@ -367,7 +367,7 @@ func TestConcurrentWorkersSQLite(t *testing.T) {
 	checkGenerations(t, trials, 6)
 }
 
-// checkExactlyComplete asserts n COMPLETE trials numbered 0..n-1; with
+// checkExactlyComplete asserts n COMPLETE trials with consecutive numbers; with
 // distinctParams also that no parameter set ran twice (true for random
 // sampling of a continuous parameter, where a duplicate means a slot ran
 // twice).
@@ -375,7 +375,7 @@ func checkExactlyComplete(t *testing.T, trials []search.Trial, n int, distinctPa
 	t.Helper()
 	seen := map[string]int{}
 	for i, tr := range trials {
-		if tr.Number != i {
+		if tr.Number != trials[0].Number+i {
 			t.Fatalf("trial at %d has number %d", i, tr.Number)
 		}
 		if tr.State != search.StateComplete {

@@ -1,0 +1,195 @@
+// Package clientbench measures how accurately a load client times streamed
+// responses: it runs a client against a testserver, joins every record with
+// the server's own log of when each chunk was actually written, and reports
+// the client's timing error, dispatch lag and throughput. The accurate
+// ceiling is the most concurrent streams at which the errors stay within
+// bounds. External clients (Python comparisons) are measured the same way:
+// they write result.Record JSON lines, tagged with the X-Request-Id they sent.
+package clientbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/spoc-project/spoc/loadgen"
+	"github.com/spoc-project/spoc/loadgen/testserver"
+	"github.com/spoc-project/spoc/result"
+)
+
+// Accuracy bounds of the accurate ceiling.
+const (
+	DefaultITLErrorP99    = 2 * time.Millisecond
+	DefaultDispatchLagP99 = 5 * time.Millisecond
+)
+
+// Level is the measurement of one client at one concurrency.
+type Level struct {
+	Client  string `json:"client"`
+	Streams int    `json:"streams"`
+	// Requests counts measured-window records; OK the successful ones.
+	Requests int64 `json:"requests"`
+	OK       int64 `json:"ok"`
+	// Timed counts streams whose chunks were compared with the server's
+	// emissions (finished ones and those cut at the window end); Unmatched
+	// those whose chunks did not match the server's log.
+	Timed     int64 `json:"timed"`
+	Unmatched int64 `json:"unmatched"`
+	// TokensPerSecond is streamed output tokens per second in the window.
+	TokensPerSecond float64 `json:"tokens_per_second"`
+	// Timing errors against the server's actual emission times: the first
+	// token's arrival time, and each inter-token gap.
+	TTFTErrP50Ms float64 `json:"ttft_err_p50_ms"`
+	TTFTErrP99Ms float64 `json:"ttft_err_p99_ms"`
+	ITLErrP50Ms  float64 `json:"itl_err_p50_ms"`
+	ITLErrP99Ms  float64 `json:"itl_err_p99_ms"`
+	ITLErrMaxMs  float64 `json:"itl_err_max_ms"`
+	// DispatchLagP99Ms is the client's sent-minus-scheduled p99.
+	DispatchLagP99Ms float64 `json:"dispatch_lag_p99_ms"`
+	// ClientCPU is the client's CPU use as a fraction of its cores, when known.
+	ClientCPU float64 `json:"client_cpu,omitempty"`
+	// Accurate is true when ITL error p99 and dispatch lag p99 are within bounds.
+	Accurate bool `json:"accurate"`
+}
+
+// Workload is the fixed request shape of a measurement.
+type Workload struct {
+	Streams      int
+	Warmup       time.Duration
+	Duration     time.Duration
+	PromptTokens int
+	MaxTokens    int
+}
+
+// RunGo measures loadgen itself against the server at url.
+func RunGo(ctx context.Context, url string, w Workload) (*Level, error) {
+	if err := ResetLog(ctx, url); err != nil {
+		return nil, err
+	}
+	tr := loadgen.NewTransport(w.Streams)
+	defer tr.CloseIdleConnections()
+	r, err := loadgen.New(loadgen.Options{
+		Target: url, Model: "bench", Users: w.Streams,
+		Ramp: min(w.Warmup, time.Second), Warmup: w.Warmup, Duration: w.Duration,
+		RequestTimeout: time.Minute, FirstByteTimeout: 30 * time.Second,
+		RunID: "go", Renderer: loadgen.FillerRenderer{}, HTTPClient: &http.Client{Transport: tr},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var recs []*result.Record
+	rep, err := r.Run(ctx, loadgen.SyntheticSource{Turns: 1, PrefixTokens: w.PromptTokens, MaxTokens: w.MaxTokens},
+		result.SinkFunc(func(rec *result.Record) error { recs = append(recs, rec); return nil }))
+	if err != nil {
+		return nil, fmt.Errorf("run loadgen: %w", err)
+	}
+	log, err := FetchLog(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	lv := Compare("spoc (Go)", w.Streams, recs, log, rep.Window)
+	lv.ClientCPU = rep.Health.CPUUtilization
+	return lv, nil
+}
+
+// ResetLog clears the server's request log before a measurement.
+func ResetLog(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/_spoc/log/reset", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reset test server log: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// FetchLog downloads the server's request log.
+func FetchLog(ctx context.Context, url string) ([]testserver.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/_spoc/log", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch test server log: %w", err)
+	}
+	defer resp.Body.Close()
+	var log []testserver.Request
+	if err := json.NewDecoder(resp.Body).Decode(&log); err != nil {
+		return nil, fmt.Errorf("decode test server log: %w", err)
+	}
+	return log, nil
+}
+
+// Compare joins records with the server log (by request id) and computes the
+// client's errors over the records scheduled in window.
+func Compare(client string, streams int, recs []*result.Record, log []testserver.Request, window result.Window) *Level {
+	emitted := make(map[string][]time.Time, len(log))
+	for _, q := range log {
+		emitted[q.ID] = q.Emitted
+	}
+	lv := &Level{Client: client, Streams: streams}
+	var ttftErr, itlErr, lag []float64
+	var tokens int64
+	for _, r := range recs {
+		if !window.Contains(r.Scheduled) {
+			continue
+		}
+		lv.Requests++
+		tokens += int64(r.OutputTokens)
+		if !r.Sent.IsZero() {
+			lag = append(lag, ms(r.Sent.Sub(r.Scheduled)))
+		}
+		if r.Status == result.StatusOK {
+			lv.OK++
+		}
+		// Streams cut at the window end are timed as well as finished ones:
+		// compare the chunks the client read with the first emissions.
+		if r.FirstToken.IsZero() || (r.Status != result.StatusOK && r.Status != result.StatusCancelled) {
+			continue
+		}
+		em, ok := emitted[r.RequestID]
+		if !ok || len(em) < len(r.TokenGapsUS)+1 || (r.Status == result.StatusOK && len(em) != len(r.TokenGapsUS)+1) {
+			lv.Unmatched++
+			continue
+		}
+		lv.Timed++
+		ttftErr = append(ttftErr, abs(ms(r.FirstToken.Sub(em[0]))))
+		for i, g := range r.TokenGapsUS {
+			itlErr = append(itlErr, abs(ms(time.Duration(g)*time.Microsecond-em[i+1].Sub(em[i]))))
+		}
+	}
+	if secs := window.End.Sub(window.Start).Seconds(); secs > 0 {
+		lv.TokensPerSecond = float64(tokens) / secs
+	}
+	lv.TTFTErrP50Ms, lv.TTFTErrP99Ms = quantile(ttftErr, 0.5), quantile(ttftErr, 0.99)
+	lv.ITLErrP50Ms, lv.ITLErrP99Ms, lv.ITLErrMaxMs = quantile(itlErr, 0.5), quantile(itlErr, 0.99), quantile(itlErr, 1)
+	lv.DispatchLagP99Ms = quantile(lag, 0.99)
+	lv.Accurate = lv.Timed > 0 && lv.Unmatched*100 <= lv.Timed &&
+		lv.ITLErrP99Ms <= ms(DefaultITLErrorP99) && lv.DispatchLagP99Ms <= ms(DefaultDispatchLagP99)
+	return lv
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	i := int(q*float64(len(v))+0.5) - 1
+	return v[max(0, min(i, len(v)-1))]
+}

@@ -1,0 +1,37 @@
+package clientbench_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/loadgen/clientbench"
+	"github.com/spoc-project/spoc/loadgen/testserver"
+	"github.com/spoc-project/spoc/result"
+)
+
+func TestRunGoAgainstTestServer(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 10 * time.Millisecond, TokenInterval: 10 * time.Millisecond, KeepLog: true})
+	defer srv.Close()
+	lv, err := clientbench.RunGo(context.Background(), srv.URL, clientbench.Workload{
+		Streams: 20, Warmup: 100 * time.Millisecond, Duration: 500 * time.Millisecond, PromptTokens: 20, MaxTokens: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", lv)
+	if lv.OK == 0 || lv.Unmatched != 0 || lv.TokensPerSecond <= 0 || lv.ITLErrP99Ms > 50 {
+		t.Fatalf("level %+v", lv)
+	}
+}
+
+func TestCompareErrors(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	em := []time.Time{t0.Add(100 * time.Millisecond), t0.Add(120 * time.Millisecond), t0.Add(140 * time.Millisecond)}
+	rec := &result.Record{RequestID: "a", Scheduled: t0, Sent: t0.Add(time.Millisecond), Status: result.StatusOK,
+		FirstToken: em[0].Add(500 * time.Microsecond), TokenGapsUS: []int64{23000, 17000}, OutputTokens: 3}
+	lv := clientbench.Compare("x", 1, []*result.Record{rec}, []testserver.Request{{ID: "a", Emitted: em}},
+		result.Window{Start: t0, End: t0.Add(time.Second)})
+	if lv.TTFTErrP99Ms != 0.5 || lv.ITLErrP99Ms != 3 || lv.DispatchLagP99Ms != 1 || lv.Accurate || lv.TokensPerSecond != 3 {
+		t.Fatalf("%+v", lv)
+	}
+}

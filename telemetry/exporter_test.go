@@ -25,6 +25,9 @@ type fakeExporter struct {
 	throttleFrom, throttleTo int
 	// gpus on the node.
 	gpus int
+	// live, when set, replaces the tick the test advances with one that
+	// follows the wall clock.
+	live func() int
 }
 
 func newFakeExporter() *fakeExporter { return &fakeExporter{throttleGPU: -1, gpus: 4} }
@@ -38,12 +41,16 @@ func (f *fakeExporter) advance() {
 func (f *fakeExporter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	tick := f.tick
+	if f.live != nil {
+		tick = f.live()
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	switch r.URL.Path {
 	case "/metrics":
-		fmt.Fprint(w, f.vllm(f.tick))
+		fmt.Fprint(w, f.vllm(tick))
 	case "/dcgm/metrics":
-		fmt.Fprint(w, f.dcgm(f.tick))
+		fmt.Fprint(w, f.dcgm(tick))
 	default:
 		http.NotFound(w, r)
 	}

@@ -2,8 +2,11 @@ package telemetry
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -183,12 +186,37 @@ vllm:time_to_first_token_seconds_sum 1.5
 	}
 }
 
+func TestParseSkipsOtherMetricsBeforeParsing(t *testing.T) {
+	// A broken line of a metric spoc does not read does not cost the scrape.
+	in := "# HELP python_info Info.\n# TYPE python_info gauge\npython_info{version=\"3.12\" 1\nvllm:num_requests_running 4\n"
+	samples, err := Parse(strings.NewReader(in), TextFormat)
+	if err != nil || len(samples) != 1 || samples[0].Value != 4 {
+		t.Errorf("Parse = %+v, %v; want the one catalog sample", samples, err)
+	}
+	if got := string(keepCatalogLines([]byte("a 1\n# plain comment\n\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 2"))); got != "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 2" {
+		t.Errorf("keepCatalogLines = %q", got)
+	}
+}
+
+func TestScrapeWithoutCatalogMetricsIsAnError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("node_load1 0.5\n"))
+	}))
+	defer srv.Close()
+	h := &HTTPScraper{Target: Target{"node", srv.URL}}
+	if _, err := h.Scrape(context.Background()); !errors.Is(err, ErrNoCatalogMetrics) || !strings.Contains(err.Error(), `"node"`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, in := range []string{
 		"vllm:num_requests_running{engine=\"0\" 3\n",
 		"vllm:num_requests_running 3 4 5\n",
 		"# TYPE vllm:num_requests_running gauge\n# TYPE vllm:num_requests_running counter\n",
 		"vllm:num_requests_running{engine=\"0\"} abc\n",
+		"<html><body>502 Bad Gateway</body></html>\n",
+		"vllm:num_requests_running 1\n{{{\n",
 	} {
 		if _, err := Parse(strings.NewReader(in), TextFormat); err == nil {
 			t.Errorf("Parse(%q) accepted malformed input", in)
@@ -203,9 +231,11 @@ func TestParseErrors(t *testing.T) {
 // FuzzParse feeds arbitrary expositions through Parse and into a Store: no
 // panic, and everything kept is a finite catalog sample.
 func FuzzParse(f *testing.F) {
-	exp := newFakeExporter()
-	f.Add(exp.vllm(2))
-	f.Add(exp.dcgm(1))
+	// Small seeds: the fuzzer minimises every input that finds new coverage,
+	// and minimising a whole exposition takes minutes.
+	f.Add("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3\n# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total 10\n")
+	f.Add("# TYPE vllm:time_to_first_token_seconds histogram\nvllm:time_to_first_token_seconds_bucket{le=\"0.1\"} 1\nvllm:time_to_first_token_seconds_bucket{le=\"+Inf\"} 2\nvllm:time_to_first_token_seconds_sum 0.3\nvllm:time_to_first_token_seconds_count 2\n")
+	f.Add("DCGM_FI_DEV_SM_CLOCK{gpu=\"0\",Hostname=\"n\"} 1980\nDCGM_FI_DEV_SM_CLOCK{gpu=\"1\",Hostname=\"n\"} 1400\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"1\",Hostname=\"n\"} 64\n")
 	f.Add("vllm:time_to_first_token_seconds_bucket{le=\"0.1\"} 3\n")
 	f.Add("# TYPE x histogram\nx_bucket{le=\"NaN\"} 1\n")
 	f.Add("vllm:num_requests_running{a=\"\\n\\\"\"} -0\n")

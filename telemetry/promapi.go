@@ -43,8 +43,8 @@ func defaultQuery(m Metric) string {
 	return fmt.Sprintf(`{__name__=~"%s"}`, strings.Join(names, "|"))
 }
 
-// Validate checks that every key names a catalog metric and every expression
-// is non-empty.
+// Validate checks that every key names a catalog metric (by its current
+// name). An empty expression is valid: it leaves the metric out.
 func (q Queries) Validate() error {
 	keys := make([]string, 0, len(q))
 	for k := range q {
@@ -55,9 +55,6 @@ func (q Queries) Validate() error {
 		m, suffix, alias, ok := Lookup(k)
 		if !ok || suffix != "" || alias || m.Name != k {
 			return fmt.Errorf("query %q: not a catalog metric name (see Catalog)", k)
-		}
-		if strings.TrimSpace(q[k]) == "" {
-			return fmt.Errorf("query %q: empty PromQL expression", k)
 		}
 	}
 	return nil

@@ -2,12 +2,17 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/prometheus/common/expfmt"
 )
+
+// ErrNoCatalogMetrics reports an exposition without any metric spoc knows:
+// most likely a URL that is not a vLLM or dcgm-exporter endpoint.
+var ErrNoCatalogMetrics = errors.New("no vLLM or DCGM metric in the exposition (is this a vLLM /metrics or dcgm-exporter URL?)")
 
 // Scraper reads one target's current samples.
 type Scraper interface {
@@ -65,6 +70,9 @@ func (h *HTTPScraper) scrape(ctx context.Context) ([]Sample, error) {
 	samples, err := Parse(resp.Body, format)
 	if err != nil {
 		return nil, err
+	}
+	if len(samples) == 0 {
+		return nil, ErrNoCatalogMetrics
 	}
 	return samples, nil
 }

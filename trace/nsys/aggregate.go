@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spoc-project/spoc/trace"
@@ -35,130 +34,62 @@ type group struct {
 	maxEnd     int64
 }
 
-// durationExpr is an activity's duration clipped to the window; without a
-// window the plain difference is cheaper.
-func durationExpr(w trace.Window) string {
-	if w.StartNS == 0 && w.EndNS == 0 {
-		return `a."end" - a.start`
-	}
-	return `MIN(a."end", ?2) - MAX(a.start, ?1)`
-}
-
-// windowWhere keeps activities that overlap the window, ?1 and ?2 being its
-// edges.
-const windowWhere = `a."end" > ?1 AND a.start < ?2`
-
-// KernelAggregateQuery is the SQL that aggregates kernels per device and
-// name without a window. It is exported so that benchmarks can time the same
-// query in the sqlite3 command-line shell.
+// KernelAggregateQuery is the SQL equivalent of the kernel aggregation
+// ReadSQLite performs (count, time, graph kernels and extent per device and
+// name). ReadSQLite streams the rows instead (see scanner); the query is
+// exported so that benchmarks can time it in the sqlite3 shell.
 const KernelAggregateQuery = `SELECT g.dev, d.value, s.value, g.n, g.t, g.gr, g.lo, g.hi FROM (
   SELECT a.deviceId AS dev, a.demangledName AS dn, a.shortName AS sn, COUNT(*) AS n,
          SUM(a."end" - a.start) AS t, SUM(a.graphNodeId IS NOT NULL) AS gr, MIN(a.start) AS lo, MAX(a."end") AS hi
   FROM CUPTI_ACTIVITY_KIND_KERNEL a GROUP BY 1, 2, 3
 ) g LEFT JOIN StringIds d ON d.id = g.dn LEFT JOIN StringIds s ON s.id = g.sn`
 
-// aggregate groups every activity table by device and name in SQL.
-func aggregate(ctx context.Context, db *sql.DB, s *schema, w trace.Window) ([]group, error) {
-	lo, hi := bounds(w)
-	graph := `0`
-	if s.has(tableKernel, "graphNodeId") {
-		graph = `SUM(a.graphNodeId IS NOT NULL)`
-	}
-	kernels := `SELECT g.dev, d.value, s.value, g.n, g.t, g.gr, g.lo, g.hi FROM (
-  SELECT a.deviceId AS dev, a.demangledName AS dn, a.shortName AS sn, COUNT(*) AS n,
-         SUM(` + durationExpr(w) + `) AS t, ` + graph + ` AS gr, MIN(a.start) AS lo, MAX(a."end") AS hi
-  FROM ` + tableKernel + ` a WHERE ` + windowWhere + ` GROUP BY 1, 2, 3
-) g LEFT JOIN ` + tableStrings + ` d ON d.id = g.dn LEFT JOIN ` + tableStrings + ` s ON s.id = g.sn`
-	var out []group
-	err := queryGroups(ctx, db, kernels, lo, hi, func(dev int, names [2]sql.NullString, g group) {
-		g.device = dev
-		switch {
-		case names[0].Valid && names[0].String != "":
-			g.name = names[0].String
-		case names[1].Valid && names[1].String != "":
-			g.name = names[1].String
-		default:
-			g.name = "[unnamed kernel]"
-		}
-		out = append(out, g)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("aggregate kernels: %w", err)
-	}
+// windowWhere keeps activities that overlap the window, ?1 and ?2 being its
+// edges.
+const windowWhere = `a."end" > ?1 AND a.start < ?2`
 
+// scanActivity aggregates every activity table per device and name and
+// computes each device's busy time.
+func scanActivity(ctx context.Context, db *sql.DB, s *schema, w trace.Window) ([]group, map[int]int64, error) {
+	sc := newScanner(w)
+	labels := map[int64]string{}
 	if s.tables[tableMemcpy] {
-		labels := map[int64]string{}
 		if s.tables[tableCopyKinds] {
+			var err error
 			if labels, err = enumLabels(ctx, db, tableCopyKinds); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		kind := `NULL`
+		kind := ""
 		if s.has(tableMemcpy, "copyKind") {
-			kind = `a.copyKind`
+			kind = "copyKind"
 		}
-		q := `SELECT a.deviceId, ` + kind + `, NULL, COUNT(*), SUM(` + durationExpr(w) + `), 0, MIN(a.start), MAX(a."end")
-  FROM ` + tableMemcpy + ` a WHERE ` + windowWhere + ` GROUP BY 1, 2`
-		err := queryGroups(ctx, db, q, lo, hi, func(dev int, names [2]sql.NullString, g group) {
-			g.device = dev
-			label := "Unknown"
-			if names[0].Valid {
-				k, _ := strconv.ParseInt(names[0].String, 10, 64)
-				if l, ok := labels[k]; ok {
-					label = l
-				} else if l, ok := copyKindLabels[k]; ok {
-					label = l
-				} else {
-					label = "kind " + names[0].String
-				}
+		if err := sc.scanSide(ctx, db, tableMemcpy, kind); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, t := range []string{tableMemset, tableGraph} {
+		if s.tables[t] {
+			if err := sc.scanSide(ctx, db, t, ""); err != nil {
+				return nil, nil, err
 			}
-			g.name = "[CUDA memcpy " + label + "]"
-			out = append(out, g)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("aggregate memcpy: %w", err)
 		}
 	}
-	for _, t := range []struct{ table, name string }{{tableMemset, memsetName}, {tableGraph, wholeGraphName}} {
-		if !s.tables[t.table] {
-			continue
-		}
-		q := `SELECT a.deviceId, NULL, NULL, COUNT(*), SUM(` + durationExpr(w) + `), 0, MIN(a.start), MAX(a."end")
-  FROM ` + t.table + ` a WHERE ` + windowWhere + ` GROUP BY 1`
-		err := queryGroups(ctx, db, q, lo, hi, func(dev int, _ [2]sql.NullString, g group) {
-			g.device, g.name = dev, t.name
-			out = append(out, g)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("aggregate %s: %w", t.table, err)
-		}
+	sc.mergeSide()
+	if err := sc.scanKernels(ctx, db, s.has(tableKernel, "graphNodeId")); err != nil {
+		return nil, nil, err
 	}
-	return out, nil
-}
-
-// queryGroups runs an aggregate query whose columns are device, two optional
-// texts, count, time, graph count, min start and max end.
-func queryGroups(ctx context.Context, db *sql.DB, q string, lo, hi int64, f func(int, [2]sql.NullString, group)) error {
-	rows, err := db.QueryContext(ctx, q, lo, hi)
+	groups, err := sc.groups(ctx, db, labels)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var dev sql.NullInt64
-		var names [2]sql.NullString
-		var g group
-		var t, gr sql.NullInt64
-		if err := rows.Scan(&dev, &names[0], &names[1], &g.count, &t, &gr, &g.minStart, &g.maxEnd); err != nil {
-			return err
+	busy, ok := sc.busy()
+	if !ok {
+		if busy, err = busyTime(ctx, db, s, w); err != nil {
+			return nil, nil, err
 		}
-		if !dev.Valid {
-			continue // activity without a device (not GPU work)
-		}
-		g.timeNS, g.graphCount = t.Int64, gr.Int64
-		f(int(dev.Int64), names, g)
 	}
-	return rows.Err()
+	return groups, busy, nil
 }
 
 func enumLabels(ctx context.Context, db *sql.DB, table string) (map[int64]string, error) {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/spoc-project/spoc/trace"
 
@@ -112,23 +111,11 @@ func readSQLite(ctx context.Context, path string, opt Options) (*trace.Profile, 
 	}
 	p := &trace.Profile{Source: path, Window: w, Warnings: s.warnings}
 
-	// The aggregation and the busy-time union each scan the activity tables
-	// once; they run on two connections at the same time.
-	var (
-		wg      sync.WaitGroup
-		groups  []group
-		busy    map[int]int64
-		gErr    error
-		bErr    error
-		devName map[int]string
-	)
-	wg.Add(2)
-	go func() { defer wg.Done(); groups, gErr = aggregate(ctx, db, s, w) }()
-	go func() { defer wg.Done(); busy, bErr = busyTime(ctx, db, s, w) }()
-	wg.Wait()
-	if err := errors.Join(gErr, bErr); err != nil {
+	groups, busy, err := scanActivity(ctx, db, s, w)
+	if err != nil {
 		return nil, err
 	}
+	var devName map[int]string
 	if s.tables[tableGPU] {
 		if devName, err = gpuNames(ctx, db); err != nil {
 			return nil, err

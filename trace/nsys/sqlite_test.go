@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -146,6 +147,27 @@ func TestReadSQLiteMatchesAggregate(t *testing.T) {
 		}
 		if got.Window != want.Window {
 			t.Errorf("window %+v: got %+v, want %+v", w, got.Window, want.Window)
+		}
+	}
+}
+
+// TestReadSQLiteUnsortedRows stores the activities in shuffled order, so
+// the streamed busy-time union must notice and fall back to SQL.
+func TestReadSQLiteUnsortedRows(t *testing.T) {
+	acts := gptOSSTimeline()
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(acts), func(i, j int) { acts[i], acts[j] = acts[j], acts[i] })
+	path := filepath.Join(t.TempDir(), "shuffled.sqlite")
+	writeFixture(t, path, acts, fixtureNVTX, "3.15.1")
+	for _, w := range []trace.Window{{}, {StartNS: fixtureT0 + 150_000, EndNS: fixtureT0 + 420_000}} {
+		got, err := ReadSQLite(context.Background(), path, Options{Window: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := trace.Aggregate(path, intervals(acts), w)
+		for i, d := range got.Devices {
+			if d.BusyNS != want.Devices[i].BusyNS {
+				t.Errorf("window %+v GPU %d: busy %d, want %d", w, d.Device, d.BusyNS, want.Devices[i].BusyNS)
+			}
 		}
 	}
 }

@@ -154,6 +154,8 @@ func (s *Server) Log() []Request {
 	out := make([]Request, len(s.log))
 	for i, r := range s.log {
 		out[i] = *r
+		out[i].Emitted = append([]time.Time(nil), r.Emitted...)
+		out[i].Tokens = append([]int(nil), r.Tokens...)
 	}
 	return out
 }
@@ -274,8 +276,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 	start := received.Add(s.cfg.FirstTokenDelay)
 	timer := time.NewTimer(time.Until(start))
 	defer timer.Stop()
-	emitted := make([]time.Time, 0, n/s.cfg.TokensPerChunk+1)
-	tokens := make([]int, 0, cap(emitted))
 	sent := 0
 	for chunk := 0; sent < n; chunk++ {
 		due := start.Add(time.Duration(chunk) * s.cfg.TokenInterval)
@@ -284,27 +284,27 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 			select {
 			case <-timer.C:
 			case <-r.Context().Done():
-				s.finish(req, &reply, emitted, tokens)
+				s.finish(req, &reply)
 				return
 			}
 		}
 		if chunk == s.cfg.FaultAfterChunks {
 			switch req.Fault {
 			case FaultReset:
-				s.finish(req, &reply, emitted, tokens)
+				s.finish(req, &reply)
 				reset(w)
 				return
 			case FaultMalformed:
 				_, _ = w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}\n\n"))
 				fl.Flush()
-				s.finish(req, &reply, emitted, tokens)
+				s.finish(req, &reply)
 				return
 			case FaultStall:
 				select {
 				case <-time.After(s.cfg.Stall):
 				case <-r.Context().Done():
 				}
-				s.finish(req, &reply, emitted, tokens)
+				s.finish(req, &reply)
 				return
 			}
 		}
@@ -334,14 +334,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 		}
 		buf.WriteString(`,"finish_reason":null}]}` + "\n\n")
 		if _, err := w.Write(buf.Bytes()); err != nil {
-			s.finish(req, &reply, emitted, tokens)
+			s.finish(req, &reply)
 			return
 		}
 		fl.Flush()
-		emitted = append(emitted, time.Now())
-		tokens = append(tokens, k)
+		at := time.Now()
 		reply.WriteString(text)
 		sent += k
+		if s.cfg.KeepLog { // logged as it happens: a client may fetch the log mid-stream
+			s.mu.Lock()
+			req.Emitted = append(req.Emitted, at)
+			req.Tokens = append(req.Tokens, k)
+			s.mu.Unlock()
+		}
 	}
 	buf.Reset()
 	if b.StreamOptions.IncludeUsage {
@@ -352,15 +357,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 	buf.WriteString("data: [DONE]\n\n")
 	_, _ = w.Write(buf.Bytes())
 	fl.Flush()
-	s.finish(req, &reply, emitted, tokens)
+	s.finish(req, &reply)
 }
 
-func (s *Server) finish(req *Request, reply *bytes.Buffer, emitted []time.Time, tokens []int) {
+func (s *Server) finish(req *Request, reply *bytes.Buffer) {
 	if !s.cfg.KeepLog {
 		return
 	}
 	s.mu.Lock()
-	req.Reply, req.Emitted, req.Tokens = reply.String(), emitted, tokens
+	req.Reply = reply.String()
 	s.mu.Unlock()
 }
 

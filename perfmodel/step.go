@@ -175,7 +175,11 @@ type roofline struct {
 // add prices `count` identical kernels of f FLOPs and b bytes each.
 func (r *roofline) add(count, f, b, achievedFLOPS, peakFLOPS, achievedBW float64) {
 	ct, mt := f/achievedFLOPS, b/achievedBW
-	r.seconds += count * math.Max(ct, mt)
+	longer := mt
+	if ct > mt {
+		longer = ct
+	}
+	r.seconds += count * longer
 	r.computeSeconds += count * ct
 	r.memorySeconds += count * mt
 	r.flops += count * f

@@ -1,0 +1,153 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/spoc-project/spoc/perfmodel"
+)
+
+// Result is a fit's outcome.
+type Result struct {
+	Factors     perfmodel.Factors `json:"factors"`
+	Params      []string          `json:"params"`
+	Evaluations int               `json:"evaluations"`
+	// Validation is the fitted factors' error on the points fitted.
+	Validation Validation    `json:"validation"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+}
+
+// minSeconds keeps a fitted overhead's logarithm finite.
+const minSeconds = 1e-9
+
+// toFree maps a factor to the unconstrained space Nelder–Mead searches:
+// logit for fractions (so they stay in (0, 1)), log for durations (≥ 0).
+func toFree(name string, v float64) float64 {
+	if perfmodel.IsFraction(name) {
+		v = math.Min(math.Max(v, 1e-6), 1-1e-6)
+		return math.Log(v / (1 - v))
+	}
+	return math.Log(math.Max(v, minSeconds))
+}
+
+func fromFree(name string, u float64) float64 {
+	if perfmodel.IsFraction(name) {
+		return 1 / (1 + math.Exp(-u))
+	}
+	return math.Exp(u)
+}
+
+// Fit adjusts opts.Params of opts.Start to minimise the robust error between
+// predicted and measured metrics over the points. It is deterministic for a
+// deterministic Predictor.
+func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
+	start := time.Now()
+	opts = opts.withDefaults()
+	pts, err := prepare(points, opts.Model)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := opts.Start.Validate(); err != nil {
+		return Result{}, fmt.Errorf("calibrate: start: %w", err)
+	}
+	names := slices.Clone(opts.Params)
+	for _, n := range names {
+		if _, err := opts.Start.Get(n); err != nil {
+			return Result{}, fmt.Errorf("calibrate: %w", err)
+		}
+	}
+	if len(names) == 0 {
+		return Result{}, errors.New("calibrate: no factors to fit")
+	}
+	ev := newEvaluator(pts, opts)
+	factorsAt := func(x []float64) perfmodel.Factors {
+		f := opts.Start
+		for i, n := range names {
+			_ = f.Set(n, fromFree(n, x[i]))
+		}
+		return f
+	}
+	var evalErr error
+	objective := func(x []float64) float64 {
+		if evalErr != nil {
+			return math.Inf(1)
+		}
+		preds, err := ev.predict(ctx, factorsAt(x))
+		if err != nil {
+			evalErr = err
+			return math.Inf(1)
+		}
+		return ev.loss(preds)
+	}
+	x0 := make([]float64, len(names))
+	for i, n := range names {
+		v, _ := opts.Start.Get(n)
+		x0[i] = toFree(n, v)
+	}
+	x, _, evals, err := nelderMead(ctx, objective, x0, opts.SimplexStep, opts.Tolerance, opts.MaxEvaluations)
+	if evalErr != nil {
+		return Result{}, fmt.Errorf("calibrate: %w", evalErr)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("calibrate: %w", err)
+	}
+	best := factorsAt(x)
+	preds, err := ev.predict(ctx, best)
+	if err != nil {
+		return Result{}, fmt.Errorf("calibrate: %w", err)
+	}
+	return Result{Factors: best, Params: names, Evaluations: evals, Validation: ev.validation(preds),
+		Elapsed: time.Since(start)}, nil
+}
+
+// Fold is one round of cross-validation.
+type Fold struct {
+	// HeldOut is the group predicted without being fitted.
+	HeldOut string `json:"held_out"`
+	Fit     Result `json:"fit"`
+	// Validation is the error on the held-out points.
+	Validation Validation `json:"validation"`
+}
+
+// LeaveOneOut fits on every group of points but one and validates on the one
+// left out, for each group that group names.
+func LeaveOneOut(ctx context.Context, points []Point, opts Options, group func(Point) string) ([]Fold, error) {
+	var keys []string
+	for _, p := range points {
+		if k := group(p); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) < 2 {
+		return nil, fmt.Errorf("calibrate: cross-validation needs two groups, got %d", len(keys))
+	}
+	var folds []Fold
+	for _, k := range keys {
+		var train, test []Point
+		for _, p := range points {
+			if group(p) == k {
+				test = append(test, p)
+			} else {
+				train = append(train, p)
+			}
+		}
+		res, err := Fit(ctx, train, opts)
+		if err != nil {
+			return nil, fmt.Errorf("fold %s: %w", k, err)
+		}
+		v, err := Validate(ctx, test, res.Factors, opts)
+		if err != nil {
+			return nil, fmt.Errorf("fold %s: %w", k, err)
+		}
+		folds = append(folds, Fold{HeldOut: k, Fit: res, Validation: v})
+	}
+	return folds, nil
+}
+
+// ByTensorParallel groups points by tensor parallel size ("tp=4"), for
+// leave-one-TP-out cross-validation.
+func ByTensorParallel(p Point) string { return fmt.Sprintf("tp=%d", p.TensorParallel) }

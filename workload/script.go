@@ -14,6 +14,7 @@ const (
 	KindUser      SegmentKind = "user"      // user-private files
 	KindTurn      SegmentKind = "turn"      // new user content of a turn (question, paste, tool output)
 	KindAssistant SegmentKind = "assistant" // a reply in the history
+	KindBlock     SegmentKind = "block"     // a block of a block-hash trace, shared by every request with its hash id
 )
 
 // Segment is a run of tokens with provenance. Two segments with the same Key

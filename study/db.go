@@ -240,3 +240,7 @@ func splitStatements(body string) []string {
 	}
 	return out
 }
+
+// DefaultURL is the storage used when none is configured: a SQLite file in
+// the working directory.
+const DefaultURL = "sqlite:spoc-studies.db"

@@ -53,6 +53,7 @@ type Sampler struct {
 
 	mu      sync.Mutex
 	parents map[int][]member // generation → parent population
+	keys    map[int]string   // trial number → Params.Key()
 }
 
 var (
@@ -98,7 +99,7 @@ func New(opt Options) (*Sampler, error) {
 	if opt.SBXEta < 0 || opt.MutationEta < 0 {
 		return nil, fmt.Errorf("nsga2: distribution indexes must be ≥ 0")
 	}
-	return &Sampler{opt: opt, rnd: search.NewTrialRand(opt.Seed), parents: map[int][]member{}}, nil
+	return &Sampler{opt: opt, rnd: search.NewTrialRand(opt.Seed), parents: map[int][]member{}, keys: map[int]string{}}, nil
 }
 
 // Options returns the effective options (defaults filled in).
@@ -158,11 +159,11 @@ func (s *Sampler) Sample(ctx context.Context, history []search.Trial, space sear
 	// of the current generation is bred again, a bounded number of times.
 	seen := make(map[string]bool, 2*len(parents))
 	for _, m := range parents {
-		seen[byNumber[m.number].Params.Key()] = true
+		seen[s.key(byNumber[m.number])] = true
 	}
 	for i := range history {
 		if history[i].Generation == gen {
-			seen[history[i].Params.Key()] = true
+			seen[s.key(&history[i])] = true
 		}
 	}
 	var p search.Params
@@ -175,6 +176,19 @@ func (s *Sampler) Sample(ctx context.Context, history []search.Trial, space sear
 		}
 	}
 	return p, nil
+}
+
+// key returns t's parameter key, cached by trial number: a trial's
+// parameters never change once it exists.
+func (s *Sampler) key(t *search.Trial) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[t.Number]
+	if !ok {
+		k = t.Params.Key()
+		s.keys[t.Number] = k
+	}
+	return k
 }
 
 // maxRebreed bounds the attempts at a child not seen in the generation.

@@ -2,6 +2,7 @@ package nsga2
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -255,37 +256,41 @@ func TestChildStaysInSpace(t *testing.T) {
 }
 
 // BenchmarkSample2000 measures the sampler's overhead per trial with 2,000
-// completed trials in the study (50 generations of 40).
+// completed trials in the study (50 generations of 40), for 8 and 30
+// parameters: "warm" is the steady state of a running study, "cold" a
+// freshly started process (resume) rebuilding every generation's parents.
 func BenchmarkSample2000(b *testing.B) {
-	space := search.Space{}
-	for i := 0; i < 8; i++ {
-		space.Params = append(space.Params, search.Float(string(rune('a'+i)), 0, 1))
-	}
-	s := mustNew(b, Options{PopulationSize: 40, Seed: 1})
-	var hist []search.Trial
-	for i := 0; i < 2000; i++ {
-		gen := s.Generation(hist)
-		p, err := s.Sample(context.Background(), hist, space)
-		if err != nil {
-			b.Fatal(err)
+	for _, dims := range []int{8, 30} {
+		space := search.Space{}
+		for i := 0; i < dims; i++ {
+			space.Params = append(space.Params, search.Float(fmt.Sprintf("x%02d", i), 0, 1))
 		}
-		hist = append(hist, search.Trial{Number: i, Params: p, Values: []float64{p.Float("a"), 1 - p.Float("a") + p.Float("b")}, State: search.StateComplete, Generation: gen, Complete: time.Unix(int64(i), 0)})
-	}
-	b.Run("warm", func(b *testing.B) {
-		for b.Loop() {
-			s.Generation(hist)
-			if _, err := s.Sample(context.Background(), hist, space); err != nil {
+		s := mustNew(b, Options{PopulationSize: 40, Seed: 1})
+		var hist []search.Trial
+		for i := 0; i < 2000; i++ {
+			gen := s.Generation(hist)
+			p, err := s.Sample(context.Background(), hist, space)
+			if err != nil {
 				b.Fatal(err)
 			}
+			hist = append(hist, search.Trial{Number: i, Params: p, Values: []float64{p.Float("x00"), 1 - p.Float("x00") + p.Float("x01")}, State: search.StateComplete, Generation: gen, Complete: time.Unix(int64(i), 0)})
 		}
-	})
-	b.Run("cold", func(b *testing.B) {
-		for b.Loop() {
-			fresh := mustNew(b, Options{PopulationSize: 40, Seed: 1})
-			fresh.Generation(hist)
-			if _, err := fresh.Sample(context.Background(), hist, space); err != nil {
-				b.Fatal(err)
+		b.Run(fmt.Sprintf("params=%d/warm", dims), func(b *testing.B) {
+			for b.Loop() {
+				s.Generation(hist)
+				if _, err := s.Sample(context.Background(), hist, space); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+		b.Run(fmt.Sprintf("params=%d/cold", dims), func(b *testing.B) {
+			for b.Loop() {
+				fresh := mustNew(b, Options{PopulationSize: 40, Seed: 1})
+				fresh.Generation(hist)
+				if _, err := fresh.Sample(context.Background(), hist, space); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -1,0 +1,283 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/study"
+)
+
+func init() { register(newStudyCmd) }
+
+// studyStorageDefault is --storage's default: $SPOC_STORAGE, else study.DefaultURL.
+func studyStorageDefault() string {
+	if u := os.Getenv("SPOC_STORAGE"); u != "" {
+		return u
+	}
+	return study.DefaultURL
+}
+
+func newStudyCmd() *cobra.Command {
+	var storage string
+	cmd := &cobra.Command{
+		Use:   "study",
+		Short: "List, inspect and export stored search studies",
+		Long: `Studies are the durable record of spoc tune searches: every trial's parameters,
+objective values, constraints, state and timestamps, in SQLite (default) or
+PostgreSQL (several workers sharing one study).`,
+	}
+	cmd.PersistentFlags().StringVar(&storage, "storage", studyStorageDefault(), "study storage: sqlite:PATH, a plain path, or postgres://… (env SPOC_STORAGE)")
+	cmd.AddCommand(newStudyLsCmd(&storage), newStudyShowCmd(&storage), newStudyExportCmd(&storage))
+	return cmd
+}
+
+func studyOpen(cmd *cobra.Command, storage, name string) (*study.DB, *study.Study, error) {
+	db, err := study.Open(cmd.Context(), storage)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := db.Load(cmd.Context(), name)
+	if err != nil {
+		db.Close()
+		if errors.Is(err, study.ErrNotFound) {
+			return nil, nil, usageError(err)
+		}
+		return nil, nil, err
+	}
+	return db, st, nil
+}
+
+func newStudyLsCmd(storage *string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List studies with trial counts per state",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, err := study.Open(cmd.Context(), *storage)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			list, err := db.Studies(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if list == nil {
+					list = []study.Summary{}
+				}
+				return writeJSON(cmd.OutOrStdout(), list)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tDIRECTIONS\tSAMPLER\tTRIALS\tSTATES\tCREATED")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.Name, studyDirectionsText(s.Directions), s.Sampler, s.Trials, studyStatesText(s.States), s.Created.Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+func studyDirectionsText(d []search.Direction) string {
+	parts := make([]string, len(d))
+	for i, x := range d {
+		parts[i] = x.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func studyStatesText(m map[search.TrialState]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[search.TrialState(k)])
+	}
+	return strings.Join(parts, " ")
+}
+
+// studyView is what spoc study show prints.
+type studyView struct {
+	Name       string                    `json:"name"`
+	Directions []search.Direction        `json:"directions"`
+	Sampler    string                    `json:"sampler"`
+	Seed       uint64                    `json:"seed"`
+	Created    time.Time                 `json:"created"`
+	Space      search.Space              `json:"space"`
+	States     map[search.TrialState]int `json:"states"`
+	Front      []search.Trial            `json:"pareto_front"`
+	Trials     []search.Trial            `json:"trials,omitempty"`
+}
+
+func newStudyShowCmd(storage *string) *cobra.Command {
+	var asJSON, all bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a study: its space, trial states and Pareto front",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, st, err := studyOpen(cmd, *storage, args[0])
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			trials, err := st.Trials(cmd.Context())
+			if err != nil {
+				return err
+			}
+			v := studyView{Name: st.Name, Directions: st.Directions, Sampler: st.Sampler, Seed: st.Seed, Created: st.Created,
+				Space: st.Space, States: map[search.TrialState]int{}, Front: search.ParetoFront(trials, st.Directions)}
+			for _, t := range trials {
+				v.States[t.State]++
+			}
+			if all {
+				v.Trials = trials
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
+			return printStudy(cmd.OutOrStdout(), v)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "list every trial, not only the Pareto front")
+	return cmd
+}
+
+func printStudy(w io.Writer, v studyView) error {
+	fmt.Fprintf(w, "study %s (sampler %s, seed %d, created %s)\n", v.Name, v.Sampler, v.Seed, v.Created.Format(time.RFC3339))
+	fmt.Fprintf(w, "objectives: %s\n", studyDirectionsText(v.Directions))
+	fmt.Fprintln(w, "parameters:")
+	for _, p := range v.Space.Params {
+		switch p.Kind {
+		case search.KindCategorical:
+			fmt.Fprintf(w, "  %s: one of %v\n", p.Name, p.Choices)
+		default:
+			extra := ""
+			if p.Log {
+				extra = ", log"
+			}
+			if p.Step > 0 && !(p.Kind == search.KindInt && p.Step == 1) {
+				extra += fmt.Sprintf(", step %v", p.Step)
+			}
+			fmt.Fprintf(w, "  %s: %s in [%v, %v]%s\n", p.Name, p.Kind, p.Low, p.High, extra)
+		}
+	}
+	for _, r := range v.Space.Rules {
+		fmt.Fprintf(w, "  rule: %s\n", r.Name)
+	}
+	fmt.Fprintf(w, "trials: %s\n", studyStatesText(v.States))
+	names := make([]string, len(v.Space.Params))
+	for i, p := range v.Space.Params {
+		names[i] = p.Name
+	}
+	table := func(title string, ts []search.Trial) error {
+		fmt.Fprintf(w, "\n%s (%d):\n", title, len(ts))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprint(tw, "NUMBER\tSTATE\tGEN")
+		for i := range v.Directions {
+			fmt.Fprintf(tw, "\tVALUE_%d", i)
+		}
+		for _, n := range names {
+			fmt.Fprintf(tw, "\t%s", n)
+		}
+		fmt.Fprintln(tw)
+		for _, t := range ts {
+			fmt.Fprintf(tw, "%d\t%s\t%d", t.Number, t.State, t.Generation)
+			for i := range v.Directions {
+				if i < len(t.Values) {
+					fmt.Fprintf(tw, "\t%.6g", t.Values[i])
+				} else {
+					fmt.Fprint(tw, "\t-")
+				}
+			}
+			for _, n := range names {
+				fmt.Fprintf(tw, "\t%v", t.Params[n])
+			}
+			fmt.Fprintln(tw)
+		}
+		return tw.Flush()
+	}
+	if err := table("Pareto front", v.Front); err != nil {
+		return err
+	}
+	if v.Trials != nil {
+		return table("all trials", v.Trials)
+	}
+	return nil
+}
+
+func newStudyExportCmd(storage *string) *cobra.Command {
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "export NAME",
+		Short: "Export a study's trials as an Optuna-style trials dataframe (CSV or JSON)",
+		Long: `Export writes one row per trial with Optuna's trials_dataframe column names
+(number, values_N, datetime_start, datetime_complete, duration, params_X,
+user_attrs_X, system_attrs_X, constraints, state), so that
+pandas.read_csv or Optuna tooling loads the result.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := study.ParseFormat(format)
+			if err != nil {
+				return usageError(err)
+			}
+			db, st, err := studyOpen(cmd, *storage, args[0])
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			trials, err := st.Trials(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if out == "" || out == "-" {
+				return study.Export(cmd.OutOrStdout(), f, st.Directions, trials)
+			}
+			return studyWriteAtomic(out, func(w io.Writer) error { return study.Export(w, f, st.Directions, trials) })
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "csv", "csv or json")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default stdout); written to a temporary file and renamed")
+	return cmd
+}
+
+// studyWriteAtomic writes path through a temporary file in the same
+// directory, renamed into place only when write succeeded.
+func studyWriteAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

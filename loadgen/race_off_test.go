@@ -1,0 +1,5 @@
+//go:build !race
+
+package loadgen_test
+
+const raceEnabled = false

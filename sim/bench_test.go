@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
 )
 
 // BenchmarkRunVirtualReference is the target: 300 users, 10 simulated
@@ -54,4 +56,26 @@ func BenchmarkEngineStep(b *testing.B) {
 		now += d
 		e.Complete(now)
 	}
+}
+
+// BenchmarkRunVirtualDefaultWorkload is the same target on the workload
+// package's default (reference) workload.
+func BenchmarkRunVirtualDefaultWorkload(b *testing.B) {
+	cfg := config.Default()
+	src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := Options{Deployment: referenceDeployment(b), Users: 300, Ramp: time.Minute, Warmup: time.Minute,
+		Duration: 10 * time.Minute, ThinkTimeScale: 1, SeriesInterval: time.Second}
+	sink := result.SinkFunc(func(*result.Record) error { return nil })
+	var st *RunStats
+	b.ReportAllocs()
+	for b.Loop() {
+		if st, err = RunVirtual(context.Background(), o, src, sink); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(st.Engine.Steps), "steps")
+	b.ReportMetric(float64(st.OK), "requests")
 }

@@ -82,13 +82,17 @@ type monitor struct {
 	series   Series
 	keep     bool // append samples to series
 	last     EngineSample
+	// aggregates over samples after from (the measured window)
+	from                    float64
+	n, kvSum, kvPeak, smSum float64
+	gpuN                    float64
 }
 
 const monitorSlots = 16
 
-func newMonitor(c *cluster, interval float64, keep bool) *monitor {
+func newMonitor(c *cluster, interval float64, keep bool, from float64) *monitor {
 	gpus := len(c.engines) * max(c.dep.TensorParallelSize, 1)
-	m := &monitor{c: c, interval: interval, tp: max(c.dep.TensorParallelSize, 1), keep: keep}
+	m := &monitor{c: c, interval: interval, tp: max(c.dep.TensorParallelSize, 1), keep: keep, from: from}
 	m.ring = make([][]gpuWindow, monitorSlots)
 	for i := range m.ring {
 		m.ring[i] = make([]gpuWindow, gpus)
@@ -187,6 +191,15 @@ func (m *monitor) close() {
 		*w = gpuWindow{}
 	}
 	m.last = s
+	if t > m.from {
+		m.n++
+		m.kvSum += s.KVUsage
+		m.kvPeak = math.Max(m.kvPeak, s.KVUsage)
+		for _, g := range s.GPUs {
+			m.smSum += g.SMActive
+			m.gpuN++
+		}
+	}
 	if m.keep {
 		m.series.Samples = append(m.series.Samples, s)
 	}
@@ -202,4 +215,15 @@ func (m *monitor) clockAt(g int, t float64) float64 {
 		}
 	}
 	return c
+}
+
+// idle is a sample of idle GPUs, reported before the first interval closes.
+func (m *monitor) idle() EngineSample {
+	gpu := m.c.dep.GPU
+	s := EngineSample{GPUs: make([]GPUSample, len(m.temps))}
+	for g := range s.GPUs {
+		s.GPUs[g] = GPUSample{GPU: g, SMClockMHz: gpu.BoostClockMHz, TemperatureC: math.Round(m.temps[g]),
+			PowerWatts: idlePowerShare * gpu.TDPWatts, FBUsedMiB: math.Round(m.fbMiB), ThrottleReasons: ThrottleGPUIdle}
+	}
+	return s
 }

@@ -143,7 +143,7 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 	}
 	r := &runner{
 		o: o, c: c, src: src, sink: sink,
-		mon:   newMonitor(c, interval, o.SeriesInterval >= 0),
+		mon:   newMonitor(c, interval, o.SeriesInterval >= 0, o.Warmup.Seconds()),
 		rng:   rand.New(rand.NewPCG(o.Seed, 0x5eed)),
 		overh: c.system.Factors(),
 		warm:  o.Warmup.Seconds(),
@@ -264,7 +264,11 @@ func (r *runner) due(vu *vuser, t float64) error {
 		reply = turn.MaxTokens
 	}
 	reply = max(reply, 1)
-	vu.hasher.AppendRun(replyKey(vu.id, vu.session, turn.Index), 0, reply)
+	key := turn.Reply.Key
+	if key == 0 || turn.Reply.Tokens != reply {
+		key = replyKey(vu.id, vu.session, turn.Index)
+	}
+	vu.hasher.AppendRun(key, 0, reply)
 
 	r.stats.Scheduled++
 	rec := &result.Record{
@@ -391,24 +395,11 @@ func (r *runner) finish() {
 		t.Terms.Other += s.Terms.Other
 	}
 	r.stats.Series = r.mon.series
-	var n, sm, ngpu float64
-	for _, s := range r.mon.series.Samples {
-		if s.T <= r.warm {
-			continue
+	if m := r.mon; m.n > 0 {
+		r.stats.MeanKVUsage, r.stats.PeakKVUsage = m.kvSum/m.n, m.kvPeak
+		if m.gpuN > 0 {
+			r.stats.MeanSMActive = m.smSum / m.gpuN
 		}
-		n++
-		r.stats.MeanKVUsage += s.KVUsage
-		r.stats.PeakKVUsage = math.Max(r.stats.PeakKVUsage, s.KVUsage)
-		for _, g := range s.GPUs {
-			sm += g.SMActive
-			ngpu++
-		}
-	}
-	if n > 0 {
-		r.stats.MeanKVUsage /= n
-	}
-	if ngpu > 0 {
-		r.stats.MeanSMActive = sm / ngpu
 	}
 }
 

@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/workload"
+)
+
+func init() { register(newSimCmd) }
+
+func newSimCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "The built-in vLLM-like simulator: in virtual time, or as an HTTP server",
+	}
+	cmd.AddCommand(newSimRunCmd())
+	return cmd
+}
+
+// simEngineFlags are the deployment flags shared by sim run and sim serve.
+type simEngineFlags struct {
+	model, gpu, weightFormat string
+	gpus, tp, maxModelLen    int
+	ints                     map[string]*int
+	floats                   map[string]*float64
+	bools                    map[string]*bool
+	strings                  map[string]*string
+}
+
+func addSimEngineFlags(fs *pflag.FlagSet) *simEngineFlags {
+	o := &simEngineFlags{ints: map[string]*int{}, floats: map[string]*float64{}, bools: map[string]*bool{}, strings: map[string]*string{}}
+	fs.StringVar(&o.model, "model", "", "model: catalog name or Hugging Face config.json (default from config)")
+	fs.StringVar(&o.gpu, "gpu", "", "GPU type (default from config)")
+	fs.IntVar(&o.gpus, "gpus", 0, "number of GPUs (default from config)")
+	fs.IntVar(&o.tp, "tensor-parallel-size", 0, "tensor-parallel size (default from config)")
+	fs.StringVar(&o.weightFormat, "weight-format", "", "expert weight format: w4a16, fp4, bf16, fp8")
+	fs.IntVar(&o.maxModelLen, "max-model-len", 0, "context limit in tokens (default from config)")
+	for _, n := range []string{"max-num-batched-tokens", "max-num-seqs", "long-prefill-token-threshold", "block-size"} {
+		o.ints[n] = fs.Int(n, 0, "vLLM --"+n)
+	}
+	o.floats["gpu-memory-utilization"] = fs.Float64("gpu-memory-utilization", 0, "vLLM --gpu-memory-utilization")
+	for _, n := range []string{"enable-prefix-caching", "enable-chunked-prefill", "async-scheduling", "enforce-eager"} {
+		o.bools[n] = fs.Bool(n, false, "vLLM --"+n)
+		o.bools["no-"+n] = fs.Bool("no-"+n, false, "vLLM --no-"+n)
+	}
+	o.strings["kv-cache-dtype"] = fs.String("kv-cache-dtype", "", "vLLM --kv-cache-dtype")
+	return o
+}
+
+// apply writes the flags that were set over the engine section.
+func (o *simEngineFlags) apply(fs *pflag.FlagSet, e *config.Engine) {
+	set := func(n string) bool { return fs.Changed(n) }
+	if set("model") {
+		e.Model = o.model
+	}
+	if set("gpu") {
+		e.GPU = o.gpu
+	}
+	if set("gpus") {
+		e.GPUs = o.gpus
+		if !set("tensor-parallel-size") && e.TensorParallelSize > o.gpus {
+			e.TensorParallelSize = o.gpus
+		}
+	}
+	if set("tensor-parallel-size") {
+		e.TensorParallelSize = o.tp
+	}
+	if set("weight-format") {
+		e.WeightFormat = o.weightFormat
+	}
+	if set("max-model-len") {
+		e.MaxModelLen = o.maxModelLen
+	}
+	params := map[string]any{}
+	for k, v := range e.Params {
+		params[k] = v
+	}
+	for n, p := range o.ints {
+		if set(n) {
+			params[n] = *p
+		}
+	}
+	for n, p := range o.floats {
+		if set(n) {
+			params[n] = *p
+		}
+	}
+	for n, p := range o.bools {
+		if set(n) {
+			params[n] = *p
+		}
+	}
+	for n, p := range o.strings {
+		if set(n) {
+			params[n] = *p
+		}
+	}
+	e.Params = params
+}
+
+func newSimRunCmd() *cobra.Command {
+	var (
+		file, out, seriesOut string
+		users                int
+		duration, warmup     time.Duration
+		ramp                 time.Duration
+		asJSON, check        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [-c FILE] [--users N] [--duration D]",
+		Short: "Run the workload against the simulated deployment in virtual time and print the summary",
+		Long: "Runs closed-loop users replaying the workload's session scripts against the simulated engine in\n" +
+			"virtual time (minutes of load in about a second) and prints the same summary and SLA verdict as\n" +
+			"spoc run. -o writes the per-request records as JSONL; --series the engine and GPU time series.",
+		Args: cobra.NoArgs,
+	}
+	ov := addSimEngineFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (default: the reference case)")
+	cmd.Flags().IntVar(&users, "users", 0, "concurrent users (default run.users)")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "measured window in simulated time (default run.duration)")
+	cmd.Flags().DurationVar(&warmup, "warmup", -1, "warm-up before the window (default run.warmup)")
+	cmd.Flags().DurationVar(&ramp, "ramp", -1, "user start stagger (default run.ramp)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write records as JSONL to this file")
+	cmd.Flags().StringVar(&seriesOut, "series", "", "write the engine and GPU time series as JSON to this file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary and simulator statistics as JSON")
+	cmd.Flags().BoolVar(&check, "check", false, "exit 3 when the SLA is not met")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(file)
+		if err != nil {
+			return err
+		}
+		ov.apply(cmd.Flags(), &cfg.Engine)
+		if users > 0 {
+			cfg.Run.Users = users
+		} else if cmd.Flags().Changed("users") {
+			return usageErrorf("--users must be at least 1, got %d", users)
+		}
+		if duration > 0 {
+			cfg.Run.Duration = config.Duration(duration)
+		} else if cmd.Flags().Changed("duration") {
+			return usageErrorf("--duration must be positive, got %s", duration)
+		}
+		if warmup >= 0 {
+			cfg.Run.Warmup = config.Duration(warmup)
+		}
+		if ramp >= 0 {
+			cfg.Run.Ramp = config.Duration(ramp)
+		}
+		if err := cfg.Validate(); err != nil {
+			return usageError(err)
+		}
+		dep, err := sim.DeploymentFromConfig(cfg.Engine)
+		if err != nil {
+			return usageError(err)
+		}
+		src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+		if err != nil {
+			return usageError(err)
+		}
+		return runSim(cmd.Context(), cmd.OutOrStdout(), cfg, dep, src, out, seriesOut, asJSON, check)
+	}
+	return cmd
+}
+
+func runSim(ctx context.Context, stdout io.Writer, cfg *config.Config, dep sim.Deployment, src workload.Source,
+	out, seriesOut string, asJSON, check bool) error {
+	opts := sim.Options{
+		Deployment: dep, Users: cfg.Run.Users, Ramp: cfg.Run.Ramp.D(), Warmup: cfg.Run.Warmup.D(),
+		Duration: cfg.Run.Duration.D(), ThinkTimeScale: cfg.Run.ThinkTimeScale, RunID: "sim",
+		ErrorRate: cfg.Engine.Sim.ErrorRate, Seed: cfg.Workload.Seed,
+	}
+	if seriesOut == "" {
+		opts.SeriesInterval = -1
+	}
+	epoch := time.Unix(0, 0).UTC()
+	summary := result.NewSummary(cfg.SLA, result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
+	var sink result.Sink = summary
+	var jw *result.Writer
+	var tmp *os.File
+	if out != "" {
+		f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
+		if err != nil {
+			return fmt.Errorf("sim run: %w", err)
+		}
+		tmp = f
+		defer func() {
+			if tmp != nil {
+				tmp.Close()
+				os.Remove(tmp.Name())
+			}
+		}()
+		jw = result.NewWriter(f)
+		sink = result.Tee(summary, jw)
+	}
+	st, err := sim.RunVirtual(ctx, opts, src, sink)
+	if err != nil {
+		return fmt.Errorf("sim run: %w", err)
+	}
+	if jw != nil {
+		if err := jw.Close(); err != nil {
+			return fmt.Errorf("sim run: write %s: %w", out, err)
+		}
+		if err := tmp.Close(); err != nil {
+			return fmt.Errorf("sim run: write %s: %w", out, err)
+		}
+		if err := os.Rename(tmp.Name(), out); err != nil {
+			return fmt.Errorf("sim run: %w", err)
+		}
+		tmp = nil
+	}
+	if seriesOut != "" {
+		if err := simWriteFileAtomic(seriesOut, func(w io.Writer) error { return writeJSON(w, st.Series) }); err != nil {
+			return fmt.Errorf("sim run: %w", err)
+		}
+	}
+	st.Series = sim.Series{}
+	res := summary.Result()
+	if asJSON {
+		if err := writeJSON(stdout, map[string]any{"summary": res, "sim": st, "time_share": st.Share()}); err != nil {
+			return err
+		}
+	} else {
+		if err := result.WriteText(stdout, res); err != nil {
+			return err
+		}
+		sh := st.Share()
+		fmt.Fprintf(stdout, "\nsimulator: %s on %d× %s (TP %d, %d replica(s)), %d KV tokens per replica\n",
+			dep.Model.Name, max(dep.GPUs, 1), dep.GPU.Name, dep.TensorParallelSize, st.Replicas, st.KVTokens)
+		fmt.Fprintf(stdout, "  steps %d, preemptions %d, prefix-cache hit rate %.1f%%, KV usage mean %.1f%% peak %.1f%%, SM active %.1f%%\n",
+			st.Engine.Steps, st.Engine.Preemptions, 100*simRatio(st.Engine.PrefixHits, st.Engine.PrefixQueries),
+			100*st.MeanKVUsage, 100*st.PeakKVUsage, 100*st.MeanSMActive)
+		fmt.Fprintf(stdout, "  GPU time: attention %.1f%%, MoE %.1f%%, dense GEMM %.1f%%, communication %.1f%%, overhead %.1f%%, other %.1f%%\n",
+			100*sh.Attention, 100*sh.MoE, 100*sh.DenseGEMM, 100*sh.Communication, 100*sh.Overhead, 100*sh.Other)
+	}
+	if check && !res.SLA.Pass {
+		return &ExitError{Code: ExitSLANotMet}
+	}
+	return nil
+}
+
+func simRatio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// simWriteFileAtomic writes path through a temporary file renamed into place, so
+// an interrupted write never leaves a half-written file.
+func simWriteFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Bucket boundaries exactly as vLLM v1 declares them (vllm/v1/metrics), so
+// dashboards and quantile queries written for vLLM work unchanged.
+var (
+	vllmTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+		0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	vllmTokenLatencyBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	vllmRequestLatencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+	vllmIterationTokenBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+)
+
+// vllmMetrics are the vLLM Prometheus series the simulator maintains, with
+// vLLM's names, types and labels (model_name, engine). Counter names carry
+// the _total suffix Python's client library appends.
+type vllmMetrics struct {
+	model   string
+	engines []string
+
+	running, waiting, kvUsage                                       *prometheus.GaugeVec
+	promptTokens, genTokens, prefixQueries, prefixHits, preemptions *prometheus.CounterVec
+	success                                                         *prometheus.CounterVec
+	ttft, itlH, tpot, e2e, queue, iterTokens                        *prometheus.HistogramVec
+}
+
+func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMetrics {
+	labels := []string{"model_name", "engine"}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+		reg.MustRegister(g)
+		return g
+	}
+	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(labels[:2:2], extra...))
+		reg.MustRegister(v)
+		return v
+	}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+		reg.MustRegister(h)
+		return h
+	}
+	m := &vllmMetrics{
+		model:         model,
+		running:       gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
+		waiting:       gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
+		kvUsage:       gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
+		promptTokens:  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
+		genTokens:     counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
+		prefixQueries: counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
+		prefixHits:    counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
+		preemptions:   counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
+		success:       counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
+		ttft:          hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", vllmTTFTBuckets),
+		itlH:          hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
+		tpot:          hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
+		e2e:           hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
+		queue:         hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
+		iterTokens:    hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
+	}
+	p := c.dep.Params
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"},
+		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", "engine"})
+	reg.MustRegister(info)
+	dtype := p.KVCacheDtype
+	if dtype == "" {
+		dtype = "auto"
+	}
+	for k, e := range c.engines {
+		name := strconv.Itoa(k)
+		m.engines = append(m.engines, name)
+		info.WithLabelValues(strconv.Itoa(p.BlockSize), dtype, pyBool(p.EnablePrefixCaching),
+			strconv.FormatFloat(p.GPUMemoryUtilization, 'g', -1, 64), strconv.Itoa(e.KVBlocks()), name).Set(1)
+		// Create every series at zero, as vLLM does, so rate() works from the start.
+		for _, v := range []*prometheus.GaugeVec{m.running, m.waiting, m.kvUsage} {
+			v.WithLabelValues(model, name)
+		}
+		for _, v := range []*prometheus.CounterVec{m.promptTokens, m.genTokens, m.prefixQueries, m.prefixHits, m.preemptions} {
+			v.WithLabelValues(model, name)
+		}
+		for _, reason := range []string{"stop", "length", "abort"} {
+			m.success.WithLabelValues(model, name, reason)
+		}
+		for _, h := range []*prometheus.HistogramVec{m.ttft, m.itlH, m.tpot, m.e2e, m.queue, m.iterTokens} {
+			h.WithLabelValues(model, name)
+		}
+	}
+	return m
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+func (m *vllmMetrics) iteration(k int, s *StepInfo) {
+	m.iterTokens.WithLabelValues(m.model, m.engines[k]).Observe(float64(s.Tokens))
+}
+
+func (m *vllmMetrics) itl(k int, seconds float64) {
+	m.itlH.WithLabelValues(m.model, m.engines[k]).Observe(seconds)
+}
+
+func (m *vllmMetrics) firstToken(k int, r *Request) {
+	e := m.engines[k]
+	m.ttft.WithLabelValues(m.model, e).Observe(r.FirstToken - r.Arrival)
+	m.queue.WithLabelValues(m.model, e).Observe(r.FirstScheduled - r.Arrival)
+}
+
+func (m *vllmMetrics) finished(k int, r *Request, c *call) {
+	e := m.engines[k]
+	m.e2e.WithLabelValues(m.model, e).Observe(r.Done - r.Arrival)
+	if n := r.Generated(); n > 1 {
+		m.tpot.WithLabelValues(m.model, e).Observe((r.Done - r.FirstToken) / float64(n-1))
+	}
+	reason := "length"
+	if c.stop {
+		reason = "stop"
+	}
+	m.success.WithLabelValues(m.model, e, reason).Inc()
+}
+
+func (m *vllmMetrics) aborted(k int) {
+	m.success.WithLabelValues(m.model, m.engines[k], "abort").Inc()
+}
+
+// engineDelta advances the counters by what replica k did since prev and
+// sets its gauges.
+func (m *vllmMetrics) engineDelta(k int, prev, cur EngineStats, e *Engine) {
+	l := []string{m.model, m.engines[k]}
+	m.promptTokens.WithLabelValues(l...).Add(float64(cur.PromptTokens - prev.PromptTokens))
+	m.genTokens.WithLabelValues(l...).Add(float64(cur.GenerationTokens - prev.GenerationTokens))
+	m.prefixQueries.WithLabelValues(l...).Add(float64(cur.PrefixQueries - prev.PrefixQueries))
+	m.prefixHits.WithLabelValues(l...).Add(float64(cur.PrefixHits - prev.PrefixHits))
+	m.preemptions.WithLabelValues(l...).Add(float64(cur.Preemptions - prev.Preemptions))
+	m.gauges(k, e)
+}
+
+func (m *vllmMetrics) gauges(k int, e *Engine) {
+	l := []string{m.model, m.engines[k]}
+	m.running.WithLabelValues(l...).Set(float64(e.NumRunning()))
+	m.waiting.WithLabelValues(l...).Set(float64(e.NumWaiting()))
+	m.kvUsage.WithLabelValues(l...).Set(e.KVUsage())
+}
+
+// dcgmCollector exports the simulated GPUs the way dcgm-exporter does: one
+// gauge per field, labelled gpu, UUID, device, modelName and Hostname, from
+// the last completed one-second interval of simulated time.
+type dcgmCollector struct{ s *Server }
+
+var dcgmLabels = []string{"gpu", "UUID", "device", "modelName", "Hostname"}
+
+var dcgmFields = []struct {
+	name, help string
+	value      func(g *GPUSample) float64
+}{
+	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", func(g *GPUSample) float64 { return g.SMClockMHz }},
+	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", func(g *GPUSample) float64 { return g.TemperatureC }},
+	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", func(g *GPUSample) float64 { return g.PowerWatts }},
+	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", func(g *GPUSample) float64 { return g.Util }},
+	{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", func(g *GPUSample) float64 { return g.FBUsedMiB }},
+	{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).", func(g *GPUSample) float64 { return float64(g.ThrottleReasons) }},
+	{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", func(g *GPUSample) float64 { return g.SMActive }},
+	{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", func(g *GPUSample) float64 { return g.DRAMActive }},
+	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", func(g *GPUSample) float64 { return g.TensorActive }},
+}
+
+var dcgmDescs = func() []*prometheus.Desc {
+	d := make([]*prometheus.Desc, len(dcgmFields))
+	for i, f := range dcgmFields {
+		d[i] = prometheus.NewDesc(f.name, f.help, dcgmLabels, nil)
+	}
+	return d
+}()
+
+func (d *dcgmCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, desc := range dcgmDescs {
+		ch <- desc
+	}
+}
+
+func (d *dcgmCollector) Collect(ch chan<- prometheus.Metric) {
+	s := d.s
+	s.mu.Lock()
+	s.mon.advance(s.vnow())
+	sample := s.mon.last
+	if len(sample.GPUs) == 0 {
+		sample = s.mon.idle()
+	}
+	s.mu.Unlock()
+	model := dcgmModelName(s.c.dep.GPU.Name)
+	for i := range sample.GPUs {
+		g := &sample.GPUs[i]
+		labels := []string{strconv.Itoa(g.GPU), gpuUUID(s.cfg.Hostname, g.GPU), "nvidia" + strconv.Itoa(g.GPU), model, s.cfg.Hostname}
+		for j, f := range dcgmFields {
+			ch <- prometheus.MustNewConstMetric(dcgmDescs[j], prometheus.GaugeValue, f.value(g), labels...)
+		}
+	}
+}
+
+// dcgmModelName is the product name nvidia-smi reports for a catalog GPU.
+func dcgmModelName(name string) string {
+	switch strings.ToLower(name) {
+	case "h100-sxm":
+		return "NVIDIA H100 80GB HBM3"
+	case "h200-sxm":
+		return "NVIDIA H200"
+	case "a100-sxm-80gb":
+		return "NVIDIA A100-SXM4-80GB"
+	case "b200":
+		return "NVIDIA B200"
+	}
+	return "NVIDIA " + name
+}
+
+// gpuUUID is a stable fake UUID per host and GPU index.
+func gpuUUID(host string, gpu int) string {
+	h := uint64(seedHash)
+	for i := 0; i < len(host); i++ {
+		h = mix(h, uint64(host[i]))
+	}
+	a, b := fmix(mix(h, uint64(gpu))), fmix(mix(h, uint64(gpu)+0x100))
+	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(a>>32), uint16(a>>16), uint16(a), uint16(b>>48), b&0xffffffffffff)
+}

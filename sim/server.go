@@ -1,0 +1,368 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/tokenizer"
+)
+
+// ServerConfig configures a real-time simulator server.
+type ServerConfig struct {
+	Deployment Deployment
+	// TimeScale is simulated seconds per wall-clock second: 1 is real time,
+	// 10 serves ten times faster than the modelled GPUs. Metrics report
+	// simulated time.
+	TimeScale float64
+	// ErrorRate answers that fraction of requests with HTTP 500, drawn from
+	// Seed.
+	ErrorRate float64
+	Seed      uint64
+	// Stalls freeze the engine (no step runs) during windows of simulated
+	// time since the server started, as a hung GPU or NCCL timeout would.
+	Stalls []Stall
+	// Tokenizer counts prompt tokens and prefix-cache blocks of request
+	// text: a name tokenizer.New accepts; empty means o200k_base.
+	Tokenizer string
+	// Hostname labels the DCGM metrics; empty means os.Hostname.
+	Hostname string
+	// Logger receives request-level events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Stall freezes the engine for Duration from Start (simulated time).
+type Stall struct {
+	Start    time.Duration `json:"start"`
+	Duration time.Duration `json:"duration"`
+}
+
+// DefaultServerTokenizer is the tokenizer of the reference model.
+const DefaultServerTokenizer = "o200k_base"
+
+// Server serves the simulated deployment over an OpenAI-compatible HTTP API
+// in scaled wall-clock time. One goroutine drives the engines; handlers wait
+// for their request's tokens. Create it with NewServer, mount Handler, and
+// Close it when done.
+type Server struct {
+	cfg     ServerConfig
+	c       *cluster
+	tok     *tokenizer.Tokenizer
+	factors perfmodel.Factors
+	model   string
+	start   time.Time
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	calls   map[*Request]*call
+	aborts  []*call
+	rng     *rand.Rand
+	seq     uint64
+	mon     *monitor
+	lastEng []EngineStats
+	wake    chan struct{}
+
+	words    []string // reply vocabulary: one token each
+	replyIDs []int
+
+	metrics *vllmMetrics
+	reg     *prometheus.Registry
+	dcgm    *prometheus.Registry
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// call is one HTTP request's link to its engine request.
+type call struct {
+	req     *Request
+	replica int
+	notify  chan struct{} // cap 1: tokens arrived or the request ended
+	aborted bool
+	stop    bool // the reply ends before max_tokens (finish_reason "stop")
+}
+
+// NewServer builds the deployment and starts its engine loop.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1
+	}
+	if !(cfg.TimeScale > 0) || math.IsInf(cfg.TimeScale, 0) {
+		return nil, fmt.Errorf("sim server: time scale must be positive, got %v", cfg.TimeScale)
+	}
+	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 {
+		return nil, fmt.Errorf("sim server: error rate %v is not in [0, 1]", cfg.ErrorRate)
+	}
+	for i, s := range cfg.Stalls {
+		if s.Start < 0 || s.Duration <= 0 {
+			return nil, fmt.Errorf("sim server: stall %d: start must not be negative and duration must be positive", i)
+		}
+	}
+	c, err := cfg.Deployment.build()
+	if err != nil {
+		return nil, fmt.Errorf("sim server: %w", err)
+	}
+	name := cfg.Tokenizer
+	if name == "" {
+		name = DefaultServerTokenizer
+	}
+	tok, err := tokenizer.New(name)
+	if err != nil {
+		return nil, fmt.Errorf("sim server: tokenizer: %w", err)
+	}
+	if cfg.Hostname == "" {
+		cfg.Hostname, _ = os.Hostname()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg: cfg, c: c, tok: tok, factors: c.system.Factors(), model: c.modelName(), log: cfg.Logger,
+		calls:   map[*Request]*call{},
+		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5e7e)),
+		mon:     newMonitor(c, 1, false, 0),
+		lastEng: make([]EngineStats, len(c.engines)),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	for _, w := range replyWords {
+		if ids, err := tok.Encode(w); err == nil && len(ids) == 1 {
+			s.words = append(s.words, w)
+			s.replyIDs = append(s.replyIDs, ids[0])
+		}
+	}
+	if len(s.words) == 0 {
+		return nil, fmt.Errorf("sim server: tokenizer %s encodes none of the reply words as one token", name)
+	}
+	s.reg = prometheus.NewRegistry()
+	s.metrics = newVLLMMetrics(s.reg, s.model, c)
+	s.dcgm = prometheus.NewRegistry()
+	s.dcgm.MustRegister(&dcgmCollector{s: s})
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.start = time.Now()
+	go s.loop()
+	return s, nil
+}
+
+// Model is the served model name.
+func (s *Server) Model() string { return s.model }
+
+// Close stops the engine loop; requests in flight end with an error.
+func (s *Server) Close() error {
+	s.cancel()
+	<-s.done
+	return nil
+}
+
+// vnow is the current simulated time in seconds.
+func (s *Server) vnow() float64 { return time.Since(s.start).Seconds() * s.cfg.TimeScale }
+
+// wallAt is the wall-clock time of simulated time t.
+func (s *Server) wallAt(t float64) time.Time {
+	return s.start.Add(time.Duration(t / s.cfg.TimeScale * 1e9))
+}
+
+// stalledUntil returns the end of the stall covering t, or t.
+func (s *Server) stalledUntil(t float64) float64 {
+	for _, st := range s.cfg.Stalls {
+		a, b := st.Start.Seconds(), (st.Start + st.Duration).Seconds()
+		if t >= a && t < b {
+			return b
+		}
+	}
+	return t
+}
+
+func (s *Server) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop drives the engines in scaled wall-clock time: plan a step on every
+// idle engine with work, sleep until the earliest step ends (or a request
+// arrives), complete the steps that ended, repeat.
+func (s *Server) loop() {
+	defer close(s.done)
+	engines := s.c.engines
+	ends := make([]float64, len(engines))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		now := s.vnow()
+		s.mon.advance(now)
+		s.processAborts()
+		stallEnd := s.stalledUntil(now)
+		next := math.Inf(1)
+		for k, e := range engines {
+			if !e.Busy() && e.HasWork() && stallEnd == now {
+				if d, ok := e.Schedule(now); ok {
+					ends[k] = now + d
+					s.mon.addStep(k, e.Step())
+					s.metrics.iteration(k, e.Step())
+				}
+			}
+			if e.Busy() {
+				next = math.Min(next, ends[k])
+			} else if e.HasWork() && stallEnd > now {
+				next = math.Min(next, stallEnd)
+			}
+		}
+		s.mu.Unlock()
+
+		wait := time.Hour
+		if !math.IsInf(next, 1) {
+			wait = max(time.Until(s.wallAt(next)), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.ctx.Done():
+			s.failAll()
+			return
+		case <-s.wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+
+		s.mu.Lock()
+		now = s.vnow()
+		for k, e := range engines {
+			if e.Busy() && ends[k] <= now {
+				s.complete(k, ends[k])
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// complete applies replica k's step and wakes the handlers of its requests.
+func (s *Server) complete(k int, end float64) {
+	e := s.c.engines[k]
+	for _, r := range e.Complete(end) {
+		c := s.calls[r]
+		if c == nil {
+			continue
+		}
+		if r.Generated() >= 2 {
+			s.metrics.itl(k, end-r.lastTok())
+		}
+		r.setLastTok(end)
+		if r.Generated() == 1 {
+			s.metrics.firstToken(k, r)
+		}
+		if r.Finished() {
+			s.metrics.finished(k, r, c)
+			delete(s.calls, r)
+		}
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+	st := e.Stats()
+	s.metrics.engineDelta(k, s.lastEng[k], st, e)
+	s.lastEng[k] = st
+}
+
+// processAborts removes requests whose clients went away from idle engines.
+func (s *Server) processAborts() {
+	k := 0
+	for _, c := range s.aborts {
+		e := s.c.engines[c.replica]
+		if e.Busy() {
+			s.aborts[k] = c
+			k++
+			continue
+		}
+		if !c.req.Finished() {
+			e.Abort(c.req)
+			s.metrics.aborted(c.replica)
+		}
+		delete(s.calls, c.req)
+	}
+	clear(s.aborts[k:])
+	s.aborts = s.aborts[:k]
+}
+
+// failAll wakes every waiting handler when the server closes.
+func (s *Server) failAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.calls {
+		c.aborted = true
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// errClosed is returned to handlers of a closed server.
+var errClosed = errors.New("simulator shut down")
+
+// submit queues a request on the least loaded replica.
+func (s *Server) submit(r *Request, stop bool) (*call, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return nil, errClosed
+	}
+	k := s.c.route()
+	r.Arrival = s.vnow()
+	if err := s.c.engines[k].Add(r); err != nil {
+		return nil, err
+	}
+	c := &call{req: r, replica: k, notify: make(chan struct{}, 1), stop: stop}
+	s.calls[r] = c
+	s.metrics.gauges(k, s.c.engines[k])
+	s.poke()
+	return c, nil
+}
+
+// progress reads a request's state under the lock.
+func (s *Server) progress(c *call) (generated int, finished, aborted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.req.Generated(), c.req.Finished(), c.aborted
+}
+
+// abandon marks a request whose client went away.
+func (s *Server) abandon(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.req.Finished() || c.aborted {
+		return
+	}
+	c.aborted = true
+	s.aborts = append(s.aborts, c)
+	s.poke()
+}
+
+// inject reports whether this request gets an injected fault.
+func (s *Server) inject() bool {
+	if s.cfg.ErrorRate == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rng.Float64() < s.cfg.ErrorRate
+}
+
+// Handler returns the HTTP API: /v1/chat/completions, /v1/completions,
+// /v1/models, /health, /tokenize, /metrics (vLLM) and /dcgm/metrics.
+func (s *Server) Handler() http.Handler { return s.routes() }

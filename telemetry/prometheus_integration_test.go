@@ -225,3 +225,20 @@ func waitForScrapes(t *testing.T, base string) {
 	}
 	t.Fatal("prometheus did not scrape both jobs within 30 s")
 }
+
+// startPrometheusConfigCheck runs promtool (shipped with Prometheus) on a
+// configuration file.
+func startPrometheusConfigCheck(t *testing.T, path string) {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is not installed: apt-get install -y prometheus")
+		}
+		t.Skip("promtool is not installed (apt-get install -y prometheus)")
+	}
+	out, err := exec.Command(bin, "check", "config", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool check config %s: %v\n%s", path, err, out)
+	}
+}

@@ -40,6 +40,13 @@ type Namer interface {
 	Kind() string
 }
 
+// DryRunner is implemented by launchers that can show what Start would
+// launch for a trial without launching anything: the command line of a
+// process, the manifests of a Kubernetes trial, the simulated deployment.
+type DryRunner interface {
+	DryRun(p search.Params, trial int) (string, error)
+}
+
 // Reconfigurable reports whether an engine applies trial parameters. An
 // External engine does not (it is already running with its own flags), so a
 // study over it would evaluate the same server over and over.

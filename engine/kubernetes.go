@@ -438,3 +438,9 @@ func (k *Kubernetes) Describe() string {
 	fmt.Fprintf(&b, ", %d×%d %s", k.opts.Replicas, k.opts.GPUsPerReplica, k.opts.GPUResource)
 	return b.String()
 }
+
+// DryRun returns the manifests Start would apply for trial.
+func (k *Kubernetes) DryRun(p search.Params, trial int) (string, error) {
+	b, err := k.Manifests(ObjectName(k.opts.NamePrefix, trial), p)
+	return string(b), err
+}

@@ -143,7 +143,22 @@ func (p *Process) Kind() string { return "process" }
 // parameter that the template already sets is an error, since the search
 // would silently not vary it.
 func (p *Process) Argv(params search.Params, port int) ([]string, error) {
-	data := TemplateData{Port: port, Host: p.opts.Host, Model: p.opts.Model}
+	return p.argv(params, TemplateData{Port: port, Host: p.opts.Host, Model: p.opts.Model})
+}
+
+// DryRun shows the command Start would run for params, with the port it
+// would pick at start as <port>.
+func (p *Process) DryRun(params search.Params, trial int) (string, error) {
+	argv, err := p.argv(params, struct {
+		Port, Host, Model string
+	}{"<port>", p.opts.Host, p.opts.Model})
+	if err != nil {
+		return "", err
+	}
+	return quoteArgv(argv), nil
+}
+
+func (p *Process) argv(params search.Params, data any) ([]string, error) {
 	argv := make([]string, 0, len(p.tmpl)+2*len(params))
 	for i, t := range p.tmpl {
 		var b bytes.Buffer
@@ -395,7 +410,7 @@ func sortedEnv(env map[string]string) []string {
 func quoteArgv(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$<>") {
 			q[i] = strconv.Quote(a)
 		} else {
 			q[i] = a

@@ -1,0 +1,50 @@
+package tune
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/search/nsga2"
+)
+
+// Launch is what one trial of the first generation would start.
+type Launch struct {
+	Trial  int           `json:"trial"`
+	Params search.Params `json:"params"`
+	// Launch is the launcher's description: the command line of a process,
+	// the manifests of a Kubernetes trial, the simulated deployment.
+	Launch string `json:"launch"`
+}
+
+// FirstGeneration returns what a fresh study would launch first: one
+// population (the whole budget when smaller, or 10 trials for samplers
+// without generations), sampled exactly as the study loop samples, rules
+// included. Nothing is started and no storage is touched.
+func FirstGeneration(ctx context.Context, plan *Plan, eng engine.Engine, population, budget int) ([]Launch, error) {
+	n := population
+	if _, ok := plan.Sampler.(*nsga2.Sampler); !ok {
+		n = 10
+	}
+	n = min(n, budget)
+	dr, _ := eng.(engine.DryRunner)
+	history := make([]search.Trial, 0, n)
+	out := make([]Launch, 0, n)
+	for i := 0; i < n; i++ {
+		gen := search.GenerationOf(plan.Sampler, history)
+		p, err := search.SampleValid(ctx, plan.Sampler, history, plan.Space, 0)
+		if err != nil {
+			return nil, fmt.Errorf("dry run: sample trial %d: %w", i, err)
+		}
+		l := Launch{Trial: i, Params: p}
+		if dr != nil {
+			if l.Launch, err = dr.DryRun(p, i); err != nil {
+				return nil, fmt.Errorf("dry run: trial %d: %w", i, err)
+			}
+		}
+		out = append(out, l)
+		history = append(history, search.Trial{Number: i, Params: p, State: search.StateRunning, Generation: gen})
+	}
+	return out, nil
+}

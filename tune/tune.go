@@ -1,0 +1,259 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/study"
+)
+
+// ErrNoRequests marks a run in which no request completed: its latency
+// percentiles are meaningless, and a configuration that serves nothing is
+// infeasible. It wraps search.ErrInfeasible.
+var ErrNoRequests = fmt.Errorf("no request completed in the measured window: %w", search.ErrInfeasible)
+
+// Evaluator measures one configuration at the study's load: it starts eng
+// with p (or runs it in virtual time when eng is an engine.Virtual), drives
+// the workload, stops the engine and returns the run's summary. Errors that
+// wrap search.ErrInfeasible (an *engine.Failure for OOM, say) make the trial
+// INFEASIBLE; others make it FAIL. capacity.Evaluate is spoc's.
+type Evaluator func(ctx context.Context, eng engine.Engine, p search.Params) (*result.Result, error)
+
+// CapacityFunc finds the largest user count p serves within the SLA (a
+// short inner sweep); it is needed when "capacity" is an objective.
+type CapacityFunc func(ctx context.Context, eng engine.Engine, p search.Params) (users int, err error)
+
+// Options are the run-time pieces of a study; what to search comes from
+// the configuration.
+type Options struct {
+	Engine   engine.Engine
+	Evaluate Evaluator
+	Capacity CapacityFunc
+	// ArtifactsRoot holds one directory per trial (server log, records):
+	// ArtifactsRoot/<study>/trial-NNNNN.
+	ArtifactsRoot string
+	// Worker names this worker in a shared study (default host-pid-random).
+	Worker string
+	// Progress is called after every trial this worker finishes.
+	Progress func(Progress)
+	Logger   *slog.Logger
+	// HeartbeatInterval overrides study.DefaultHeartbeatInterval (tests).
+	HeartbeatInterval time.Duration
+}
+
+// Progress reports one finished trial and the study's standing after it.
+type Progress struct {
+	Trial search.Trial
+	// Finished trials of Total (the study's budget, all workers together).
+	Finished, Total int
+	// FrontSize is the number of trials on the feasible Pareto front.
+	FrontSize int
+	// Best is the feasible COMPLETE trial best on the first objective, or
+	// nil while there is none.
+	Best       *search.Trial
+	Objectives []config.Objective
+}
+
+// Result is a study's state when Run returns.
+type Result struct {
+	Study      string                    `json:"study"`
+	Storage    string                    `json:"storage"`
+	Objectives []config.Objective        `json:"objectives"`
+	Run        study.Result              `json:"run"`
+	Trials     []search.Trial            `json:"trials"`
+	Front      []search.Trial            `json:"front"`
+	Directions []search.Direction        `json:"directions"`
+	States     map[search.TrialState]int `json:"states"`
+}
+
+// Plan is the search a configuration describes.
+type Plan struct {
+	Space      search.Space
+	Directions []search.Direction
+	Sampler    search.Sampler
+	Objectives []config.Objective
+}
+
+// NewPlan builds the space (with vLLM's start-up rules), directions and
+// sampler of cfg's search section.
+func NewPlan(cfg *config.Config) (*Plan, error) {
+	space, err := Space(cfg.Search.Space, engine.BaseParams(cfg.Engine), cfg.Engine.MaxModelLen)
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := Directions(cfg.Search.Objectives)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Sampler(cfg.Search, dirs)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: cfg.Search.Objectives}, nil
+}
+
+// Run creates or resumes the study cfg.Search names in cfg.Search.Storage
+// and runs trials until the budget (cfg.Search.Trials) is spent or ctx ends.
+// On Ctrl-C the trial in flight is re-queued, its server stopped, and Run
+// returns ctx's error with the study's state; running it again continues.
+func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
+	if o.Engine == nil || o.Evaluate == nil {
+		return nil, errors.New("tune: an engine and an evaluator are required")
+	}
+	if !engine.Reconfigurable(o.Engine) {
+		return nil, errors.New("tune: the external engine cannot apply trial parameters; use kind sim, process or kubernetes")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	plan, err := NewPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if slices.ContainsFunc(plan.Objectives, func(ob config.Objective) bool { return ob.Metric == MetricCapacity }) && o.Capacity == nil {
+		return nil, errors.New("tune: objective capacity needs a capacity search (CapacityFunc)")
+	}
+	db, err := study.Open(ctx, cfg.Search.Storage)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	st, err := db.CreateOrLoad(ctx, study.Config{
+		Name: cfg.Search.Study, Directions: plan.Directions, Space: plan.Space,
+		Sampler: cfg.Search.Sampler, SamplerConfig: SamplerConfig(cfg.Search), Seed: cfg.Search.Seed,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ev := &evaluation{cfg: cfg, o: o, plan: plan}
+	run, runErr := study.Optimize(ctx, study.Options{
+		Study:             st,
+		Sampler:           plan.Sampler,
+		Objective:         ev.objective,
+		Trials:            cfg.Search.Trials,
+		Worker:            o.Worker,
+		ArtifactsRoot:     o.ArtifactsRoot,
+		Logger:            o.Logger,
+		HeartbeatInterval: o.HeartbeatInterval,
+		StaleAfter:        6 * o.HeartbeatInterval,
+		Progress: func(p study.Progress) {
+			if o.Progress == nil {
+				return
+			}
+			trials, err := st.Trials(ctx)
+			if err != nil {
+				o.Logger.Warn("read study for progress", "err", err)
+				return
+			}
+			o.Progress(Progress{
+				Trial: p.Trial, Finished: p.Finished, Total: p.Total,
+				FrontSize: len(search.ParetoFront(trials, plan.Directions)),
+				Best:      Best(trials, plan.Directions), Objectives: plan.Objectives,
+			})
+		},
+	})
+	// The study is read back even after Ctrl-C so the caller can show it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	trials, err := st.Trials(rctx)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	res := &Result{
+		Study: st.Name, Storage: cfg.Search.Storage, Objectives: plan.Objectives, Run: run,
+		Trials: trials, Front: search.ParetoFront(trials, plan.Directions), Directions: plan.Directions,
+		States: map[search.TrialState]int{},
+	}
+	for _, t := range trials {
+		res.States[t.State]++
+	}
+	return res, runErr
+}
+
+// Best returns the feasible COMPLETE trial with the best value of the first
+// objective (the lowest number on ties), or nil.
+func Best(trials []search.Trial, dirs []search.Direction) *search.Trial {
+	var best *search.Trial
+	for i := range trials {
+		t := &trials[i]
+		if t.State != search.StateComplete || !t.Feasible() || len(t.Values) != len(dirs) {
+			continue
+		}
+		if best == nil || search.Oriented(t.Values[:1], dirs[:1])[0] < search.Oriented(best.Values[:1], dirs[:1])[0] {
+			best = t
+		}
+	}
+	return best
+}
+
+// evaluation is the study's objective.
+type evaluation struct {
+	cfg  *config.Config
+	o    Options
+	plan *Plan
+}
+
+// objective evaluates one trial and turns the summary into objective and
+// constraint values. Whatever happens, the engine is stopped before it
+// returns (Stop is a no-op when nothing runs), so a failed or interrupted
+// evaluation never leaves a server behind.
+func (e *evaluation) objective(ctx context.Context, p search.Params) (values, constraints []float64, err error) {
+	tc := search.CurrentTrial(ctx)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if serr := e.o.Engine.Stop(sctx); serr != nil {
+			e.o.Logger.Warn("stop engine after trial", "err", serr)
+			if err == nil {
+				err = fmt.Errorf("stop engine: %w", serr)
+			}
+		}
+		if err != nil {
+			tc.SetUserAttr("error", err.Error())
+			var f *engine.Failure
+			if errors.As(err, &f) {
+				tc.SetUserAttr("failure_reason", string(f.Reason))
+			}
+		}
+	}()
+	res, err := e.o.Evaluate(ctx, e.o.Engine, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Overall.OK == 0 {
+		return nil, nil, ErrNoRequests
+	}
+	metrics := Metrics(res)
+	for _, ob := range e.plan.Objectives {
+		if ob.Metric == MetricCapacity {
+			users, err := e.o.Capacity(ctx, e.o.Engine, p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("capacity search: %w", err)
+			}
+			metrics[MetricCapacity] = float64(users)
+			break
+		}
+	}
+	values = make([]float64, len(e.plan.Objectives))
+	for i, ob := range e.plan.Objectives {
+		v, ok := metrics[ob.Metric]
+		if !ok {
+			return nil, nil, fmt.Errorf("objective %q: no such metric", ob.Metric)
+		}
+		values[i] = v
+	}
+	constraints, names := Constraints(res, e.cfg.SLA)
+	tc.SetUserAttr("metrics", metrics)
+	tc.SetUserAttr("constraint_names", names)
+	tc.SetUserAttr("sla", res.SLA.String())
+	tc.SetUserAttr("requests", res.Overall.Requests)
+	return values, constraints, nil
+}

@@ -1,0 +1,271 @@
+package tune
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/search"
+)
+
+var fakeServer string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "spoc-tune-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeServer = filepath.Join(dir, "fakeserver")
+	build := exec.Command("go", "build", "-o", fakeServer, "../engine/testdata/fakeserver")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build engine/testdata/fakeserver:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// nopEngine records starts; the fake evaluator never needs a server.
+type nopEngine struct{ stops int }
+
+func (e *nopEngine) Start(context.Context, search.Params) (engine.Endpoint, error) {
+	return engine.Endpoint{BaseURL: "http://127.0.0.1:1"}, nil
+}
+func (e *nopEngine) Stop(context.Context) error { e.stops++; return nil }
+
+// testConfig is a small study over two flags with a synthetic chunked
+// prefill trade-off.
+func testConfig(t *testing.T, trials int) *config.Config {
+	cfg := config.Default()
+	cfg.Search.Trials = trials
+	cfg.Search.Population = 4
+	cfg.Search.Storage = "sqlite:" + filepath.Join(t.TempDir(), "study.db")
+	cfg.Search.Study = "test"
+	cfg.Search.Space = []config.Param{
+		{Name: "max-num-batched-tokens", Type: "int", Low: 256, High: 16384, Log: true},
+		{Name: "gpu-memory-utilization", Type: "float", Low: 0.8, High: 0.95},
+	}
+	cfg.Engine.Params = map[string]any{"max-num-seqs": 64}
+	return cfg
+}
+
+// synthetic: bigger token budgets cut TTFT and raise ITL; memory
+// utilisation above 0.93 "runs out of memory"; 0.80–0.81 fails outright.
+func synthetic(ctx context.Context, _ engine.Engine, p search.Params) (*result.Result, error) {
+	b := float64(p.Int("max-num-batched-tokens"))
+	u := p.Float("gpu-memory-utilization")
+	switch {
+	case u > 0.93:
+		return nil, &engine.Failure{Reason: engine.ReasonOutOfMemory, Detail: "torch.OutOfMemoryError", ExitCode: 1}
+	case u < 0.81:
+		return nil, errors.New("connection refused")
+	}
+	s := result.Stats{Name: "overall", OK: 100, Requests: 100,
+		OutputTokensPerSecond: 1000 + 100*math.Log2(b),
+		TTFT:                  result.Latency{P95: 4e6 / b},
+		ITL:                   result.Latency{P95: 10 + b/100}}
+	return &result.Result{Overall: s, Profiles: []result.Stats{s}}, nil
+}
+
+func TestRunStudyResumesAndClassifies(t *testing.T) {
+	cfg := testConfig(t, 10)
+	eng := &nopEngine{}
+	var lines bytes.Buffer
+	var seen []Progress
+	o := Options{Engine: eng, Evaluate: synthetic, ArtifactsRoot: t.TempDir(), Progress: func(p Progress) {
+		seen = append(seen, p)
+		if err := WriteProgress(&lines, p); err != nil {
+			t.Error(err)
+		}
+	}}
+	res, err := Run(context.Background(), cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Trials) != 10 || len(seen) != 10 || seen[9].Finished != 10 || seen[9].Total != 10 {
+		t.Fatalf("ran %d trials, %d progress reports (last %+v)", len(res.Trials), len(seen), seen[len(seen)-1])
+	}
+	if eng.stops != 10 {
+		t.Errorf("engine stopped %d times for 10 trials", eng.stops)
+	}
+	for _, tr := range res.Trials {
+		u := tr.Params.Float("gpu-memory-utilization")
+		want := search.StateComplete
+		switch {
+		case u > 0.93:
+			want = search.StateInfeasible
+			if tr.UserAttrs["failure_reason"] != "out_of_memory" {
+				t.Errorf("trial %d: failure_reason = %v", tr.Number, tr.UserAttrs["failure_reason"])
+			}
+		case u < 0.81:
+			want = search.StateFail
+		}
+		if tr.State != want {
+			t.Errorf("trial %d (utilisation %.3f) is %s, want %s", tr.Number, u, tr.State, want)
+		}
+		if tr.State == search.StateComplete {
+			if len(tr.Values) != 3 || len(tr.Constraints) != 3 || tr.UserAttrs["metrics"] == nil {
+				t.Errorf("trial %d: values %v constraints %v attrs %v", tr.Number, tr.Values, tr.Constraints, tr.UserAttrs)
+			}
+			dir := filepath.Join(o.ArtifactsRoot, "test", fmt.Sprintf("trial-%05d", tr.Number))
+			if tr.Artifacts != dir {
+				t.Errorf("trial %d artefacts in %q, want %q", tr.Number, tr.Artifacts, dir)
+			}
+		}
+	}
+	if res.States[search.StateComplete] == 0 || len(res.Front) == 0 {
+		t.Fatalf("no complete trial or empty front: %v", res.States)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(lines.String()), "\n") {
+		if !strings.HasPrefix(l, "trial ") || !strings.Contains(l, "| front ") {
+			t.Errorf("progress line %q", l)
+		}
+	}
+
+	// The same command with a larger budget continues the same study.
+	cfg.Search.Trials = 14
+	seen = nil
+	res2, err := Run(context.Background(), cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res2.Trials) != 14 || len(seen) != 4 || res2.Run.Ran != 4 {
+		t.Fatalf("resume ran %d (total %d trials, %d progress)", res2.Run.Ran, len(res2.Trials), len(seen))
+	}
+	for i := range res.Trials {
+		if res.Trials[i].Params.Key() != res2.Trials[i].Params.Key() {
+			t.Errorf("trial %d changed on resume", i)
+		}
+	}
+	// A changed space is a different study.
+	cfg.Search.Space[0].High = 8192
+	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "different parameter space") {
+		t.Errorf("changed space: err = %v", err)
+	}
+}
+
+func TestRunRefusesExternalAndMissingCapacity(t *testing.T) {
+	cfg := testConfig(t, 2)
+	ext, err := engine.NewExternal("http://127.0.0.1:1", "m", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), cfg, Options{Engine: ext, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "external") {
+		t.Errorf("external engine: err = %v", err)
+	}
+	cfg.Search.Objectives = append(cfg.Search.Objectives, config.Objective{Metric: "capacity", Direction: "maximize"})
+	if _, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "capacity") {
+		t.Errorf("capacity without CapacityFunc: err = %v", err)
+	}
+	users := 0
+	res, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: synthetic,
+		Capacity: func(ctx context.Context, _ engine.Engine, p search.Params) (int, error) {
+			users += 10
+			return users, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range res.Trials {
+		if tr.State == search.StateComplete && (len(tr.Values) != 4 || tr.Values[3] <= 0) {
+			t.Errorf("trial %d values %v lack the capacity", tr.Number, tr.Values)
+		}
+	}
+}
+
+func TestRunNoRequestsIsInfeasible(t *testing.T) {
+	cfg := testConfig(t, 1)
+	res, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: func(context.Context, engine.Engine, search.Params) (*result.Result, error) {
+		return &result.Result{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trials[0].State != search.StateInfeasible {
+		t.Errorf("state %s, want INFEASIBLE", res.Trials[0].State)
+	}
+}
+
+// TestInterruptStopsServerAndResumes cancels the study while a real server
+// process (with a grandchild) serves the first trial: nothing may survive,
+// and the same study then completes its budget.
+func TestInterruptStopsServerAndResumes(t *testing.T) {
+	cfg := testConfig(t, 3)
+	rec := filepath.Join(t.TempDir(), "record.json")
+	gc := filepath.Join(t.TempDir(), "grandchild.pid")
+	eng, err := engine.NewProcess(engine.ProcessOptions{
+		Command:       []string{fakeServer, "--port", "{{.Port}}", "--fake-record", rec, "--fake-grandchild", gc},
+		HealthTimeout: time.Minute, StopTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	evaluate := func(ctx context.Context, e engine.Engine, p search.Params) (*result.Result, error) {
+		if _, err := e.Start(ctx, p); err != nil {
+			return nil, err
+		}
+		close(started)
+		<-ctx.Done() // a long run, interrupted
+		return nil, ctx.Err()
+	}
+	go func() {
+		<-started
+		cancel() // what Ctrl-C does through signal.NotifyContext
+	}()
+	res, err := Run(ctx, cfg, Options{Engine: eng, Evaluate: evaluate, ArtifactsRoot: t.TempDir()})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	var r struct{ PID int }
+	b, _ := os.ReadFile(rec)
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(gc)
+	var gpid int
+	fmt.Sscan(string(b), &gpid)
+	for _, pid := range []int{r.PID, gpid} {
+		if pid <= 0 || alive(pid) {
+			t.Errorf("process %d survived the interrupted study", pid)
+		}
+	}
+	if !res.Run.Interrupted || res.States[search.StateWaiting] != 1 {
+		t.Errorf("after interrupt: run %+v, states %v", res.Run, res.States)
+	}
+	res, err = Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: synthetic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.States[search.StateWaiting] != 0 || res.States[search.StateRunning] != 0 || res.Run.Ran != 3 {
+		t.Errorf("resumed study: run %+v, states %v", res.Run, res.States)
+	}
+}
+
+// alive reports whether pid runs (zombies count as gone).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil && !os.IsNotExist(err)
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}

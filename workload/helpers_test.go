@@ -9,6 +9,8 @@ import (
 	"github.com/spoc-project/spoc/tokenizer"
 )
 
+func testCorpus() *corpus.Corpus { return corpus.Builtin() }
+
 // sharedText is the built-in corpus prepared once for all tests.
 var sharedText = sync.OnceValues(func() (*Text, error) {
 	tok, err := tokenizer.New(tokenizer.O200kBase)

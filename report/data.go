@@ -1,0 +1,236 @@
+package report
+
+import (
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/telemetry"
+	"github.com/spoc-project/spoc/trace"
+	"github.com/spoc-project/spoc/workload"
+)
+
+// Data is everything a capacity plan found: spoc plan writes it as
+// summary.json and every renderer reads only it. Sections without data are
+// nil or empty and the renderers say they were not collected.
+type Data struct {
+	Title       string    `json:"title"`
+	Generated   time.Time `json:"generated"`
+	SpocVersion string    `json:"spoc_version"`
+	// Quick is set for a smoke-test plan (spoc plan --quick): shorter windows,
+	// fewer trials; its numbers are indicative only.
+	Quick bool `json:"quick,omitempty"`
+
+	Engine   Engine               `json:"engine"`
+	SLA      config.SLA           `json:"sla"`
+	Workload *workload.Inspection `json:"workload,omitempty"`
+	Capacity Capacity             `json:"capacity"`
+	// Sweep is the full sweep of the chosen configuration, one point per
+	// user count in increasing order.
+	Sweep []SweepPoint `json:"sweep,omitempty"`
+	// Candidates are the front members given a short sweep to choose from.
+	Candidates []Candidate `json:"candidates,omitempty"`
+	Search     *Search     `json:"search,omitempty"`
+	// Trials is the number of finished trials of the study.
+	Trials int `json:"trials"`
+	// Pareto is the feasible Pareto front of the study (all trials are in
+	// Search.Trials).
+	Pareto []Member `json:"pareto"`
+	// Client is the client-validity evidence of the run at the ceiling.
+	Client Client `json:"client"`
+	// Telemetry is the engine and GPU telemetry of the run at the ceiling.
+	Telemetry *telemetry.Signals `json:"telemetry,omitempty"`
+	// Kernels is the trace analysis, when a trace was configured.
+	Kernels *Kernels `json:"kernels,omitempty"`
+	// Compare holds the hardware comparison (spoc plan --compare).
+	Compare []CompareRow `json:"compare,omitempty"`
+	// Assumptions lists every default that is an assumption, with its value.
+	Assumptions []Assumption `json:"assumptions"`
+	// Phases records how long each phase took.
+	Phases []Phase `json:"phases,omitempty"`
+	// Notes are things the reader must know (not collected, degraded, …).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Engine describes the deployment under test.
+type Engine struct {
+	Kind               string `json:"kind"`
+	Model              string `json:"model"`
+	GPU                string `json:"gpu"`
+	GPUs               int    `json:"gpus"`
+	TensorParallelSize int    `json:"tensor_parallel_size"`
+	WeightFormat       string `json:"weight_format"`
+	MaxModelLen        int    `json:"max_model_len"`
+	// Calibration names the cost-model calibration the simulator used and
+	// its validation error; empty for real engines.
+	Calibration string `json:"calibration,omitempty"`
+}
+
+// Capacity is the answer.
+type Capacity struct {
+	// Users is the capacity ceiling: the largest user count meeting the SLA.
+	Users int `json:"users"`
+	// FirstFailingUsers is the smallest failing count above it (0: none
+	// failed up to the sweep's maximum).
+	FirstFailingUsers int `json:"first_failing_users"`
+	// FailedClause is the SLA clause that failed first at FirstFailingUsers.
+	FailedClause string `json:"failed_clause"`
+	// Config is the chosen engine configuration (vLLM flag names).
+	Config map[string]any `json:"config"`
+	// ServeCommand is Config as a ready vllm serve command line.
+	ServeCommand    string  `json:"serve_command"`
+	ResolutionUsers int     `json:"resolution_users"`
+	KneeUsers       int     `json:"knee_users"`
+	UsersPerGPU     float64 `json:"users_per_gpu"`
+	Repeats         int     `json:"repeats"`
+	// ThroughputSpread is the largest relative spread between repeats.
+	ThroughputSpread float64 `json:"throughput_spread"`
+	// ChosenTrial is the study trial the configuration came from (-1: the
+	// configured engine.params).
+	ChosenTrial int    `json:"chosen_trial"`
+	ChosenBy    string `json:"chosen_by"`
+}
+
+// SweepPoint is one user count of a sweep.
+type SweepPoint struct {
+	Users        int     `json:"users"`
+	Pass         bool    `json:"pass"`
+	FailedClause string  `json:"failed_clause,omitempty"`
+	Requests     int64   `json:"requests"`
+	ErrorRate    float64 `json:"error_rate"`
+	// OutputThroughput and TotalThroughput are tokens/s.
+	OutputThroughput float64 `json:"output_throughput"`
+	TotalThroughput  float64 `json:"total_throughput"`
+	TTFTP50Ms        float64 `json:"ttft_p50_ms"`
+	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
+	ITLP95Ms         float64 `json:"itl_p95_ms"`
+	TPOTP95Ms        float64 `json:"tpot_p95_ms"`
+	// Profiles are the per-profile latencies at this count.
+	Profiles []ProfilePoint `json:"profiles,omitempty"`
+	// Engine-side state over the measured window.
+	KVCacheUsageMean   float64 `json:"kv_cache_usage_mean"`
+	KVCacheUsageMax    float64 `json:"kv_cache_usage_max"`
+	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
+	SMActiveMean       float64 `json:"sm_active_mean"`
+	WaitingMean        float64 `json:"waiting_mean"`
+	Preemptions        float64 `json:"preemptions"`
+	DispatchLagP99Ms   float64 `json:"dispatch_lag_p99_ms"`
+}
+
+// ProfilePoint is one profile's latencies at one user count.
+type ProfilePoint struct {
+	Name      string  `json:"name"`
+	Requests  int64   `json:"requests"`
+	TTFTP95Ms float64 `json:"ttft_p95_ms"`
+	ITLP95Ms  float64 `json:"itl_p95_ms"`
+	// OutputThroughput is this profile's output tokens/s.
+	OutputThroughput float64 `json:"output_throughput"`
+}
+
+// Candidate is a front member's short-sweep result.
+type Candidate struct {
+	Trial   int            `json:"trial"`
+	Params  map[string]any `json:"params"`
+	Ceiling int            `json:"ceiling"`
+	// FailedClause is what failed first above its ceiling.
+	FailedClause string `json:"failed_clause,omitempty"`
+	Chosen       bool   `json:"chosen"`
+}
+
+// Search is the study: objectives, every trial, hypervolume by generation
+// and parameter influence.
+type Search struct {
+	Study      string      `json:"study"`
+	Sampler    string      `json:"sampler"`
+	Users      int         `json:"users"`
+	Objectives []Objective `json:"objectives"`
+	Trials     []Member    `json:"trials"`
+	Complete   int         `json:"complete"`
+	Infeasible int         `json:"infeasible"`
+	Failed     int         `json:"failed"`
+	// Hypervolume is the front's hypervolume after each generation, with
+	// the reference point used (in the oriented, normalised space).
+	Hypervolume []GenerationHV `json:"hypervolume,omitempty"`
+	// Influence is the rank correlation of each parameter with each
+	// objective over complete trials.
+	Influence []Influence `json:"influence,omitempty"`
+	// Params are the searched parameters with their documentation.
+	Params []config.Param `json:"params"`
+}
+
+// Objective is one optimised metric.
+type Objective struct {
+	Metric    string `json:"metric"`
+	Direction string `json:"direction"`
+	Unit      string `json:"unit"`
+}
+
+// Member is one trial.
+type Member struct {
+	Number     int            `json:"number"`
+	Generation int            `json:"generation"`
+	State      string         `json:"state"`
+	Params     map[string]any `json:"params"`
+	// Values are in the order of Search.Objectives (latencies in seconds).
+	Values      []float64 `json:"values,omitempty"`
+	Constraints []float64 `json:"constraints,omitempty"`
+	Feasible    bool      `json:"feasible"`
+	OnFront     bool      `json:"on_front"`
+	Reason      string    `json:"reason,omitempty"`
+}
+
+// GenerationHV is the hypervolume of the front after one generation.
+type GenerationHV struct {
+	Generation  int     `json:"generation"`
+	Trials      int     `json:"trials"`
+	Hypervolume float64 `json:"hypervolume"`
+}
+
+// Influence is one parameter's rank correlation with one objective.
+type Influence struct {
+	Param       string  `json:"param"`
+	Objective   string  `json:"objective"`
+	Correlation float64 `json:"spearman"`
+}
+
+// Client is the evidence that the measurements were not client-bound.
+type Client struct {
+	Virtual          bool     `json:"virtual"`
+	DispatchLagP99Ms float64  `json:"dispatch_lag_p99_ms"`
+	ClientBound      bool     `json:"client_bound"`
+	Reasons          []string `json:"reasons,omitempty"`
+}
+
+// Kernels is the kernel-level breakdown and its roofline comparison.
+type Kernels struct {
+	File      string                       `json:"file"`
+	Breakdown *trace.Breakdown             `json:"breakdown"`
+	Predicted map[string]*trace.Comparison `json:"predicted,omitempty"` // by weight format
+}
+
+// CompareRow is one hardware target of a comparison.
+type CompareRow struct {
+	Name               string  `json:"name"`
+	GPU                string  `json:"gpu"`
+	GPUs               int     `json:"gpus"`
+	TensorParallelSize int     `json:"tensor_parallel_size"`
+	Users              int     `json:"users"`
+	FirstFailingUsers  int     `json:"first_failing_users"`
+	FailedClause       string  `json:"failed_clause"`
+	UsersPerGPU        float64 `json:"users_per_gpu"`
+	// Ratio is Users over the first target's Users.
+	Ratio float64 `json:"ratio"`
+}
+
+// Assumption is one default that was not a published fact.
+type Assumption struct {
+	Field string `json:"field"`
+	Value string `json:"value"`
+	Note  string `json:"note"`
+}
+
+// Phase is one step of the plan and its wall time.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	Detail  string  `json:"detail,omitempty"`
+}

@@ -240,3 +240,26 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+func TestAssumptionsListed(t *testing.T) {
+	as := Assumptions(Default())
+	want := map[string]string{
+		"sla.ttft":                           "p95 ≤ 2s",
+		"sla.itl":                            "p95 ≤ 100ms",
+		"workload.profiles[0].output_tokens": "lognormal(median=400, sigma=0.6) in [16, 4096]",
+		"workload.profiles[2].think_time_s":  "lognormal(median=45, sigma=0.7) in [5, 600]",
+		"search.users":                       "200",
+	}
+	got := map[string]string{}
+	for _, a := range as {
+		got[a.Path] = a.Value
+		if a.Note == "" {
+			t.Errorf("%s has no note", a.Path)
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("assumption %s = %q, want %q", k, got[k], v)
+		}
+	}
+}

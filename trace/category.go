@@ -52,12 +52,13 @@ func ParseCategory(s string) (Category, error) {
 }
 
 // Groups names sums of categories that a coarser model predicts as one term:
-// a roofline model usually has one "moe" term for routing and expert GEMMs, and
-// one "overhead" term for everything that is neither attention, GEMM nor
-// communication. Compare accepts a group name wherever it accepts a category.
+// a roofline model usually has one "moe" term for routing and expert GEMMs,
+// and one "misc" term for the memory-bound rest (norms, activations, rotary,
+// KV-cache writes, sampling, copies, unknown kernels). Compare accepts a group
+// name wherever it accepts a category.
 var Groups = map[string][]Category{
-	"moe":      {MoEGEMM, MoERouting},
-	"overhead": {KVCache, Elementwise, Sampling, Memory, Other},
+	"moe":  {MoEGEMM, MoERouting},
+	"misc": {KVCache, Elementwise, Sampling, Memory, Other},
 }
 
 // resolveKey maps a category or group name onto categories.

@@ -31,7 +31,7 @@ type Comparison struct {
 }
 
 // Compare puts a predicted split of GPU time beside the measured breakdown.
-// predicted maps a category or a group name (Groups: "moe", "overhead") to a
+// predicted maps a category or a group name (Groups: "moe", "misc") to a
 // share or to a time in any unit; it is normalised to sum to 1. A category may
 // be covered by one key only. The predicted split is plain data so that any
 // model (a roofline, a simulator, a previous trace) can supply it.
@@ -81,12 +81,22 @@ func Compare(measured *Breakdown, predicted map[string]float64) (*Comparison, er
 		rows[i].PredictedShare /= predSum
 		rows[i].Delta = rows[i].PredictedShare - rows[i].MeasuredShare
 	}
+	// Report order: by the last category a key covers, so that groups sit
+	// after the categories they mostly consist of ("misc" last).
 	slices.SortFunc(rows, func(a, b ComparisonRow) int {
-		ia, ib := slices.Index(Categories, a.Categories[0]), slices.Index(Categories, b.Categories[0])
+		ia, ib := lastIndex(a.Categories), lastIndex(b.Categories)
 		if ia != ib {
 			return ia - ib
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
 	return &Comparison{Rows: rows, UncoveredShare: share(totalNS-coveredNS, totalNS)}, nil
+}
+
+func lastIndex(cats []Category) int {
+	i := -1
+	for _, c := range cats {
+		i = max(i, slices.Index(Categories, c))
+	}
+	return i
 }

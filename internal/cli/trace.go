@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/trace/nsys"
+	"github.com/spoc-project/spoc/trace/roofline"
 )
 
 func init() { register(newTraceCmd) }
@@ -31,6 +33,7 @@ func newTraceAnalyzeCmd() *cobra.Command {
 		window, nvtx, rulesFile string
 		asJSON                  bool
 		top                     int
+		pred                    predictFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
@@ -79,10 +82,19 @@ func newTraceAnalyzeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), b)
+			var cmps []roofline.Comparison
+			if pred.enabled {
+				if cmps, err = pred.compare(b); err != nil {
+					return err
+				}
 			}
-			return trace.WriteText(cmd.OutOrStdout(), b, trace.TextOptions{})
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), analyzeOutput{Breakdown: b, Roofline: cmps})
+			}
+			if err := trace.WriteText(cmd.OutOrStdout(), b, trace.TextOptions{}); err != nil {
+				return err
+			}
+			return roofline.WriteText(cmd.OutOrStdout(), b, pred.mix, cmps)
 		},
 	}
 	f := cmd.Flags()
@@ -91,7 +103,64 @@ func newTraceAnalyzeCmd() *cobra.Command {
 	f.StringVar(&rulesFile, "rules", "", "YAML categorisation rules (see docs/trace.md); default: built-in")
 	f.IntVar(&top, "top", trace.DefaultTopKernels, "kernels listed per category")
 	f.BoolVar(&asJSON, "json", false, "print the breakdown as JSON")
+	f.BoolVar(&pred.enabled, "predict", false, "compare with perfmodel's predicted split under W4A16 and FP4")
+	f.StringVar(&pred.model, "model", roofline.DefaultModel, "model for --predict (perfmodel catalog)")
+	f.StringVar(&pred.gpu, "gpu", "", "GPU for --predict (default: from the trace, else h100)")
+	f.IntVar(&pred.tp, "tp", 0, "tensor-parallel size for --predict (default: GPUs in the trace)")
+	f.IntVar(&pred.mix.DecodeSeqs, "decode-seqs", 256, "--predict batch mix: decoding sequences per step")
+	f.IntVar(&pred.mix.DecodeContext, "decode-context", 20000, "--predict batch mix: cached tokens per decoding sequence")
+	f.IntVar(&pred.mix.PrefillTokens, "prefill-tokens", 2048, "--predict batch mix: prefill chunk tokens per step (0: none)")
+	f.IntVar(&pred.mix.PrefillContext, "prefill-context", 0, "--predict batch mix: cached tokens before the prefill chunk")
+	f.BoolVar(&pred.cudaGraphs, "cuda-graphs", true, "--predict: the engine replays CUDA graphs for small steps")
 	return cmd
+}
+
+// analyzeOutput is the JSON of analyze: the breakdown's fields, plus the
+// roofline comparisons with --predict.
+type analyzeOutput struct {
+	*trace.Breakdown
+	Roofline []roofline.Comparison `json:"roofline,omitempty"`
+}
+
+// predictFlags hold --predict's options.
+type predictFlags struct {
+	enabled    bool
+	model, gpu string
+	tp         int
+	mix        roofline.BatchMix
+	cudaGraphs bool
+}
+
+func (p *predictFlags) compare(b *trace.Breakdown) ([]roofline.Comparison, error) {
+	model, err := perfmodel.LookupModel(p.model)
+	if err != nil {
+		return nil, usageErrorf("--model: %v", err)
+	}
+	gpuName := p.gpu
+	if gpuName == "" {
+		gpuName = "h100"
+		if len(b.GPUs) > 0 {
+			if g, ok := roofline.GPUFromTraceName(b.GPUs[0].Name); ok {
+				gpuName = g
+			}
+		}
+	}
+	gpu, err := perfmodel.LookupGPU(gpuName)
+	if err != nil {
+		return nil, usageErrorf("--gpu: %v", err)
+	}
+	tp := p.tp
+	if tp == 0 {
+		tp = max(1, len(b.GPUs))
+	}
+	if err := p.mix.Validate(); err != nil {
+		return nil, usageError(err)
+	}
+	preds, err := roofline.Predict(model, gpu, perfmodel.SystemOptions{TensorParallel: tp, CUDAGraphs: p.cudaGraphs}, p.mix, nil)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return roofline.Compare(b, preds)
 }
 
 // readTrace picks the reader by content: SQLite exports by their header

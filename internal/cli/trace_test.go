@@ -140,3 +140,42 @@ func TestTraceAnalyzeCSVAndErrors(t *testing.T) {
 		t.Errorf("recipe: exit %d\n%s", code, out)
 	}
 }
+
+func TestTraceAnalyzePredict(t *testing.T) {
+	path := minimalExport(t)
+	code, out, errOut := runCLI(t, "trace", "analyze", path, "--predict", "--tp", "2", "--decode-seqs", "64")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"roofline comparison", "64 decodes", "W4A16", "FP4*", "measured idle 20.0%", "no FP4 tensor cores"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "trace", "analyze", path, "--predict", "--json")
+	var v struct {
+		Categories []json.RawMessage `json:"categories"`
+		Roofline   []struct {
+			Prediction struct {
+				Assumption string             `json:"assumption"`
+				Split      map[string]float64 `json:"split"`
+			} `json:"prediction"`
+		} `json:"roofline"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v\n%s", code, err, out)
+	}
+	if len(v.Categories) != 10 || len(v.Roofline) != 2 || v.Roofline[1].Prediction.Assumption != "FP4" || v.Roofline[0].Prediction.Split["moe"] <= 0 {
+		t.Errorf("json %+v", v)
+	}
+	for _, args := range [][]string{
+		{"trace", "analyze", path, "--predict", "--gpu", "tpu"},
+		{"trace", "analyze", path, "--predict", "--model", "gpt-5"},
+		{"trace", "analyze", path, "--predict", "--tp", "3"},
+		{"trace", "analyze", path, "--predict", "--decode-seqs", "0", "--prefill-tokens", "0"},
+	} {
+		if code, _, errOut := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut)
+		}
+	}
+}

@@ -15,6 +15,9 @@ import (
 	"github.com/spoc-project/spoc/workload"
 )
 
+// renderLead is how long before its send time a request is rendered.
+const renderLead = 50 * time.Millisecond
+
 // ErrWindowEnd is the cancellation cause of requests still in flight when the
 // measured window ends.
 var ErrWindowEnd = errors.New("measured window ended")
@@ -157,6 +160,12 @@ func (r *Runner) Progress() Progress { return r.progress.snapshot() }
 // returns the report with Interrupted set and ctx's error.
 func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) (*Report, error) {
 	o := &r.opts
+	// Prime lazy initialisation (tokenizer, corpus) before the clock starts,
+	// so that it does not show up as the first requests' dispatch lag. Errors
+	// surface again, with context, in the users.
+	if sc, err := src.Session(0, 0); err == nil && len(sc.Turns) > 0 {
+		_ = newConversation(o.Endpoint, o.Renderer).addUser(sc, &sc.Turns[0])
+	}
 	start := time.Now().Add(20 * time.Millisecond) // lets goroutines park before the first slot
 	measured := start.Add(o.Warmup)
 	end := measured.Add(o.Duration)
@@ -263,6 +272,11 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 			if !due.Before(u.end) {
 				return nil
 			}
+			// Render close to the send time, not all users at once at the
+			// start, but early enough that rendering is not dispatch lag.
+			if !sleepUntil(ctx, timer, due.Add(-renderLead)) {
+				return nil
+			}
 			if err := conv.addUser(script, turn); err != nil {
 				return fmt.Errorf("user %d session %d turn %d: %w", u.id, session, turn.Index, err)
 			}
@@ -275,12 +289,17 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 				PromptTokensTarget: turn.PromptTokens,
 				MaxTokens:          turn.MaxTokens,
 			}
-			u.r.progress.scheduled()
 			if !sleepUntil(ctx, timer, due) {
-				rec.Status, rec.Error, rec.Done = result.StatusCancelled, "cancelled before sending: "+context.Cause(ctx).Error(), time.Now()
-				u.emit(rec)
+				// Due but not yet sent when the run stopped: recorded, never
+				// dropped. A request whose time had not come is not scheduled.
+				if now := time.Now(); !now.Before(due) {
+					u.r.progress.scheduled()
+					rec.Status, rec.Error, rec.Done = result.StatusCancelled, "cancelled before sending: "+context.Cause(ctx).Error(), now
+					u.emit(rec)
+				}
 				return nil
 			}
+			u.r.progress.scheduled()
 			u.r.progress.started()
 			u.r.client.do(ctx, u.body, rec, &u.st)
 			u.r.progress.finished()

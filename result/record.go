@@ -36,8 +36,8 @@ type Record struct {
 	// the ramp slot for a user's first request).
 	Scheduled time.Time `json:"scheduled"`
 	// Sent is when the request bytes started going out; Sent-Scheduled is the
-	// client's dispatch lag.
-	Sent time.Time `json:"sent"`
+	// client's dispatch lag. Zero when the run stopped before it was sent.
+	Sent time.Time `json:"sent,omitzero"`
 	// FirstToken is when the first content chunk was read; zero if none.
 	FirstToken time.Time `json:"first_token,omitzero"`
 	// Done is when the response ended (or failed).

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/loadgen/testserver"
+	"github.com/spoc-project/spoc/result"
+)
+
+const smallWorkload = `workload:
+  profiles:
+    - name: P0
+      weight: 0.5
+      context_start: {kind: lognormal, median: 200, sigma: 0.2, min: 100, max: 400}
+      max_context: 2000
+      growth: {kind: lognormal, median: 50, sigma: 0.3, min: 10, max: 200}
+      output_tokens: {kind: lognormal, median: 10, sigma: 0.2, min: 4, max: 20}
+      think_time_s: {kind: lognormal, median: 0.02, sigma: 0.2, min: 0.01, max: 0.1}
+      at_max: new-session
+    - name: P1
+      weight: 0.5
+      context_start: {kind: lognormal, median: 300, sigma: 0.2, min: 100, max: 600}
+      max_context: 3000
+      growth: {kind: lognormal, median: 50, sigma: 0.3, min: 10, max: 200}
+      output_tokens: {kind: lognormal, median: 10, sigma: 0.2, min: 4, max: 20}
+      think_time_s: {kind: lognormal, median: 0.02, sigma: 0.2, min: 0.01, max: 0.1}
+      at_max: new-session
+  geometry: {kind: partial-common-ground, system_tokens: 50, root_tokens: 2000, root_fraction: 0.5, teams: 2, team_zipf_s: 1, team_tokens: 500, team_fraction: 0.3}
+`
+
+func runLoadCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunAndSummarize(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: time.Millisecond, KeepLog: true})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	if err := os.WriteFile(cfg, []byte(smallWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs := filepath.Join(dir, "r.jsonl")
+	t.Setenv("SPOC_TEST_KEY", "sk-never-in-records")
+	code, stdout, stderr := runLoadCLI(t, "run", "-c", cfg, "--target", srv.URL, "--users", "4", "--duration", "700ms",
+		"--warmup", "200ms", "--ramp", "100ms", "--out", recs, "--json", "--api-key-env", "SPOC_TEST_KEY")
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	var res result.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("run --json: %v\n%s", err, stdout)
+	}
+	if res.Overall.OK == 0 || len(res.Profiles) != 2 || res.Window.Inferred {
+		t.Fatalf("result %+v", res.Overall)
+	}
+	data, err := os.ReadFile(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("sk-never")) {
+		t.Fatal("API key in records")
+	}
+	for _, q := range srv.Log() {
+		if !q.Authorization || !q.IgnoreEOS || q.MinTokens != q.MaxTokens {
+			t.Fatalf("request %+v", q)
+		}
+	}
+
+	code, stdout, _ = runLoadCLI(t, "summarize", recs, "-c", cfg)
+	if code != 0 || !strings.Contains(stdout, "SLA (per-profile): pass") {
+		t.Fatalf("summarize exit %d:\n%s", code, stdout)
+	}
+	strict := filepath.Join(dir, "strict.yaml")
+	if err := os.WriteFile(strict, []byte(smallWorkload+"sla:\n  ttft: {percentile: 50, max: 1us}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = runLoadCLI(t, "summarize", recs, "-c", strict, "--check")
+	if code != ExitSLANotMet || !strings.Contains(stdout, "ttft p50") {
+		t.Fatalf("summarize --check exit %d, want %d:\n%s", code, ExitSLANotMet, stdout)
+	}
+	// A killed run leaves a truncated last line: skipped with a warning.
+	cut := filepath.Join(dir, "cut.jsonl")
+	if err := os.WriteFile(cut, data[:len(data)-20], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runLoadCLI(t, "summarize", cut, "-c", cfg, "--json")
+	if code != 0 || !strings.Contains(stderr, "truncated") {
+		t.Fatalf("summarize truncated: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--out", "x.jsonl"},
+		{"run", "--target", "http://localhost:1"},
+		{"run", "--target", "http://localhost:1", "--out", "x", "--users", "0"},
+		{"summarize"},
+	} {
+		if code, _, _ := runLoadCLI(t, args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
+		}
+	}
+}

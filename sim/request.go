@@ -116,6 +116,3 @@ func (d *deque) popFront() *Request {
 	d.size--
 	return r
 }
-
-// at returns the i-th request from the front.
-func (d *deque) at(i int) *Request { return d.buf[(d.head+i)%len(d.buf)] }

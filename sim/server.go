@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -366,3 +367,24 @@ func (s *Server) inject() bool {
 // Handler returns the HTTP API: /v1/chat/completions, /v1/completions,
 // /v1/models, /health, /tokenize, /metrics (vLLM) and /dcgm/metrics.
 func (s *Server) Handler() http.Handler { return s.routes() }
+
+// Serve serves Handler on ln until ctx ends, then shuts down gracefully
+// (in-flight responses get a few seconds) and closes the server.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return fmt.Errorf("sim server: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.Close() // ends streams in flight so Shutdown need not wait for them
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("sim server: shutdown: %w", err)
+	}
+	return nil
+}

@@ -100,20 +100,19 @@ type vuser struct {
 
 // runner is one virtual run's state.
 type runner struct {
-	o       Options
-	c       *cluster
-	src     workload.Source
-	sink    result.Sink
-	users   []vuser
-	heap    userHeap
-	mon     *monitor
-	rng     *rand.Rand
-	overh   perfmodel.Factors
-	end     float64
-	warm    float64
-	stats   RunStats
-	seq     uint64
-	records int64
+	o     Options
+	c     *cluster
+	src   workload.Source
+	sink  result.Sink
+	users []vuser
+	heap  userHeap
+	mon   *monitor
+	rng   *rand.Rand
+	overh perfmodel.Factors
+	end   float64
+	warm  float64
+	stats RunStats
+	seq   uint64
 }
 
 // RunVirtual runs the users' session scripts against the simulated

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,7 +26,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "The built-in vLLM-like simulator: in virtual time, or as an HTTP server",
 	}
-	cmd.AddCommand(newSimRunCmd())
+	cmd.AddCommand(newSimRunCmd(), newSimServeCmd())
 	return cmd
 }
 
@@ -277,4 +279,100 @@ func simWriteFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return nil
+}
+
+func newSimServeCmd() *cobra.Command {
+	var (
+		file, host, tok, served string
+		port                    int
+		timeScale, errorRate    float64
+		seed                    uint64
+		throttles, stalls       []string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--port P] [--host H] [--model M --gpu G --gpus N --tensor-parallel-size T] [--time-scale F] [vLLM flags]",
+		Short: "Serve the simulated deployment over an OpenAI-compatible HTTP API with vLLM and DCGM metrics",
+		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /tokenize, vLLM's Prometheus\n" +
+			"metrics on /metrics and dcgm-exporter GPU metrics on /dcgm/metrics, driven by the simulated engine in\n" +
+			"wall-clock time scaled by --time-scale. Engine flags take vLLM's names (--max-num-batched-tokens ...).\n" +
+			"Binds 127.0.0.1 unless --host says otherwise; stops cleanly on SIGTERM or Ctrl-C.",
+		Args: cobra.NoArgs,
+	}
+	ov := addSimEngineFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVarP(&file, "config", "c", "", "configuration file (default: the reference case)")
+	f.IntVar(&port, "port", 8000, "TCP port (0 picks a free one)")
+	f.StringVar(&host, "host", "127.0.0.1", "address to bind")
+	f.StringVar(&served, "served-model-name", "", "model name in the API and metrics (default: --model)")
+	f.Float64Var(&timeScale, "time-scale", 0, "simulated seconds per wall-clock second (default engine.sim.time_scale)")
+	f.Float64Var(&errorRate, "error-rate", -1, "fraction of requests answered with HTTP 500 (default engine.sim.error_rate)")
+	f.Uint64Var(&seed, "seed", 0, "seed of injected faults and sampled reply lengths (default workload.seed)")
+	f.StringArrayVar(&throttles, "throttle", nil, "throttle a GPU: GPU:FACTOR[@START-END] in simulated time (repeatable; adds to engine.sim.throttle)")
+	f.StringArrayVar(&stalls, "stall", nil, "freeze the engine: START+DURATION in simulated time (repeatable)")
+	f.StringVar(&tok, "tokenizer", "", "tokenizer for prompt tokens (default workload.tokenizer)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg, err := loadConfig(file)
+		if err != nil {
+			return err
+		}
+		ov.apply(cmd.Flags(), &cfg.Engine)
+		if f.Changed("served-model-name") {
+			cfg.Engine.ServedModelName = served
+		}
+		if port < 0 || port > 65535 {
+			return usageErrorf("--port must be in [0, 65535], got %d", port)
+		}
+		if err := cfg.Validate(); err != nil {
+			return usageError(err)
+		}
+		dep, err := sim.DeploymentFromConfig(cfg.Engine)
+		if err != nil {
+			return usageError(err)
+		}
+		sc := sim.ServerConfig{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
+			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer}
+		if f.Changed("time-scale") {
+			sc.TimeScale = timeScale
+		}
+		if f.Changed("error-rate") {
+			sc.ErrorRate = errorRate
+		}
+		if f.Changed("seed") {
+			sc.Seed = seed
+		}
+		if f.Changed("tokenizer") {
+			sc.Tokenizer = tok
+		}
+		for _, t := range throttles {
+			th, err := sim.ParseThrottle(t)
+			if err != nil {
+				return usageErrorf("--throttle: %v", err)
+			}
+			sc.Deployment.Throttles = append(sc.Deployment.Throttles, th)
+		}
+		for _, st := range stalls {
+			s, err := sim.ParseStall(st)
+			if err != nil {
+				return usageErrorf("--stall: %v", err)
+			}
+			sc.Stalls = append(sc.Stalls, s)
+		}
+		srv, err := sim.NewServer(sc)
+		if err != nil {
+			return usageError(err)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("sim serve: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: serving %s (%s on %d× %s, TP %d, time scale %g) at http://%s\n",
+			srv.Model(), dep.Model.Name, dep.GPUs, dep.GPU.Name, dep.TensorParallelSize, sc.TimeScale, ln.Addr())
+		if err := srv.Serve(cmd.Context(), ln); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "spoc sim: stopped")
+		return nil
+	}
+	return cmd
 }

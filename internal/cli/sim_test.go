@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestSimRunJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"sim", "run", "--users", "8", "--duration", "30s", "--warmup", "10s", "--ramp", "5s",
+		"--max-num-batched-tokens", "2048", "--json"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res struct {
+		Summary struct {
+			Overall struct {
+				OK int `json:"ok"`
+			} `json:"overall"`
+		} `json:"summary"`
+		Sim struct {
+			Engine struct {
+				Steps int `json:"steps"`
+			} `json:"engine"`
+		} `json:"sim"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if res.Summary.Overall.OK == 0 || res.Sim.Engine.Steps == 0 {
+		t.Errorf("no work simulated: %s", out.String())
+	}
+}
+
+func TestSimBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim", "run", "--users", "0"},
+		{"sim", "run", "--max-num-seqs", "0", "--duration", "1s"},
+		{"sim", "run", "--model", "no-such-model", "--duration", "1s"},
+		{"sim", "serve", "--throttle", "1"},
+		{"sim", "serve", "--port", "70000"},
+		{"sim", "serve", "--gpu-memory-utilization", "1.5"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), args, &out, &errb); code != ExitUsage {
+			t.Errorf("%s: exit %d, want %d (%s)", strings.Join(args, " "), code, ExitUsage, errb.String())
+		}
+	}
+}

@@ -93,17 +93,18 @@ func (ev *Evaluation) Repeat() Repeat {
 // time or on a real engine over HTTP.
 type Evaluator struct {
 	cfg    *config.Config
-	gen    *workload.Generator
+	gen    workload.Workload
 	engine engine.Engine
 	logger *slog.Logger
 	// mu serialises live evaluations: an engine runs one server at a time.
 	mu sync.Mutex
 }
 
-// NewEvaluator builds the workload of cfg once. A nil engine means the
-// built-in simulator in virtual time.
+// NewEvaluator builds the workload of cfg once. A nil engine, or the
+// simulator launcher (engine.Virtual), runs in virtual time; any other
+// engine is started per evaluation and loaded over HTTP.
 func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*Evaluator, error) {
-	gen, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	gen, err := workload.Open(cfg.Workload, cfg.Engine.MaxModelLen)
 	if err != nil {
 		return nil, fmt.Errorf("build workload: %w", err)
 	}
@@ -113,8 +114,8 @@ func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*
 	return &Evaluator{cfg: cfg, gen: gen, engine: eng, logger: logger}, nil
 }
 
-// Workload is the session generator shared by every evaluation.
-func (e *Evaluator) Workload() *workload.Generator { return e.gen }
+// Workload is the session source shared by every evaluation.
+func (e *Evaluator) Workload() workload.Workload { return e.gen }
 
 // Config is the plan configuration the evaluator was built with.
 func (e *Evaluator) Config() *config.Config { return e.cfg }
@@ -124,16 +125,29 @@ func (e *Evaluator) Config() *config.Config { return e.cfg }
 // server crashes or runs out of memory) returns an error wrapping
 // search.ErrInfeasible.
 func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
+	return e.evaluate(ctx, e.engine, params, load, out)
+}
+
+func (e *Evaluator) evaluate(ctx context.Context, eng engine.Engine, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	if load.Users < 1 {
 		return nil, fmt.Errorf("evaluate: users must be at least 1, got %d", load.Users)
 	}
 	start := time.Now()
 	var ev *Evaluation
 	var err error
-	if e.engine == nil {
-		ev, err = e.evaluateVirtual(ctx, params, load, out)
-	} else {
-		ev, err = e.evaluateLive(ctx, params, load, out)
+	switch v := eng.(type) {
+	case nil:
+		var dep sim.Deployment
+		if dep, err = Deployment(e.cfg, params); err == nil {
+			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
+		}
+	case engine.Virtual:
+		var dep sim.Deployment
+		if dep, err = v.VirtualDeployment(search.Params(params)); err == nil {
+			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
+		}
+	default:
+		ev, err = e.evaluateLive(ctx, eng, params, load, out)
 	}
 	if err != nil {
 		return nil, err
@@ -154,11 +168,7 @@ func Deployment(cfg *config.Config, params map[string]any) (sim.Deployment, erro
 	return dep, nil
 }
 
-func (e *Evaluator) evaluateVirtual(ctx context.Context, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
-	dep, err := Deployment(e.cfg, params)
-	if err != nil {
-		return nil, err
-	}
+func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	epoch := time.Unix(0, 0).UTC()
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
 	sum := result.NewSummary(e.cfg.SLA, window, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
@@ -202,17 +212,17 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, params map[string]any, 
 	return ev, nil
 }
 
-func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
+func (e *Evaluator) evaluateLive(ctx context.Context, eng engine.Engine, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ep, err := e.engine.Start(ctx, search.Params(params))
+	ep, err := eng.Start(ctx, search.Params(params))
 	if err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
-		if serr := e.engine.Stop(sctx); serr != nil && err == nil {
+		if serr := eng.Stop(sctx); serr != nil && err == nil {
 			err = fmt.Errorf("stop engine: %w", serr)
 		}
 	}()

@@ -12,8 +12,8 @@ import (
 
 func stats(name string, ttftP95, itlP95 float64, errRate float64) result.Stats {
 	return result.Stats{Name: name, OK: 100, ErrorRate: errRate,
-		TTFT: result.Latency{P50: ttftP95 / 2, P95: ttftP95, P99: ttftP95 * 1.5},
-		ITL:  result.Latency{P50: itlP95 / 2, P95: itlP95, P99: itlP95 * 2},
+		TTFT:                  result.Latency{P50: ttftP95 / 2, P95: ttftP95, P99: ttftP95 * 1.5},
+		ITL:                   result.Latency{P50: itlP95 / 2, P95: itlP95, P99: itlP95 * 2},
 		OutputTokensPerSecond: 1000, TotalTokensPerSecond: 50000, RequestsPerSecond: 2, GoodputPerSecond: 1.5}
 }
 

@@ -63,17 +63,24 @@ func fmtNum(v float64) string {
 
 // violated names the violated constraints of t from its recorded names.
 func violated(t search.Trial) string {
-	names, _ := t.UserAttrs["constraint_names"].([]any)
+	var names []string
+	switch v := t.UserAttrs["constraint_names"].(type) {
+	case []string:
+		names = v
+	case []any:
+		for _, x := range v {
+			s, _ := x.(string)
+			names = append(names, s)
+		}
+	}
 	var out []string
 	for i, c := range t.Constraints {
 		if c <= 0 {
 			continue
 		}
 		name := fmt.Sprintf("constraint %d", i)
-		if i < len(names) {
-			if s, ok := names[i].(string); ok {
-				name = s
-			}
+		if i < len(names) && names[i] != "" {
+			name = names[i]
 		}
 		out = append(out, fmt.Sprintf("%s by %.0f%%", name, 100*c))
 	}
@@ -105,7 +112,7 @@ func WriteFront(w io.Writer, r *Result, space []string) error {
 			row = append(row, fmtNum(v))
 		}
 		for _, name := range space {
-			row = append(row, fmt.Sprint(t.Params[name]))
+			row = append(row, fmtParam(t.Params[name]))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -126,4 +133,12 @@ func SortedFront(r *Result) []search.Trial {
 		}
 	}
 	return front
+}
+
+// fmtParam prints a parameter value; floats with 3 significant figures.
+func fmtParam(v any) string {
+	if f, ok := v.(float64); ok {
+		return fmt.Sprintf("%.3g", f)
+	}
+	return fmt.Sprint(v)
 }

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/tune"
+	"github.com/spoc-project/spoc/workload"
+)
+
+func init() { register(newTuneCmd) }
+
+type tuneFlags struct {
+	config, storage, study, engineKind, out string
+	trials                                  int
+	dryRun, asJSON, quiet                   bool
+}
+
+func newTuneCmd() *cobra.Command {
+	var f tuneFlags
+	cmd := &cobra.Command{
+		Use:   "tune -c FILE [--storage URL] [--study NAME] [--trials N] [--engine KIND] [--dry-run]",
+		Short: "Search engine flags with NSGA-II: one server per trial, Pareto front of throughput and latency under the SLA",
+		Long: `Tune runs the study of the search section: every trial starts the engine with
+flags sampled from search.space, loads it with the workload at search.users, and
+scores it on search.objectives with the SLA clauses as constraints. A server that
+runs out of memory or refuses its flags makes the trial INFEASIBLE; the study
+goes on. The study is stored in --storage (SQLite in the output folder by
+default, PostgreSQL to share it between several workers) and the same command
+continues a stopped study up to its trial budget. Ctrl-C stops the running
+server and leaves the study resumable. --dry-run prints what the first
+generation would launch (command lines, manifests) without starting anything.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "configuration file; the reference case when empty")
+	fl.StringVar(&f.storage, "storage", "", "study storage: sqlite:PATH (relative to --out) or postgres://... (default search.storage)")
+	fl.StringVar(&f.study, "study", "", "study name (default search.study)")
+	fl.IntVar(&f.trials, "trials", 0, "total trial budget of the study (default search.trials)")
+	fl.StringVar(&f.engineKind, "engine", "", "engine kind: sim, process or kubernetes (default engine.kind)")
+	fl.StringVar(&f.out, "out", "spoc-out", "output folder: study database, one folder per trial")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print what the first generation would launch, start nothing")
+	fl.BoolVar(&f.asJSON, "json", false, "print the study result (or the dry run) as JSON; progress goes to stderr")
+	fl.BoolVar(&f.quiet, "quiet", false, "no per-trial progress")
+	return cmd
+}
+
+func runTune(cmd *cobra.Command, f *tuneFlags) error {
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		return err
+	}
+	fl := cmd.Flags()
+	if fl.Changed("storage") {
+		cfg.Search.Storage = f.storage
+	}
+	if fl.Changed("study") {
+		cfg.Search.Study = f.study
+	}
+	if fl.Changed("trials") {
+		cfg.Search.Trials = f.trials
+	}
+	if fl.Changed("engine") {
+		if !slices.Contains(config.EngineKinds, f.engineKind) {
+			return usageErrorf("--engine: unknown kind %q (one of %s)", f.engineKind, strings.Join(config.EngineKinds, ", "))
+		}
+		cfg.Engine.Kind = f.engineKind
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError(err)
+	}
+	if cfg.Engine.Kind == config.EngineExternal {
+		return usageErrorf("tune needs an engine it can restart with each trial's flags (sim, process or kubernetes), not external")
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Logger: logger})
+	if err != nil {
+		return usageError(err)
+	}
+	plan, err := tune.NewPlan(cfg)
+	if err != nil {
+		return usageError(err)
+	}
+	if f.dryRun {
+		launches, err := tune.FirstGeneration(cmd.Context(), plan, eng, cfg.Search.Population, cfg.Search.Trials)
+		if err != nil {
+			return err
+		}
+		if f.asJSON {
+			return writeJSON(stdout, launches)
+		}
+		return writeDryRun(stdout, cfg, launches)
+	}
+
+	cfg.Search.Storage = resolveStorage(cfg.Search.Storage, f.out)
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	src, err := workload.Open(cfg.Workload, cfg.Engine.MaxModelLen)
+	if err != nil {
+		return usageError(err)
+	}
+	progressOut := stdout
+	if f.asJSON {
+		progressOut = stderr
+	}
+	var progress func(tune.Progress)
+	if !f.quiet {
+		progress = func(p tune.Progress) { tune.WriteProgress(progressOut, p) }
+	}
+	fmt.Fprintf(progressOut, "study %q in %s: %d trials, %s engine, %d users per trial\n",
+		cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Engine.Kind, cfg.Search.Users)
+	start := time.Now()
+	res, runErr := tune.Run(cmd.Context(), cfg, tune.Options{
+		Engine:        eng,
+		Evaluate:      tuneEvaluator(cfg, src),
+		ArtifactsRoot: filepath.Join(f.out, "trials"),
+		Progress:      progress,
+		Logger:        logger,
+	})
+	if res == nil {
+		return runErr
+	}
+	if f.asJSON {
+		if err := writeJSON(stdout, res); err != nil {
+			return err
+		}
+	} else if err := writeTuneResult(stdout, res, plan, time.Since(start)); err != nil {
+		return err
+	}
+	if res.Run.Interrupted {
+		fmt.Fprintf(stderr, "spoc: tune interrupted; run the same command to continue study %q\n", res.Study)
+	}
+	return runErr
+}
+
+// tuneEvaluator measures one trial. The simulator runs in virtual time;
+// other engines need the HTTP evaluation of package capacity.
+func tuneEvaluator(cfg *config.Config, src workload.Workload) tune.Evaluator {
+	return tune.VirtualEvaluator(cfg, src)
+}
+
+// resolveStorage places a relative SQLite path in the output folder.
+func resolveStorage(storage, out string) string {
+	if strings.Contains(storage, "://") && !strings.HasPrefix(storage, "sqlite:") {
+		return storage
+	}
+	path, hadScheme := strings.CutPrefix(storage, "sqlite:")
+	if strings.HasPrefix(path, "//") || filepath.IsAbs(path) {
+		return storage
+	}
+	path = filepath.Join(out, path)
+	if hadScheme {
+		return "sqlite:" + path
+	}
+	return path
+}
+
+func writeDryRun(w io.Writer, cfg *config.Config, launches []tune.Launch) error {
+	fmt.Fprintf(w, "study %q, %s engine: the first %d trials (of %d) would launch:\n", cfg.Search.Study, cfg.Engine.Kind, len(launches), cfg.Search.Trials)
+	for _, l := range launches {
+		fmt.Fprintf(w, "\n# trial %d\n", l.Trial)
+		if strings.Contains(l.Launch, "\n") {
+			fmt.Fprint(w, l.Launch)
+			if !strings.HasSuffix(l.Launch, "\n") {
+				fmt.Fprintln(w)
+			}
+			continue
+		}
+		fmt.Fprintln(w, l.Launch)
+	}
+	return nil
+}
+
+func writeTuneResult(w io.Writer, res *tune.Result, plan *tune.Plan, took time.Duration) error {
+	var states []string
+	for _, s := range []string{"COMPLETE", "INFEASIBLE", "FAIL", "WAITING", "RUNNING"} {
+		for st, n := range res.States {
+			if string(st) == s && n > 0 {
+				states = append(states, fmt.Sprintf("%s %d", s, n))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nstudy %q: %d trials (%s); this run: %d trials in %s\n", res.Study, len(res.Trials), strings.Join(states, ", "), res.Run.Ran, took.Round(time.Millisecond))
+	if len(res.Front) == 0 {
+		fmt.Fprintln(w, "no feasible trial yet: every complete trial violates the SLA, or none completed")
+		return nil
+	}
+	fmt.Fprintf(w, "Pareto front (%d feasible trials, best first on %s):\n", len(res.Front), res.Objectives[0].Metric)
+	names := make([]string, len(plan.Space.Params))
+	for i, p := range plan.Space.Params {
+		names[i] = p.Name
+	}
+	return tune.WriteFront(w, res, names)
+}

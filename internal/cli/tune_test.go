@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/tune"
+)
+
+func tuneCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), append([]string{"tune"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeTuneConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spoc.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// smallStudy keeps each simulated trial to a fraction of a second.
+const smallStudy = `
+search:
+  trials: 3
+  population: 2
+  users: 8
+  duration: 30s
+  warmup: 5s
+run:
+  ramp: 0s
+`
+
+func TestTuneRunsAndResumes(t *testing.T) {
+	cfg := writeTuneConfig(t, smallStudy)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := tuneCLI(t, "-c", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"trial 1/3 #0", "trial 3/3 #2", `study "default": 3 trials`, "this run: 3 trials"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "study.db")); err != nil {
+		t.Errorf("study database not in the output folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "trials", "default", "trial-00002")); err != nil {
+		t.Errorf("trial folder missing: %v", err)
+	}
+	code, stdout, stderr = tuneCLI(t, "-c", cfg, "--out", out, "--trials", "4", "--json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	var res tune.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout)
+	}
+	if res.Run.Ran != 1 || len(res.Trials) != 4 || !strings.Contains(stderr, "trial 4/4 #3") {
+		t.Errorf("resume ran %d, study has %d trials; stderr:\n%s", res.Run.Ran, len(res.Trials), stderr)
+	}
+}
+
+func TestTuneDryRun(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config string
+		args   []string
+		want   []string
+	}{
+		{"sim", "", nil, []string{"first 12 trials (of 60)", "# trial 0\nsimulated openai/gpt-oss-120b", "# trial 11\n"}},
+		{"process", `
+engine:
+  kind: process
+  process:
+    command: [spoc, sim, serve, --port, "{{.Port}}", --model, "{{.Model}}"]
+`, nil, []string{"# trial 0\nspoc sim serve --port \"<port>\" --model gpt-oss-120b --", "--max-model-len 131072", "--tensor-parallel-size 4"}},
+		{"kubernetes", "", []string{"--engine", "kubernetes", "--study", "Big Study"}, []string{"kind: Deployment", "name: spoc-big-study-t0", "nvidia.com/gpu: \"4\"", "kind: Service"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--dry-run", "--out", filepath.Join(t.TempDir(), "out")}, tc.args...)
+			if tc.config != "" {
+				args = append(args, "-c", writeTuneConfig(t, tc.config))
+			}
+			code, stdout, stderr := tuneCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("dry run lacks %q:\n%s", w, stdout)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(args[2])); err == nil {
+				t.Error("dry run created the output folder")
+			}
+		})
+	}
+	code, stdout, _ := tuneCLI(t, "--dry-run", "--json", "--trials", "5")
+	var launches []tune.Launch
+	if code != 0 || json.Unmarshal([]byte(stdout), &launches) != nil || len(launches) != 5 {
+		t.Errorf("--dry-run --json: exit %d, %d launches:\n%s", code, len(launches), stdout)
+	}
+}
+
+func TestTuneUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--engine", "docker"},
+		{"--engine", "external"},
+		{"--trials", "0"},
+		{"-c", "/no/such/spoc.yaml"},
+	} {
+		if code, _, stderr := tuneCLI(t, append(args, "--dry-run")...); code != ExitUsage {
+			t.Errorf("tune %v: exit %d, want %d (%s)", args, code, ExitUsage, stderr)
+		}
+	}
+}
+
+func TestResolveStorage(t *testing.T) {
+	for in, want := range map[string]string{
+		"sqlite:study.db":         "sqlite:out/study.db",
+		"study.db":                "out/study.db",
+		"sqlite:/abs/study.db":    "sqlite:/abs/study.db",
+		"sqlite:///abs/study.db":  "sqlite:///abs/study.db",
+		"postgres://u@h/db":       "postgres://u@h/db",
+		"postgresql://u@h/db?x=y": "postgresql://u@h/db?x=y",
+	} {
+		if got := resolveStorage(in, "out"); got != want {
+			t.Errorf("resolveStorage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	tiktoken "github.com/tiktoken-go/tokenizer"
 )
@@ -23,12 +24,20 @@ var ErrUnknown = errors.New("unknown tokenizer")
 // Tokenizer is a BPE tokenizer. It is safe for concurrent use.
 type Tokenizer struct {
 	name  string
-	codec tiktoken.Codec
+	codec codec
+}
+
+// codec is what a tokenizer implementation provides: tiktoken's codecs and
+// the tokenizer.json BPE.
+type codec interface {
+	Count(string) (int, error)
+	Encode(string) ([]uint, []string, error)
+	Decode([]uint) (string, error)
 }
 
 // New returns the tokenizer called name: o200k_base (gpt-oss, GPT-4o) or
-// cl100k_base (GPT-4). Their vocabularies are embedded, so New never touches
-// the network.
+// cl100k_base (GPT-4), whose vocabularies are embedded so New never touches
+// the network, or the path of a Hugging Face tokenizer.json (see LoadFile).
 func New(name string) (*Tokenizer, error) {
 	var enc tiktoken.Encoding
 	switch name {
@@ -37,7 +46,10 @@ func New(name string) (*Tokenizer, error) {
 	case Cl100kBase:
 		enc = tiktoken.Cl100kBase
 	default:
-		return nil, fmt.Errorf("tokenizer %q: %w (built-in: %v; tokenizer.json files are not supported yet)", name, ErrUnknown, Names)
+		if st, err := os.Stat(name); err == nil && !st.IsDir() {
+			return LoadFile(name)
+		}
+		return nil, fmt.Errorf("tokenizer %q: %w (built-in: %v, or the path of a tokenizer.json)", name, ErrUnknown, Names)
 	}
 	c, err := tiktoken.Get(enc)
 	if err != nil {

@@ -189,3 +189,26 @@ func TestDefaultRulesYAMLRoundTrip(t *testing.T) {
 		t.Error("DefaultRulesYAML does not parse to DefaultRules")
 	}
 }
+
+func FuzzParseRules(f *testing.F) {
+	f.Add("include_defaults: true\nrules:\n  - name: a\n    category: gemm\n    match: x\n")
+	f.Add("rules:\n  - name: [1]\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		rs, err := ParseRules(strings.NewReader(in), "fuzz.yaml")
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, r := range rs.Rules() {
+			if r.Name == "" || r.Match == nil {
+				t.Fatalf("accepted an invalid rule %+v", r)
+			}
+			if _, err := ParseCategory(string(r.Category)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rs.Classify("ncclDevKernel_AllReduce")
+	})
+}

@@ -56,6 +56,8 @@ type GPUBreakdown struct {
 	WindowNS     int64 `json:"window_ns"`
 	// IdleFraction is the share of the window with nothing running on the GPU.
 	IdleFraction float64 `json:"idle_fraction"`
+	// GraphKernels counts the kernel launches that were CUDA graph nodes.
+	GraphKernels int64 `json:"graph_kernels"`
 }
 
 // Breakdown is where the GPU time went.
@@ -119,7 +121,12 @@ func Analyze(p *Profile, rules *RuleSet, opt Options) (*Breakdown, error) {
 		if d.Device == AllDevices {
 			continue
 		}
+		var graph int64
+		for _, k := range d.Kernels {
+			graph += k.GraphCount
+		}
 		g := GPUBreakdown{
+			GraphKernels: graph,
 			Device:       d.Device,
 			Name:         d.Name,
 			Categories:   acc.categories(0),

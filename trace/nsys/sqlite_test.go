@@ -124,6 +124,9 @@ func TestReadSQLiteShares(t *testing.T) {
 	if graph != 4*3*28 {
 		t.Errorf("graph node kernels %d, want %d", graph, 4*3*28)
 	}
+	if b.GPUs[1].GraphKernels != 3*28 {
+		t.Errorf("GPU 1 graph kernels %d, want %d", b.GPUs[1].GraphKernels, 3*28)
+	}
 }
 
 // TestReadSQLiteMatchesAggregate cross-checks the SQL aggregation and busy-time

@@ -107,6 +107,9 @@ func parseURL(raw string) (dialect, string, error) {
 	if p == "" {
 		return 0, "", fmt.Errorf("sqlite URL has no path")
 	}
+	if strings.ContainsAny(p, "?#") {
+		return 0, "", fmt.Errorf("sqlite path %q may not contain '?' or '#'", p)
+	}
 	// _txlock=immediate: every write transaction takes the write lock at
 	// BEGIN, so read-then-write claims cannot deadlock on lock upgrade.
 	q := url.Values{}

@@ -77,6 +77,7 @@ func TestParseURL(t *testing.T) {
 		{"mysql://x", 0, "", true},
 		{"", 0, "", true},
 		{"sqlite:", 0, "", true},
+		{"sqlite:a.db?mode=ro", 0, "", true},
 	}
 	for _, tt := range tests {
 		d, dsn, err := parseURL(tt.in)

@@ -24,23 +24,35 @@ type Queries map[string]string
 
 // DefaultQueries returns one selector per catalog metric, matching its current
 // and older names (and, for histograms, the _bucket, _sum and _count series).
-func DefaultQueries() Queries {
+func DefaultQueries() Queries { return SelectorQueries("") }
+
+// SelectorQueries is DefaultQueries with extra label matchers in every
+// selector, such as `job=~"vllm|dcgm"` or `namespace="llm"` (without
+// braces), to read one deployment out of a shared Prometheus.
+func SelectorQueries(matchers string) Queries {
 	q := make(Queries, len(catalog))
 	for _, m := range catalog {
-		q[m.Name] = defaultQuery(m)
+		q[m.Name] = defaultQuery(m, strings.TrimSpace(matchers))
 	}
 	return q
 }
 
-func defaultQuery(m Metric) string {
+func defaultQuery(m Metric, matchers string) string {
 	names := append([]string{m.Name}, m.Aliases...)
+	extra := ""
+	if matchers != "" {
+		extra = "," + matchers
+	}
 	if m.Kind == Histogram {
-		return fmt.Sprintf(`{__name__=~"(%s)_(bucket|sum|count)"}`, strings.Join(names, "|"))
+		return fmt.Sprintf(`{__name__=~"(%s)_(bucket|sum|count)"%s}`, strings.Join(names, "|"), extra)
 	}
 	if len(names) == 1 {
+		if matchers != "" {
+			return m.Name + "{" + matchers + "}"
+		}
 		return m.Name
 	}
-	return fmt.Sprintf(`{__name__=~"%s"}`, strings.Join(names, "|"))
+	return fmt.Sprintf(`{__name__=~"%s"%s}`, strings.Join(names, "|"), extra)
 }
 
 // Validate checks that every key names a catalog metric (by its current
@@ -69,8 +81,11 @@ type QueryOptions struct {
 	// Step is the resolution of the answer; it defaults to DefaultInterval
 	// and widens to keep under MaxPointsPerQuery.
 	Step time.Duration
-	// Queries replaces DefaultQueries entry by entry; an empty expression
-	// leaves the metric out.
+	// Selector adds label matchers (without braces) to every default query;
+	// see SelectorQueries.
+	Selector string
+	// Queries replaces the default queries entry by entry; an empty
+	// expression leaves the metric out.
 	Queries Queries
 	// Store bounds the returned store.
 	Store StoreOptions
@@ -87,7 +102,7 @@ func QueryRange(ctx context.Context, baseURL string, start, end time.Time, opts 
 	if !end.After(start) {
 		return nil, fmt.Errorf("query Prometheus %s: end %s is not after start %s", baseURL, end.Format(time.RFC3339), start.Format(time.RFC3339))
 	}
-	queries := DefaultQueries()
+	queries := SelectorQueries(opts.Selector)
 	for k, v := range opts.Queries {
 		queries[k] = v
 	}

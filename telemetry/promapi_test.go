@@ -168,6 +168,16 @@ func TestDefaultQueriesAreValid(t *testing.T) {
 	if err := q.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	sel := SelectorQueries(`job="a",namespace=~"llm.*"`)
+	for _, tc := range []struct{ got, want string }{
+		{sel[VLLMRunning], `vllm:num_requests_running{job="a",namespace=~"llm.*"}`},
+		{sel[VLLMTTFT], `{__name__=~"(vllm:time_to_first_token_seconds)_(bucket|sum|count)",job="a",namespace=~"llm.*"}`},
+		{sel[VLLMKVCacheUsage], `{__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",job="a",namespace=~"llm.*"}`},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("selector query = %s, want %s", tc.got, tc.want)
+		}
+	}
 	for _, tc := range []struct{ key, want string }{
 		{VLLMRunning, "vllm:num_requests_running"},
 		{VLLMITL, `{__name__=~"(vllm:inter_token_latency_seconds|vllm:time_per_output_token_seconds)_(bucket|sum|count)"}`},

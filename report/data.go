@@ -6,6 +6,7 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/trace"
+	"github.com/spoc-project/spoc/trace/roofline"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -202,9 +203,14 @@ type Client struct {
 
 // Kernels is the kernel-level breakdown and its roofline comparison.
 type Kernels struct {
-	File      string                       `json:"file"`
-	Breakdown *trace.Breakdown             `json:"breakdown"`
-	Predicted map[string]*trace.Comparison `json:"predicted,omitempty"` // by weight format
+	File      string           `json:"file"`
+	Breakdown *trace.Breakdown `json:"breakdown"`
+	// Mix is the batch the roofline predictions priced: the steady state at
+	// the ceiling.
+	Mix roofline.BatchMix `json:"batch_mix"`
+	// Roofline compares the measured split with the cost model's under each
+	// weight-format assumption (W4A16, FP4).
+	Roofline []roofline.Comparison `json:"roofline,omitempty"`
 }
 
 // CompareRow is one hardware target of a comparison.

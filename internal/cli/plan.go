@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/report"
+)
+
+func init() { register(newPlanCmd) }
+
+func newPlanCmd() *cobra.Command {
+	var (
+		file, out              string
+		quick, compare, asJSON bool
+		quiet                  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan [-c FILE] [--out DIR] [--quick] [--compare]",
+		Short: "Run the whole methodology: workload → tune → choose → sweep → trace → report",
+		Long: `Plan answers "how many users?" end to end. It inspects the workload, runs the
+NSGA-II study over the engine flags, gives the best feasible Pareto-front members
+a short sweep and chooses the one with the highest ceiling, sweeps it to the
+capacity ceiling, analyses a kernel trace when one is configured, and writes
+DIR/summary.json, DIR/report.html and DIR/summary.md beside the study and the
+sweep's records. With no configuration it plans the reference case
+(gpt-oss-120b on 4× H100) on the built-in simulator in virtual time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(file)
+			if err != nil {
+				return err
+			}
+			progress := io.Writer(cmd.ErrOrStderr())
+			if quiet {
+				progress = nil
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			d, err := capacity.Plan(cmd.Context(), cfg, capacity.PlanOptions{
+				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version,
+				Render: func(dir string, d *report.Data) error { return renderReport(dir, d, cfg.Report.Formats) },
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), d)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
+			if d.Capacity.FirstFailingUsers > 0 {
+				fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
+			}
+			fmt.Fprintf(w, "\nconfiguration: %s\n", d.Capacity.ServeCommand)
+			for _, r := range d.Compare {
+				fmt.Fprintf(w, "  %-10s %4d users  %6.1f users/GPU  ratio %.2f\n", r.Name, r.Users, r.UsersPerGPU, r.Ratio)
+			}
+			fmt.Fprintf(w, "report: %s\n", filepath.Join(out, "report.html"))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "config", "c", "", "plan configuration; the reference case when empty")
+	f.StringVar(&out, "out", "spoc-out", "output folder")
+	f.BoolVar(&quick, "quick", false, "smoke run: few trials, short windows (< 30 s on the simulator)")
+	f.BoolVar(&compare, "compare", false, "also sweep the chosen configuration on engine.compare targets (default 4× H100 vs 2× H200)")
+	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	return cmd
+}
+
+// renderReport writes the report formats for d into dir, each through a
+// temporary file renamed into place.
+func renderReport(dir string, d *report.Data, formats []string) error {
+	type output struct {
+		name, format string
+		render       func(io.Writer, *report.Data) error
+	}
+	for _, o := range []output{{"report.html", "html", report.HTML}, {"summary.md", "md", report.Markdown}} {
+		if len(formats) > 0 && !slices.Contains(formats, o.format) {
+			continue
+		}
+		if err := writeAtomic(filepath.Join(dir, o.name), func(w io.Writer) error { return o.render(w, d) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes path through a temporary file in the same folder.
+func writeAtomic(path string, fn func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	err = fn(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

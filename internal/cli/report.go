@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/report"
+)
+
+func init() { register(newReportCmd) }
+
+func newReportCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report DIR [--out FILE]",
+		Short: "Render the self-contained HTML report (and summary.md) of a plan's output folder",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			path := filepath.Join(dir, "summary.json")
+			f, err := os.Open(path)
+			if err != nil {
+				return usageErrorf("%s is not a plan folder: %v", dir, err)
+			}
+			var d report.Data
+			dec := json.NewDecoder(f)
+			err = dec.Decode(&d)
+			f.Close()
+			if err != nil {
+				return usageErrorf("read %s: %v", path, err)
+			}
+			if out == "" {
+				if err := renderReport(dir, &d, nil); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, "report.html"))
+				return nil
+			}
+			if err := writeAtomic(out, func(w io.Writer) error { return report.HTML(w, &d) }); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the HTML report here instead of DIR/report.html")
+	return cmd
+}

@@ -1,0 +1,84 @@
+package sim_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/loadgen"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/workload"
+)
+
+// TestLoadgenAgainstServer runs the HTTP load runner briefly against the
+// simulator's server: real prompts from the reference workload, streamed
+// replies, usage with cached tokens.
+func TestLoadgenAgainstServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders the reference workload's prompts")
+	}
+	cfg := config.Default()
+	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.NewServer(sim.ServerConfig{Deployment: dep, TimeScale: 50, Tokenizer: cfg.Workload.Tokenizer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer srv.Close()
+	defer ts.Close()
+	gen, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := loadgen.New(loadgen.Options{
+		Target: ts.URL, Model: srv.Model(), Users: 3, Duration: 4 * time.Second, ThinkTimeScale: 0.005,
+		ExactOutputLength: true, RunID: "it", Renderer: gen,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var recs []*result.Record
+	_, err = run.Run(context.Background(), gen, result.SinkFunc(func(r *result.Record) error {
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, cached int
+	for _, r := range recs {
+		if r.Status != result.StatusOK {
+			if r.Status != result.StatusCancelled {
+				t.Errorf("record %s: %s %s", r.RequestID, r.Status, r.Error)
+			}
+			continue
+		}
+		ok++
+		if r.OutputTokens != r.MaxTokens {
+			t.Errorf("record %s: %d output tokens, asked for exactly %d", r.RequestID, r.OutputTokens, r.MaxTokens)
+		}
+		if d := r.PromptTokens - r.PromptTokensTarget; d < 0 || d > 8*(r.Turn+2)+8 {
+			t.Errorf("record %s: server counted %d prompt tokens for a %d-token target", r.RequestID, r.PromptTokens, r.PromptTokensTarget)
+		}
+		if r.Turn > 0 && r.CachedTokens > 0 {
+			cached++
+		}
+	}
+	if ok < 3 {
+		t.Fatalf("only %d requests completed", ok)
+	}
+	if cached == 0 {
+		t.Error("no later turn reported cached tokens")
+	}
+	t.Logf("%d records, %d ok, %d later turns with cached tokens", len(recs), ok, cached)
+}

@@ -20,9 +20,10 @@ type claim struct {
 	done  bool
 }
 
-// loadStored reads every trial with its bookkeeping, in number order.
-func (s *Study) loadStored(ctx context.Context, q querier) ([]storedTrial, error) {
-	rows, err := q.QueryContext(ctx, s.db.rebind(`SELECT `+trialColumns+` FROM trials WHERE study_id = ? ORDER BY number`), s.id)
+// loadStored reads the trials numbered from on with their bookkeeping, in
+// number order.
+func (s *Study) loadStored(ctx context.Context, q querier, from int) ([]storedTrial, error) {
+	rows, err := q.QueryContext(ctx, s.db.rebind(`SELECT `+trialColumns+` FROM trials WHERE study_id = ? AND number >= ? ORDER BY number`), s.id, from)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func (w *worker) claimTrial(ctx context.Context) (claim, error) {
 	var c claim
 	st := w.opt.Study
 	err := st.db.inStudyTx(ctx, st, func(tx *sql.Tx) error {
-		trials, err := st.loadStored(ctx, tx)
+		trials, err := w.refresh(ctx, tx)
 		if err != nil {
 			return fmt.Errorf("read trials: %w", err)
 		}
@@ -63,7 +64,7 @@ func (w *worker) claimTrial(ctx context.Context) (claim, error) {
 			}
 		}
 		if reaped {
-			if trials, err = st.loadStored(ctx, tx); err != nil {
+			if trials, err = w.refresh(ctx, tx); err != nil {
 				return fmt.Errorf("read trials: %w", err)
 			}
 		}
@@ -124,6 +125,39 @@ func (w *worker) claimTrial(ctx context.Context) (claim, error) {
 		return claim{}, fmt.Errorf("claim a trial in study %q: %w", st.Name, err)
 	}
 	return c, nil
+}
+
+// refresh brings the worker's copy of the study's trials up to date and
+// returns it. Finished trials never change, so only trials from the first
+// one not yet finished onwards are read again: the cost per claim stays
+// proportional to the trials in flight, not to the study's size.
+func (w *worker) refresh(ctx context.Context, q querier) ([]storedTrial, error) {
+	from := len(w.cache)
+	for i := range w.cache {
+		if !w.cache[i].State.Finished() {
+			from = i
+			break
+		}
+	}
+	fresh, err := w.opt.Study.loadStored(ctx, q, from)
+	if err != nil {
+		return nil, err
+	}
+	w.cache = w.cache[:from]
+	for _, t := range fresh {
+		if t.Number != len(w.cache) {
+			// Numbers are dense from 0; anything else means the cache is
+			// out of step (or the study was edited): read everything.
+			all, err := w.opt.Study.loadStored(ctx, q, 0)
+			if err != nil {
+				return nil, err
+			}
+			w.cache = all
+			return w.cache, nil
+		}
+		w.cache = append(w.cache, t)
+	}
+	return w.cache, nil
 }
 
 // requeue marks a RUNNING trial FAIL with reason and queues a WAITING copy

@@ -80,6 +80,8 @@ type worker struct {
 	opt Options
 	id  string
 	log *slog.Logger
+	// cache holds the study's trials by number as last read; see refresh.
+	cache []storedTrial
 }
 
 // Optimize runs the study's trial loop in this worker until the trial

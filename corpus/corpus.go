@@ -32,6 +32,7 @@ type Doc struct {
 	Text    string `json:"text"`
 	Source  string `json:"source,omitempty"`  // where it came from (dataset row, file path, "builtin")
 	License string `json:"license,omitempty"` // SPDX identifier of the source, when known
+	Tokens  int    `json:"tokens,omitempty"`  // token count when the builder had a tokenizer
 }
 
 // Corpus is a set of documents.

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -52,3 +53,7 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return f.Close()
 }
+
+// CreateAtomic creates a file that appears under path only when Close
+// succeeds.
+func CreateAtomic(path string) (io.WriteCloser, error) { return newAtomicFile(path) }

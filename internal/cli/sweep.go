@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/study"
+)
+
+func init() { register(newSweepCmd) }
+
+func newSweepCmd() *cobra.Command {
+	var (
+		file, paramsFlag, usersFlag, out string
+		trial, repeats                   int
+		asJSON, quiet                    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep -c FILE [--params k=v,...|--trial N] [--users LIST] [--repeats R]",
+		Short: "Sweep one configuration over user counts to its capacity ceiling",
+		Long: `Sweep runs one engine configuration at increasing user counts — a coarse grid
+(sweep.users, or doubling from sweep.start), then bisection between the last
+passing and first failing count down to max(sweep.resolution_users,
+sweep.resolution_fraction) — each with a warm-up and a measured window. The
+capacity ceiling is the largest count meeting the SLA. The configuration is
+engine.params, overridden by --params, or the parameters of study trial --trial.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(file)
+			if err != nil {
+				return err
+			}
+			if usersFlag != "" {
+				us, err := parseUsers(usersFlag)
+				if err != nil {
+					return usageErrorf("--users: %v", err)
+				}
+				cfg.Sweep.Users = us
+			}
+			if cmd.Flags().Changed("repeats") {
+				cfg.Sweep.Repeats = repeats
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError(err)
+			}
+			params, err := parseParams(paramsFlag)
+			if err != nil {
+				return usageErrorf("--params: %v", err)
+			}
+			if trial >= 0 {
+				if paramsFlag != "" {
+					return usageErrorf("--params and --trial exclude each other")
+				}
+				if params, err = trialParams(cmd.Context(), cfg, out, trial); err != nil {
+					return err
+				}
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			var eng engine.Engine
+			if cfg.Engine.Kind != config.EngineSim {
+				if eng, err = engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-sweep", Logger: logger}); err != nil {
+					return usageError(err)
+				}
+			}
+			ev, err := capacity.NewEvaluator(cfg, eng, logger)
+			if err != nil {
+				return usageError(err)
+			}
+			progress := cmd.ErrOrStderr()
+			opts := capacity.SweepOptionsFrom(cfg)
+			if !quiet {
+				opts.Progress = func(l capacity.Level, phase string) {
+					for i, r := range l.Repeats {
+						v := "pass"
+						if !r.Pass {
+							v = "FAIL " + r.FailedClause
+						}
+						fmt.Fprintf(progress, "%-6s %5d users (repeat %d): %7.0f tok/s  TTFT p95 %6.0f ms  ITL p95 %5.1f ms  %s\n", phase, l.Users, i+1, r.OutputThroughput, r.TTFTP95*1000, r.ITLP95*1000, v)
+					}
+				}
+			}
+			var records func(int) (io.WriteCloser, error)
+			if out != "" {
+				dir := filepath.Join(out, "records")
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+				records = func(users int) (io.WriteCloser, error) {
+					return capacity.CreateAtomic(filepath.Join(dir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
+				}
+			}
+			load := func(u int) capacity.Load {
+				l := capacity.RunLoad(cfg, u)
+				if cfg.Sweep.Duration > 0 {
+					l.Duration = cfg.Sweep.Duration.D()
+				}
+				if cfg.Sweep.Warmup > 0 {
+					l.Warmup = cfg.Sweep.Warmup.D()
+				}
+				l.Ramp = min(l.Ramp, l.Warmup)
+				return l
+			}
+			res, err := capacity.SweepConfig(cmd.Context(), ev, params, load, opts, records)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				for i := range res.Levels {
+					for j := range res.Levels[i].Repeats {
+						res.Levels[i].Repeats[j].Detail = nil
+					}
+				}
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
+			if res.FirstFailing > 0 {
+				fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
+			} else {
+				fmt.Fprintf(w, "no failure up to sweep.max = %d users\n", cfg.Sweep.Max)
+			}
+			if res.Knee > 0 {
+				fmt.Fprintf(w, "throughput knee: %d users\n", res.Knee)
+			}
+			if cfg.Sweep.Repeats > 1 {
+				fmt.Fprintf(w, "repeats: %d per level, largest throughput spread %.1f%%\n", cfg.Sweep.Repeats, 100*res.Spread)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "config", "c", "", "plan configuration; the reference case when empty")
+	f.StringVar(&paramsFlag, "params", "", "engine flags over engine.params, e.g. max-num-batched-tokens=2048,enable-prefix-caching=false")
+	f.IntVar(&trial, "trial", -1, "use the parameters of this trial of the study (search.storage, relative to --out)")
+	f.StringVar(&usersFlag, "users", "", "coarse grid of user counts, e.g. 50,100,200,400")
+	f.IntVar(&repeats, "repeats", 1, "runs per user count")
+	f.StringVar(&out, "out", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	f.BoolVar(&quiet, "quiet", false, "no per-level progress")
+	return cmd
+}
+
+func parseUsers(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive user count", part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseParams reads k=v,k=v with ints, floats and booleans typed.
+func parseParams(s string) (map[string]any, error) {
+	m := map[string]any{}
+	if strings.TrimSpace(s) == "" {
+		return m, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not name=value", kv)
+		}
+		v = strings.TrimSpace(v)
+		if i, err := strconv.Atoi(v); err == nil {
+			m[k] = i
+		} else if f, err := strconv.ParseFloat(v, 64); err == nil {
+			m[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			m[k] = b
+		} else {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+func trialParams(ctx context.Context, cfg *config.Config, out string, n int) (map[string]any, error) {
+	storage := cfg.Search.Storage
+	if path, ok := strings.CutPrefix(storage, "sqlite:"); ok && !filepath.IsAbs(path) {
+		storage = "sqlite:" + filepath.Join(out, path)
+	}
+	db, err := study.Open(ctx, storage)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	st, err := db.Load(ctx, cfg.Search.Study)
+	if err != nil {
+		return nil, err
+	}
+	trials, err := st.Trials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range trials {
+		if t.Number == n {
+			return map[string]any(t.Params), nil
+		}
+	}
+	return nil, usageErrorf("study %q has no trial %d", cfg.Search.Study, n)
+}

@@ -294,3 +294,28 @@ func BenchmarkSample2000(b *testing.B) {
 		})
 	}
 }
+
+// TestConcurrentSample shares one Sampler between goroutines, as workers of
+// one process do; run with -race.
+func TestConcurrentSample(t *testing.T) {
+	s := mustNew(t, Options{PopulationSize: 4, Seed: 2})
+	var hist []search.Trial
+	for i := 0; i < 12; i++ {
+		gen := s.Generation(hist)
+		p, _ := s.Sample(context.Background(), hist, catSpace())
+		hist = append(hist, search.Trial{Number: i, Params: p, Values: []float64{p.Float("x"), 1 - p.Float("x")}, State: search.StateComplete, Generation: gen, Complete: time.Unix(int64(i), 0)})
+	}
+	fresh := mustNew(t, Options{PopulationSize: 4, Seed: 2})
+	done := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := fresh.Sample(context.Background(), hist, catSpace())
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

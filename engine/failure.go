@@ -121,6 +121,8 @@ var logPatterns = []logPattern{
 	{"error: argument", ReasonRejected}, // argparse: invalid choice / invalid int value
 	{"validationerror", ReasonRejected}, // pydantic config checks (vLLM ≥ 0.10)
 	{"valueerror:", ReasonRejected},     // EngineArgs / SchedulerConfig checks
+	{"kv cache size:", ReasonKVCache},   // spoc sim serve: weights leave no KV cache
+	{"engine params:", ReasonRejected},  // spoc sim serve: impossible flag value
 }
 
 // notRejected are argparse errors that mean the command itself is wrong for

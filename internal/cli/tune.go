@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/tune"
-	"github.com/spoc-project/spoc/workload"
 )
 
 func init() { register(newTuneCmd) }
@@ -23,7 +23,7 @@ func init() { register(newTuneCmd) }
 type tuneFlags struct {
 	config, storage, study, engineKind, out string
 	trials                                  int
-	dryRun, asJSON, quiet                   bool
+	dryRun, asJSON, quiet, keepArtifacts    bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -53,6 +53,7 @@ generation would launch (command lines, manifests) without starting anything.`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what the first generation would launch, start nothing")
 	fl.BoolVar(&f.asJSON, "json", false, "print the study result (or the dry run) as JSON; progress goes to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "no per-trial progress")
+	fl.BoolVar(&f.keepArtifacts, "keep-artifacts", false, "keep per-trial records and telemetry of simulated trials too (always kept for real engines)")
 	return cmd
 }
 
@@ -108,7 +109,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
-	src, err := workload.Open(cfg.Workload, cfg.Engine.MaxModelLen)
+	ev, err := capacity.NewEvaluator(cfg, eng, logger)
 	if err != nil {
 		return usageError(err)
 	}
@@ -122,11 +123,19 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	}
 	fmt.Fprintf(progressOut, "study %q in %s: %d trials, %s engine, %d users per trial\n",
 		cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Engine.Kind, cfg.Search.Users)
+	// A simulated trial is reproduced exactly by spoc sim run with its
+	// flags, so its records (megabytes per trial) are kept only on request;
+	// a real server's trial folder holds the server log and cannot be redone.
+	artifacts := filepath.Join(f.out, "trials")
+	if _, virtual := eng.(engine.Virtual); virtual && !f.keepArtifacts {
+		artifacts = ""
+	}
 	start := time.Now()
 	res, runErr := tune.Run(cmd.Context(), cfg, tune.Options{
 		Engine:        eng,
-		Evaluate:      tuneEvaluator(cfg, src),
-		ArtifactsRoot: filepath.Join(f.out, "trials"),
+		Evaluate:      ev.TuneEvaluator(),
+		Capacity:      ev.CapacityFunc(),
+		ArtifactsRoot: artifacts,
 		Progress:      progress,
 		Logger:        logger,
 	})
@@ -144,12 +153,6 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		fmt.Fprintf(stderr, "spoc: tune interrupted; run the same command to continue study %q\n", res.Study)
 	}
 	return runErr
-}
-
-// tuneEvaluator measures one trial. The simulator runs in virtual time;
-// other engines need the HTTP evaluation of package capacity.
-func tuneEvaluator(cfg *config.Config, src workload.Workload) tune.Evaluator {
-	return tune.VirtualEvaluator(cfg, src)
 }
 
 // resolveStorage places a relative SQLite path in the output folder.

@@ -55,10 +55,10 @@ func TestTuneRunsAndResumes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "study.db")); err != nil {
 		t.Errorf("study database not in the output folder: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(out, "trials", "default", "trial-00002")); err != nil {
-		t.Errorf("trial folder missing: %v", err)
+	if _, err := os.Stat(filepath.Join(out, "trials")); err == nil {
+		t.Errorf("simulated trials kept artefacts without --keep-artifacts")
 	}
-	code, stdout, stderr = tuneCLI(t, "-c", cfg, "--out", out, "--trials", "4", "--json")
+	code, stdout, stderr = tuneCLI(t, "-c", cfg, "--out", out, "--trials", "4", "--json", "--keep-artifacts")
 	if code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, stderr)
 	}
@@ -68,6 +68,9 @@ func TestTuneRunsAndResumes(t *testing.T) {
 	}
 	if res.Run.Ran != 1 || len(res.Trials) != 4 || !strings.Contains(stderr, "trial 4/4 #3") {
 		t.Errorf("resume ran %d, study has %d trials; stderr:\n%s", res.Run.Ran, len(res.Trials), stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "trials", "default", "trial-00003", "records.jsonl")); err != nil {
+		t.Errorf("--keep-artifacts: %v", err)
 	}
 }
 

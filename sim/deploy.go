@@ -57,6 +57,13 @@ func DeploymentFromConfig(e config.Engine) (Deployment, error) {
 	if d.ServedModelName == "" {
 		d.ServedModelName = e.Model
 	}
+	if e.Sim.Calibration != "" {
+		f, err := LoadCalibration(e.Sim.Calibration)
+		if err != nil {
+			return Deployment{}, fmt.Errorf("engine.sim.calibration: %w", err)
+		}
+		d.Factors = f
+	}
 	for _, t := range e.Sim.Throttle {
 		d.Throttles = append(d.Throttles, Throttle{GPU: t.GPU, ClockFactor: t.ClockFactor,
 			Start: t.Start.D().Seconds(), End: t.End.D().Seconds()})

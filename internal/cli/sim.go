@@ -7,13 +7,17 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/perfmodel/calibrate"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/workload"
@@ -26,7 +30,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "The built-in vLLM-like simulator: in virtual time, or as an HTTP server",
 	}
-	cmd.AddCommand(newSimRunCmd(), newSimServeCmd())
+	cmd.AddCommand(newSimRunCmd(), newSimServeCmd(), newSimCalibrateCmd(), newSimValidateCmd())
 	return cmd
 }
 
@@ -374,5 +378,130 @@ func newSimServeCmd() *cobra.Command {
 		fmt.Fprintln(cmd.ErrOrStderr(), "spoc sim: stopped")
 		return nil
 	}
+	return cmd
+}
+
+// readSimMeasurements reads benchmark measurements for calibrate/validate.
+func readSimMeasurements(path string) ([]calibrate.Point, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	defer f.Close()
+	pts, err := calibrate.ReadMeasurements(f, path)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return pts, nil
+}
+
+func printSimValidation(w io.Writer, v calibrate.Validation) {
+	names := make([]string, 0, len(v.MAPE))
+	for n := range v.MAPE {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(w, "%d points; mean absolute percentage error:", len(v.Rows))
+	for _, n := range names {
+		fmt.Fprintf(w, " %s %.1f%%", n, v.MAPE[n])
+	}
+	fmt.Fprintln(w)
+}
+
+func newSimCalibrateCmd() *cobra.Command {
+	var (
+		model, out string
+		params     []string
+		maxEval    int
+		asJSON     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "calibrate MEASUREMENTS [-o calibration.json]",
+		Short: "Fit the simulator's cost-model factors to measured benchmarks (CSV or vllm bench serve JSON)",
+		Long: "Fits perfmodel factors so that replaying each measured benchmark reproduces its throughput, TPOT and\n" +
+			"TTFT, and writes them as a calibration file for engine.sim.calibration.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pts, err := readSimMeasurements(args[0])
+			if err != nil {
+				return err
+			}
+			opts := calibrate.Options{Model: model, Params: params, MaxEvaluations: maxEval}
+			if model != "" {
+				if _, err := perfmodel.LookupModel(model); err != nil {
+					return usageError(err)
+				}
+			}
+			res, err := calibrate.Fit(cmd.Context(), pts, opts)
+			if err != nil {
+				return fmt.Errorf("sim calibrate: %w", err)
+			}
+			if out != "" {
+				if err := simWriteFileAtomic(out, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+					return fmt.Errorf("sim calibrate: %w", err)
+				}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "fitted %s in %d evaluations\n", strings.Join(res.Params, ", "), res.Evaluations)
+			printSimValidation(w, res.Validation)
+			if out != "" {
+				fmt.Fprintf(w, "wrote %s (set engine.sim.calibration to use it)\n", out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
+	cmd.Flags().StringSliceVar(&params, "params", nil, "factors to fit (default: "+strings.Join(calibrate.DefaultParams, ",")+")")
+	cmd.Flags().IntVar(&maxEval, "max-evaluations", 0, "bound on objective evaluations (default 400)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the calibration file here")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fit as JSON")
+	return cmd
+}
+
+func newSimValidateCmd() *cobra.Command {
+	var (
+		model, calib string
+		asJSON       bool
+	)
+	cmd := &cobra.Command{
+		Use:   "validate MEASUREMENTS [--calibration FILE]",
+		Short: "Compare the simulator's predictions with measured benchmarks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pts, err := readSimMeasurements(args[0])
+			if err != nil {
+				return err
+			}
+			name := model
+			if name == "" {
+				name = calibrate.DefaultModel
+			}
+			m, err := perfmodel.LookupModel(name)
+			if err != nil {
+				return usageError(err)
+			}
+			factors := perfmodel.DefaultFactors(m)
+			if calib != "" {
+				if factors, err = sim.LoadCalibration(calib); err != nil {
+					return usageError(err)
+				}
+			}
+			v, err := calibrate.Validate(cmd.Context(), pts, factors, calibrate.Options{Model: model})
+			if err != nil {
+				return fmt.Errorf("sim validate: %w", err)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
+			printSimValidation(cmd.OutOrStdout(), v)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
+	cmd.Flags().StringVar(&calib, "calibration", "", "calibration file (default: the model family's built-in factors)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print every point's prediction as JSON")
 	return cmd
 }

@@ -50,3 +50,20 @@ func TestSimBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestSimValidate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays the reference measurements")
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"sim", "validate", "../../perfmodel/calibrate/testdata/inferencemax_gptoss120b_h100_vllm0.13.csv"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "points; mean absolute percentage error: median_tpot") {
+		t.Errorf("output: %s", out.String())
+	}
+	if code := Run(context.Background(), []string{"sim", "validate", "no-such-file.csv"}, &out, &errb); code != ExitUsage {
+		t.Errorf("missing file: exit %d, want %d", code, ExitUsage)
+	}
+}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"os"
 	"sync"
 	"testing"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/spoc-project/spoc/corpus"
 	"github.com/spoc-project/spoc/tokenizer"
 )
+
+func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
 
 func testCorpus() *corpus.Corpus { return corpus.Builtin() }
 

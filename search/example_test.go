@@ -15,7 +15,7 @@ func ExampleHypervolume() {
 
 func ExampleSpace_Check() {
 	space := search.Space{Params: []search.Param{
-		search.IntStep("max_num_seqs", 16, 512, 16),
+		search.IntStep("max_num_seqs", 16, 2048, 16),
 		search.IntLog("max_num_batched_tokens", 512, 16384),
 	}}
 	space = space.WithRule("batched_tokens_ge_seqs", func(p search.Params) error {
@@ -24,12 +24,12 @@ func ExampleSpace_Check() {
 		}
 		return nil
 	})
-	_, err := space.Check(search.Params{"max_num_seqs": 512, "max_num_batched_tokens": 1000})
+	_, err := space.Check(search.Params{"max_num_seqs": 2048, "max_num_batched_tokens": 1000})
 	fmt.Println(err)
 	_, err = space.Check(search.Params{"max_num_seqs": 500, "max_num_batched_tokens": 1000})
 	fmt.Println(err)
 	// Output:
-	// rule "batched_tokens_ge_seqs": 1000 < 512
+	// rule "batched_tokens_ge_seqs": 1000 < 2048
 	// parameter "max_num_seqs": 500 is not on the step grid 16 + k·16
 }
 

@@ -65,7 +65,10 @@ type stream struct {
 // The error wraps errServerStream when the server's bytes were at fault, and
 // is the reader's error otherwise (timeouts, cancellation, resets).
 func readStream(sr *SSEReader, st *stream) error {
-	var c chunk
+	var (
+		ci   chunkInfo
+		slow chunk
+	)
 	for {
 		ev, err := sr.Next()
 		if err != nil {
@@ -83,42 +86,22 @@ func readStream(sr *SSEReader, st *stream) error {
 			st.done = true
 			return nil
 		}
-		c = chunk{}
-		if err := json.Unmarshal(data, &c); err != nil {
+		if err := decodeChunk(data, &ci, &slow); err != nil {
 			return fmt.Errorf("%w: malformed chunk %.80q: %v", errServerStream, data, err)
 		}
-		if c.Error != nil {
-			return fmt.Errorf("%w: server error event: %s %s", errServerStream, c.Error.Type, c.Error.Message)
+		if ci.errEvent {
+			return fmt.Errorf("%w: server error event: %s", errServerStream, ci.errMsg)
 		}
-		if u := c.Usage; u != nil {
+		if ci.usage {
 			st.usage = true
-			st.prompt, st.completed = u.PromptTokens, u.CompletionTokens
-			if u.PromptTokensDetails != nil {
-				st.cached = u.PromptTokensDetails.CachedTokens
-			}
+			st.prompt, st.completed, st.cached = ci.prompt, ci.completed, ci.cached
 		}
-		if len(c.Choices) == 0 {
-			continue
+		if !ci.choices || (len(ci.text) == 0 && !ci.reasoning) {
+			continue // usage, role-only or finish chunk: no token
 		}
-		ch := &c.Choices[0]
-		d := &ch.Delta
-		text := d.Content
-		if text == "" {
-			text = ch.Text
-		}
-		if text == "" && d.ReasoningContent == "" && d.Reasoning == "" {
-			continue // role-only or finish chunk: no token
-		}
+		text := ci.text
 		st.reply = append(st.reply, text...)
-		n := 1
-		switch {
-		case len(ch.TokenIDs) > 0:
-			n = len(ch.TokenIDs)
-		case ch.Logprobs != nil && len(ch.Logprobs.Content) > 0:
-			n = len(ch.Logprobs.Content)
-		case ch.Logprobs != nil && len(ch.Logprobs.Tokens) > 0:
-			n = len(ch.Logprobs.Tokens)
-		}
+		n := max(ci.ntok, 1)
 		st.tokens += n
 		if st.first.IsZero() {
 			st.first, st.last = ev.At, ev.At

@@ -276,6 +276,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 	start := received.Add(s.cfg.FirstTokenDelay)
 	timer := time.NewTimer(time.Until(start))
 	defer timer.Stop()
+	prefix := `data: {"id":"` + id + `","object":"text_completion","choices":[{"index":0,"text":`
+	if chat {
+		prefix = `data: {"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":`
+	}
+	var text []byte
 	sent := 0
 	for chunk := 0; sent < n; chunk++ {
 		due := start.Add(time.Duration(chunk) * s.cfg.TokenInterval)
@@ -309,16 +314,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 			}
 		}
 		k := min(s.cfg.TokensPerChunk, n-sent)
-		text := fmt.Sprintf("r%d.%d ", req.Seq, sent)
+		// Text "r<seq>.<n> ": plain ASCII, so it needs no JSON escaping.
+		text = append(strconv.AppendInt(append(strconv.AppendInt(append(text[:0], 'r'), req.Seq, 10), '.'), int64(sent), 10), ' ')
 		buf.Reset()
-		buf.WriteString(`data: {"id":"` + id + `",`)
-		if chat {
-			buf.WriteString(`"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":`)
-		} else {
-			buf.WriteString(`"object":"text_completion","choices":[{"index":0,"text":`)
-		}
-		q, _ := json.Marshal(text)
-		buf.Write(q)
+		buf.WriteString(prefix)
+		buf.WriteByte('"')
+		buf.Write(text)
+		buf.WriteByte('"')
 		if chat {
 			buf.WriteByte('}')
 		}
@@ -339,7 +341,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 		}
 		fl.Flush()
 		at := time.Now()
-		reply.WriteString(text)
+		reply.Write(text)
 		sent += k
 		if s.cfg.KeepLog { // logged as it happens: a client may fetch the log mid-stream
 			s.mu.Lock()

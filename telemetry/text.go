@@ -41,14 +41,14 @@ func WriteText(w io.Writer, s Signals) error {
 	}
 	if len(s.GPUs) > 0 {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "GPU\tSM active\tDRAM active\ttensor active\tSM MHz (min)\ttemp °C (max)\tpower W\tthrottle\t")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GPU\tSM active\tDRAM active\ttensor active\tSM MHz (min)\ttemp °C (max)\tpower W\tthrottle")
 		for _, g := range s.GPUs {
 			reasons := strings.Join(g.ThrottleReasons, ",")
 			if reasons == "" {
 				reasons = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%.1f %%\t%.1f %%\t%.1f %%\t%.0f (%.0f)\t%.0f (%.0f)\t%.0f\t%s\t\n", g.Name(),
+			fmt.Fprintf(tw, "%s\t%.1f %%\t%.1f %%\t%.1f %%\t%.0f (%.0f)\t%.0f (%.0f)\t%.0f\t%s\n", g.Name(),
 				100*g.SMActive.Mean, 100*g.DRAMActive.Mean, 100*g.TensorActive.Mean,
 				g.SMClockMHz.Mean, g.SMClockMHz.Min, g.TemperatureC.Mean, g.TemperatureC.Max, g.PowerW.Mean, reasons)
 		}

@@ -266,6 +266,9 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 		if err != nil {
 			return fmt.Errorf("user %d session %d: %w", u.id, session, err)
 		}
+		if len(script.Turns) == 0 {
+			return fmt.Errorf("user %d session %d: script has no turns", u.id, session)
+		}
 		conv := newConversation(o.Endpoint, o.Renderer)
 		for i := range script.Turns {
 			turn := &script.Turns[i]

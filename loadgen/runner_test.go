@@ -18,6 +18,7 @@ import (
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/loadgen/testserver"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
 )
 
 // collect is a Sink keeping every record.
@@ -402,4 +403,19 @@ func absDur(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+type emptySource struct{}
+
+func (emptySource) Session(user, n int) (*workload.Script, error) {
+	return &workload.Script{User: user, Session: n}, nil
+}
+
+func TestEmptyScriptIsAnError(t *testing.T) {
+	srv := testserver.Start(testserver.Config{})
+	defer srv.Close()
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Duration: time.Second})
+	if _, err := r.Run(context.Background(), emptySource{}, &collect{}); err == nil || !strings.Contains(err.Error(), "no turns") {
+		t.Fatalf("err = %v", err)
+	}
 }

@@ -2,14 +2,20 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+var fmtSscan = fmt.Sscan
 
 func newTestServer(t *testing.T, mod func(*ServerConfig)) (*Server, *httptest.Server) {
 	t.Helper()
@@ -278,4 +284,64 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+func TestServerStallDelaysFirstToken(t *testing.T) {
+	_, ts := newTestServer(t, func(c *ServerConfig) {
+		c.TimeScale = 1000
+		c.Stalls = []Stall{{Start: 0, Duration: 100 * time.Second}}
+	})
+	streamChat(t, ts.URL, `{"messages":[{"role":"user","content":"hello"}],"max_tokens":2,"ignore_eos":true,"stream":true}`)
+	m := get(t, ts.URL+"/metrics")
+	line := grep(m, `vllm:time_to_first_token_seconds_sum{`)
+	var v float64
+	if _, err := fmtSscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil || v < 90 {
+		t.Errorf("TTFT sum %q: want ≥ 90 simulated seconds behind a 100 s stall", line)
+	}
+}
+
+func TestServerClientsGoingAway(t *testing.T) {
+	_, ts := newTestServer(t, func(c *ServerConfig) { c.TimeScale = 20 })
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			body := `{"messages":[{"role":"user","content":"question ` + strconv.Itoa(i) + `"}],"max_tokens":400,"ignore_eos":true,"stream":true}`
+			req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			if i%2 == 0 { // read a little, then hang up
+				buf := make([]byte, 512)
+				_, _ = resp.Body.Read(buf)
+				cancel()
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := get(t, ts.URL+"/metrics")
+		idle := strings.Contains(m, `vllm:num_requests_running{engine="0",model_name="gpt-oss-120b"} 0`) &&
+			strings.Contains(m, `vllm:num_requests_waiting{engine="0",model_name="gpt-oss-120b"} 0`) &&
+			strings.Contains(m, `vllm:kv_cache_usage_perc{engine="0",model_name="gpt-oss-120b"} 0`)
+		if idle && strings.Contains(m, `vllm:request_success_total{engine="0",finished_reason="length",model_name="gpt-oss-120b"} 6`) {
+			if !strings.Contains(m, `finished_reason="abort",model_name="gpt-oss-120b"} 6`) {
+				t.Errorf("aborted requests not counted:\n%s", grep(m, "request_success"))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("engine not idle after clients left:\n%s\n%s", grep(m, "num_requests"), grep(m, "request_success"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -152,6 +152,34 @@ func Build(ctx context.Context, sources []Source, w io.Writer, opts BuildOptions
 	return st, nil
 }
 
+// ReadTrajectories streams the trajectories of parquet sources (files or
+// folders of *.parquet) to fn, with the combined read statistics.
+func ReadTrajectories(ctx context.Context, sources []Source, fn func(*Trajectory) error) (ReadStats, error) {
+	var st ReadStats
+	for _, s := range sources {
+		if s.Dataset != DatasetCoderForge && s.Dataset != DatasetSWERebench {
+			return st, fmt.Errorf("trajectory source %q: want %s or %s", s.Dataset, DatasetCoderForge, DatasetSWERebench)
+		}
+		files, err := parquetFiles(s.Path)
+		if err != nil {
+			return st, err
+		}
+		for _, f := range files {
+			r, err := os.Open(f.path)
+			if err != nil {
+				return st, fmt.Errorf("read trajectories: %w", err)
+			}
+			rs, err := ReadParquet(ctx, r, f.size, f.path, s.Dataset, fn)
+			r.Close()
+			st.Add(rs)
+			if err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
+}
+
 type sizedFile struct {
 	path string
 	size int64

@@ -9,7 +9,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/corpus"
+	"github.com/spoc-project/spoc/tokenizer"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -20,7 +24,7 @@ func newWorkloadCmd() *cobra.Command {
 		Use:   "workload",
 		Short: "Inspect or export the session scripts of the configured workload",
 	}
-	cmd.AddCommand(newWorkloadInspectCmd(), newWorkloadExportCmd())
+	cmd.AddCommand(newWorkloadInspectCmd(), newWorkloadExportCmd(), newWorkloadFitCmd())
 	return cmd
 }
 
@@ -164,4 +168,87 @@ func writeWorkloadFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+func newWorkloadFitCmd() *cobra.Command {
+	var (
+		from, out, tok, name string
+		asJSON               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fit --from coderforge|swe-rebench PATH... [--out profiles.yaml]",
+		Short: "Fit a workload profile to real agent trajectories",
+		Long: `Fit measures every trajectory (CoderForge-Preview or SWE-rebench parquet files or
+folders): context at each model call, growth between calls, output tokens per
+call, tool-output sizes, calls per trajectory; prints their quantiles and
+lognormal fits, and with --out writes a configuration fragment whose
+workload.profiles replace the defaults (spoc workload inspect -c FILE).
+Think times are not in the data and keep the reference assumption.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if from != corpus.DatasetCoderForge && from != corpus.DatasetSWERebench {
+				return usageErrorf("--from must be %s or %s, got %q", corpus.DatasetCoderForge, corpus.DatasetSWERebench, from)
+			}
+			t, err := tokenizer.New(tok)
+			if err != nil {
+				return usageError(err)
+			}
+			sources := make([]corpus.Source, len(args))
+			for i, p := range args {
+				sources[i] = corpus.Source{Dataset: from, Path: p}
+			}
+			f, st, err := workload.FitTrajectories(cmd.Context(), sources, t, name)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				err := writeWorkloadFile(out, func(w io.Writer) error {
+					fmt.Fprintf(w, "# Fitted by spoc workload fit from %d trajectories (%d model calls) of %s, tokenizer %s.\n", f.Trajectories, f.Calls, from, tok)
+					fmt.Fprintf(w, "# Think times are not in the data: they keep the reference assumption.\n")
+					var doc struct {
+						Workload struct {
+							Profiles []config.Profile `yaml:"profiles"`
+						} `yaml:"workload"`
+					}
+					doc.Workload.Profiles = []config.Profile{f.Profile}
+					enc := yaml.NewEncoder(w)
+					enc.SetIndent(2)
+					if err := enc.Encode(&doc); err != nil {
+						return err
+					}
+					return enc.Close()
+				})
+				if err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"read": st, "fit": f})
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%d trajectories, %d model calls (%d rows, %d malformed and skipped)\n\n", f.Trajectories, f.Calls, st.Rows, st.Malformed)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "tokens\tn\tp10\tp50\tp90\tp99\tmax\tlognormal median\tsigma\t")
+			for _, r := range []struct {
+				name string
+				s    workload.Sample
+			}{{"context at first call", f.ContextStart}, {"context at last call", f.ContextMax}, {"calls per trajectory", f.Turns}, {"growth per call", f.Growth}, {"output per call", f.OutputTokens}, {"tool output", f.ToolOutput}} {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t\n", r.name, r.s.N, r.s.P10, r.s.P50, r.s.P90, r.s.P99, r.s.Max, r.s.Median, r.s.Sigma)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if out != "" {
+				fmt.Fprintf(w, "\nprofile %q written to %s\n", name, out)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "trajectory dataset: coderforge or swe-rebench")
+	f.StringVarP(&out, "out", "o", "", "write the fitted profile as a configuration fragment (YAML)")
+	f.StringVar(&tok, "tokenizer", tokenizer.O200kBase, "tokenizer to count tokens with")
+	f.StringVar(&name, "name", "fitted", "name of the fitted profile")
+	f.BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
 }

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spoc-project/spoc/corpus"
+	"github.com/spoc-project/spoc/tokenizer"
 )
 
 // TestWorkloadInspectAcceptance checks issue 2's acceptance on the defaults:
@@ -101,5 +104,48 @@ func TestWorkloadUsageErrors(t *testing.T) {
 		if code := Run(context.Background(), args, &out, &errOut); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, errOut.String())
 		}
+	}
+}
+
+// TestWorkloadFitThenInspect fits a profile to a generated trajectory
+// fixture and uses the written fragment as a configuration.
+func TestWorkloadFitThenInspect(t *testing.T) {
+	tok, err := tokenizer.New(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trajs, err := corpus.Synthesize(3, 20, corpus.DefaultSyntheticSpec, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var pq bytes.Buffer
+	if err := corpus.WriteParquet(&pq, corpus.DatasetCoderForge, trajs); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "trajectories")
+	os.MkdirAll(data, 0o755)
+	if err := os.WriteFile(filepath.Join(data, "part-0.parquet"), pq.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	profiles := filepath.Join(dir, "profiles.yaml")
+	var out, errOut bytes.Buffer
+	if code := Run(context.Background(), []string{"workload", "fit", "--from", "coderforge", data, "--out", profiles, "--name", "agent", "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("fit: exit %d: %s", code, errOut.String())
+	}
+	var res struct {
+		Fit struct {
+			Trajectories int `json:"trajectories"`
+		} `json:"fit"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Fit.Trajectories != 20 {
+		t.Fatalf("fit output %s (%v)", out.String(), err)
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"workload", "inspect", "-c", profiles, "--sessions", "50", "--json"}, &out, &errOut); code != 0 {
+		t.Fatalf("inspect -c fitted: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"name": "agent"`) {
+		t.Fatalf("fitted profile not used: %s", out.String())
 	}
 }

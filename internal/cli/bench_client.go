@@ -194,8 +194,8 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 			ceiling[l.Client] = l.Streams
 		}
 		cpu := "-"
-		if l.ClientCPU > 0 {
-			cpu = fmt.Sprintf("%.0f%%", 100*l.ClientCPU)
+		if l.ClientCores > 0 {
+			cpu = fmt.Sprintf("%.2f cores, %.1fµs/tok", l.ClientCores, l.CPUPerTokenUS)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.1fms\t%.2fms\t%s\t%v\t\n", l.Client, l.Streams, l.Requests, l.OK,
 			l.TokensPerSecond, l.TTFTErrP50Ms, l.TTFTErrP99Ms, l.ITLErrP50Ms, l.ITLErrP99Ms, l.ITLErrMaxMs, l.DispatchLagP99Ms, cpu, l.Accurate)
@@ -301,6 +301,6 @@ func runExternal(ctx context.Context, url, name, command, cpus string, w clientb
 		return nil, err
 	}
 	lv := clientbench.Compare(name, w.Streams, recs, log, result.Window{Start: first, End: first.Add(w.Duration)})
-	lv.ClientCPU = cpu // whole process lifetime, start-up included
+	lv.SetCPU(cpu) // whole process lifetime, start-up included
 	return lv, nil
 }

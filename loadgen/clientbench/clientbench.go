@@ -49,8 +49,11 @@ type Level struct {
 	ITLErrMaxMs  float64 `json:"itl_err_max_ms"`
 	// DispatchLagP99Ms is the client's sent-minus-scheduled p99.
 	DispatchLagP99Ms float64 `json:"dispatch_lag_p99_ms"`
-	// ClientCPU is the client's CPU use as a fraction of its cores, when known.
-	ClientCPU float64 `json:"client_cpu,omitempty"`
+	// ClientCores is the CPU the client used, in cores (1 = one core busy),
+	// when known; CPUPerTokenUS is that per streamed token, in CPU
+	// microseconds: the load-independent cost of the client.
+	ClientCores   float64 `json:"client_cores,omitempty"`
+	CPUPerTokenUS float64 `json:"cpu_per_token_us,omitempty"`
 	// Accurate is true when ITL error p99 and dispatch lag p99 are within bounds.
 	Accurate bool `json:"accurate"`
 }
@@ -91,8 +94,16 @@ func RunGo(ctx context.Context, url string, w Workload) (*Level, error) {
 		return nil, err
 	}
 	lv := Compare("spoc (Go)", w.Streams, recs, log, rep.Window)
-	lv.ClientCPU = rep.Health.CPUUtilization
+	lv.SetCPU(rep.Health.CPUUtilization * rep.Health.CPUCores)
 	return lv, nil
+}
+
+// SetCPU records the client's CPU use in cores and derives the cost per token.
+func (l *Level) SetCPU(cores float64) {
+	l.ClientCores = cores
+	if l.TokensPerSecond > 0 {
+		l.CPUPerTokenUS = cores * 1e6 / l.TokensPerSecond
+	}
 }
 
 // ResetLog clears the server's request log before a measurement.

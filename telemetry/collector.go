@@ -42,6 +42,7 @@ type Collector struct {
 	scrapers []Scraper
 	interval time.Duration
 	opts     Options
+	ownHTTP  bool // opts.Client was made here; its idle connections are closed after Run
 	store    *Store
 	jsonl    *JSONLWriter
 
@@ -70,7 +71,8 @@ func NewCollector(targets []Target, interval time.Duration, opts Options) (*Coll
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Client == nil {
+	ownHTTP := opts.Client == nil
+	if ownHTTP {
 		opts.Client = &http.Client{Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
 			MaxIdleConnsPerHost: 2,
@@ -78,7 +80,7 @@ func NewCollector(targets []Target, interval time.Duration, opts Options) (*Coll
 		}}
 	}
 	seen := make(map[string]bool, len(targets))
-	c := &Collector{interval: interval, opts: opts, store: NewStore(opts.Store)}
+	c := &Collector{interval: interval, opts: opts, ownHTTP: ownHTTP, store: NewStore(opts.Store)}
 	for _, t := range targets {
 		if err := validateTarget(t); err != nil {
 			return nil, fmt.Errorf("telemetry: %w", err)
@@ -102,6 +104,9 @@ func NewCollector(targets []Target, interval time.Duration, opts Options) (*Coll
 func (c *Collector) Run(ctx context.Context) error {
 	tick := time.NewTicker(c.interval)
 	defer tick.Stop()
+	if c.ownHTTP {
+		defer c.opts.Client.CloseIdleConnections()
+	}
 	for {
 		c.ScrapeOnce(ctx)
 		select {

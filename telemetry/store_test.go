@@ -173,3 +173,18 @@ func TestWindowChartsAndGaps(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadJSONL feeds arbitrary telemetry.jsonl text to the reader: an error
+// or a store whose window derives without panicking.
+func FuzzReadJSONL(f *testing.F) {
+	f.Add(`{"time":"2026-11-30T04:00:00Z","target":"a","samples":[{"name":"vllm:num_requests_running","value":3}]}` + "\n")
+	f.Add(`{"time":"2026-11-30T04:00:01Z","target":"d","samples":[{"name":"DCGM_FI_DEV_SM_CLOCK","labels":{"gpu":"0"},"value":1980}]}`)
+	f.Add(`{"time":"2026-11-30T04:00:02Z","target":"a","error":"boom"}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		st, err := ReadJSONL(strings.NewReader(in), StoreOptions{MaxPoints: 4, MaxSeries: 16})
+		if err != nil {
+			return
+		}
+		_ = st.Window(t0.Add(-time.Hour), t0.Add(time.Hour), DeriveOptions{})
+	})
+}

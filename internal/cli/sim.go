@@ -122,6 +122,7 @@ func newSimRunCmd() *cobra.Command {
 		duration, warmup     time.Duration
 		ramp                 time.Duration
 		asJSON, check        bool
+		throttles            []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [-c FILE] [--users N] [--duration D]",
@@ -141,6 +142,7 @@ func newSimRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&seriesOut, "series", "", "write the engine and GPU time series as JSON to this file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary and simulator statistics as JSON")
 	cmd.Flags().BoolVar(&check, "check", false, "exit 3 when the SLA is not met")
+	cmd.Flags().StringArrayVar(&throttles, "throttle", nil, "throttle a GPU: GPU:FACTOR[@START-END] in simulated time (repeatable; adds to engine.sim.throttle)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := loadConfig(file)
 		if err != nil {
@@ -169,6 +171,13 @@ func newSimRunCmd() *cobra.Command {
 		dep, err := sim.DeploymentFromConfig(cfg.Engine)
 		if err != nil {
 			return usageError(err)
+		}
+		for _, t := range throttles {
+			th, err := sim.ParseThrottle(t)
+			if err != nil {
+				return usageErrorf("--throttle: %v", err)
+			}
+			dep.Throttles = append(dep.Throttles, th)
 		}
 		src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
 		if err != nil {

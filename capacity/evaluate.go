@@ -108,6 +108,9 @@ func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("build workload: %w", err)
 	}
+	if cfg.Run.MidSessionStart && cfg.Workload.Import == nil {
+		gen = workload.MidSession(gen, cfg.Workload.Seed)
+	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

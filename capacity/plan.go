@@ -209,7 +209,13 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 	if p.o.Quick {
 		n = 500
 	}
-	insp, err := workload.Inspect(ctx, p.ev.Workload(), workload.InspectOptions{Sessions: n, Seed: p.cfg.Workload.Seed})
+	// Inspect the workload as generated: mid-session starts would show
+	// joined sessions' contexts as start contexts.
+	src, err := workload.Open(p.cfg.Workload, p.cfg.Engine.MaxModelLen)
+	if err != nil {
+		return "", err
+	}
+	insp, err := workload.Inspect(ctx, src, workload.InspectOptions{Sessions: n, Seed: p.cfg.Workload.Seed})
 	if err != nil {
 		return "", err
 	}

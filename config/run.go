@@ -8,6 +8,7 @@ type Run struct {
 	Warmup            Duration `yaml:"warmup" doc:"Window before the measured one, excluded from the summary (caches fill, queues settle)."`
 	Ramp              Duration `yaml:"ramp" doc:"Users start staggered over this period: no burst at t=0."`
 	ThinkTimeScale    float64  `yaml:"think_time_scale" doc:"Multiplier on think times; 0 sends turns back to back."`
+	MidSessionStart   bool     `yaml:"mid_session_start" doc:"Each user's first session joins in progress at a random turn (earlier turns folded into its prefix), so a run starts near steady state instead of with every context at its minimum."`
 	Endpoint          string   `yaml:"endpoint" doc:"chat (/v1/chat/completions) or completions (/v1/completions)."`
 	RequestTimeout    Duration `yaml:"request_timeout" doc:"Longest a request may take before it counts as a timeout."`
 	FirstByteTimeout  Duration `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
@@ -23,6 +24,7 @@ func DefaultRun() Run {
 		Warmup:            Duration(60e9),
 		Ramp:              Duration(60e9),
 		ThinkTimeScale:    1,
+		MidSessionStart:   true,
 		Endpoint:          "chat",
 		RequestTimeout:    Duration(10 * 60e9),
 		FirstByteTimeout:  Duration(5 * 60e9),

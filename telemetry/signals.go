@@ -116,6 +116,9 @@ func (s *Store) Window(start, end time.Time, opts DeriveOptions) Signals {
 	gpus, charts := s.gpuSignals(lo, hi, opts)
 	sig.GPUs = gpus
 	sig.Charts = append(sig.Charts, charts...)
+	for i := range sig.Charts {
+		sig.Charts[i].Points = downsample(sig.Charts[i].Points, opts.MaxChartPoints)
+	}
 	sig.Stragglers = s.stragglers(lo, hi, opts)
 	for _, g := range s.Gaps() {
 		if !g.End.Before(start) && !g.Start.After(end) {
@@ -123,6 +126,24 @@ func (s *Store) Window(start, end time.Time, opts DeriveOptions) Signals {
 		}
 	}
 	return sig
+}
+
+// downsample averages p into at most n points, each the mean of an equal
+// run of consecutive points, stamped with the run's last time.
+func downsample(p []Point, n int) []Point {
+	if n <= 0 || len(p) <= n {
+		return p
+	}
+	out := make([]Point, 0, n)
+	for i := 0; i < n; i++ {
+		lo, hi := i*len(p)/n, (i+1)*len(p)/n
+		sum := 0.0
+		for _, x := range p[lo:hi] {
+			sum += x.V
+		}
+		out = append(out, Point{T: p[hi-1].T, V: sum / float64(hi-lo)})
+	}
+	return out
 }
 
 // inWindow returns the points of p with lo ≤ t ≤ hi.

@@ -188,3 +188,25 @@ func FuzzReadJSONL(f *testing.F) {
 		_ = st.Window(t0.Add(-time.Hour), t0.Add(time.Hour), DeriveOptions{})
 	})
 }
+
+func TestChartsAreDownsampled(t *testing.T) {
+	st := NewStore(StoreOptions{})
+	for i := 0; i < 100; i++ {
+		st.Add("vllm", t0.Add(time.Duration(i)*time.Second), []Sample{{Name: VLLMRunning, Value: float64(i % 2)}})
+	}
+	s := st.Window(t0, t0.Add(100*time.Second), DeriveOptions{MaxChartPoints: 10})
+	if len(s.Charts) != 1 || len(s.Charts[0].Points) != 10 {
+		t.Fatalf("charts %+v", s.Charts)
+	}
+	for _, p := range s.Charts[0].Points {
+		if p.V != 0.5 {
+			t.Errorf("bucket mean %v, want 0.5", p.V)
+		}
+	}
+	if last := s.Charts[0].Points[9].T; !last.Equal(t0.Add(99 * time.Second)) {
+		t.Errorf("last bucket at %s, want the last sample's time", last)
+	}
+	if s.Engine.Running.Samples != 100 {
+		t.Errorf("aggregates must use every sample, got %d", s.Engine.Running.Samples)
+	}
+}

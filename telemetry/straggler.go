@@ -18,6 +18,9 @@ const (
 	// DefaultMinSamples is how many consecutive flagged samples make a
 	// straggler window.
 	DefaultMinSamples = 1
+	// DefaultMaxChartPoints keeps a chart of an hour at 1 s resolution to
+	// 5 s buckets: enough for a report, small enough to embed.
+	DefaultMaxChartPoints = 720
 )
 
 // DeriveOptions configure Window's derivations. Zero fields take the
@@ -34,6 +37,9 @@ type DeriveOptions struct {
 	// MinSamples is the least number of consecutive flagged samples
 	// reported as a straggler window.
 	MinSamples int `json:"min_samples"`
+	// MaxChartPoints bounds each chart series; longer ones are averaged
+	// into this many buckets of equal count. Zero means DefaultMaxChartPoints.
+	MaxChartPoints int `json:"max_chart_points"`
 }
 
 func (o DeriveOptions) withDefaults() DeriveOptions {
@@ -45,6 +51,9 @@ func (o DeriveOptions) withDefaults() DeriveOptions {
 	}
 	if o.MinSamples <= 0 {
 		o.MinSamples = DefaultMinSamples
+	}
+	if o.MaxChartPoints <= 0 {
+		o.MaxChartPoints = DefaultMaxChartPoints
 	}
 	return o
 }

@@ -127,3 +127,35 @@ func TestRunVirtualCancelled(t *testing.T) {
 		t.Error("no error from a cancelled context")
 	}
 }
+
+func TestRunVirtualDataParallelAndThrottleSeries(t *testing.T) {
+	d := referenceDeployment(t)
+	d.GPUs = 8 // two TP-4 replicas
+	d.Throttles = []Throttle{{GPU: 5, ClockFactor: 0.6, Start: 2, End: 6}}
+	_, st := runRecords(t, Options{Deployment: d, Users: 30, Ramp: 5 * time.Second, Duration: 30 * time.Second, ThinkTimeScale: 1})
+	if st.Replicas != 2 {
+		t.Fatalf("%d replicas, want 2", st.Replicas)
+	}
+	s := st.Series.Samples[3] // the interval [3 s, 4 s), users' first turns
+	if len(s.GPUs) != 8 {
+		t.Fatalf("%d GPUs in a sample, want 8", len(s.GPUs))
+	}
+	for _, g := range s.GPUs {
+		want := 1980.0
+		if g.GPU == 5 {
+			want = 1188
+		}
+		if g.SMClockMHz != want {
+			t.Errorf("t=4s GPU %d clock %v MHz, want %v", g.GPU, g.SMClockMHz, want)
+		}
+		if (g.GPU == 5) != (g.ThrottleReasons&ThrottleHWSlowdown != 0) {
+			t.Errorf("GPU %d throttle reasons %#x", g.GPU, g.ThrottleReasons)
+		}
+		if g.SMActive <= 0 {
+			t.Errorf("GPU %d idle at t=4s with 30 users starting on two replicas", g.GPU)
+		}
+	}
+	if st.Series.Samples[7].GPUs[5].SMClockMHz != 1980 {
+		t.Error("GPU 5 still throttled after its window")
+	}
+}

@@ -148,6 +148,9 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 			runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), f.serverCPU, f.clientCPU, time.Now().UTC().Format(time.RFC3339))
 		fmt.Fprintf(out, "server: first token %s, token every %s, %d tokens per request; %s warm-up + %s measured per level\n",
 			f.firstToken, f.interval, f.maxTokens, f.warmup, f.duration)
+		if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+			fmt.Fprintf(out, "machine load average at start: %s", la)
+		}
 	}
 	w := clientbench.Workload{Warmup: f.warmup, Duration: f.duration, PromptTokens: f.promptTokens, MaxTokens: f.maxTokens}
 	for _, n := range f.levels {

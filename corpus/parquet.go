@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -102,17 +104,38 @@ func ReadParquet(ctx context.Context, r io.ReaderAt, size int64, name, dataset s
 func readRows[T any](ctx context.Context, f *parquet.File, name string, stats *ReadStats, convert func(*T) (*Trajectory, string), fn func(*Trajectory) error) error {
 	rd := parquet.NewGenericReader[T](f)
 	defer rd.Close()
-	rows := make([]T, batchRows)
+	workers := max(1, min(runtime.GOMAXPROCS(0), 4))
+	rows := make([]T, batchRows*workers)
+	type result struct {
+		t   *Trajectory
+		bad string
+	}
+	results := make([]result, len(rows))
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		n, err := rd.Read(rows)
+		// Decoding the JSON of a row dominates; rows of a batch are decoded
+		// in parallel and handed to fn in order.
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := w; i < n; i += workers {
+					t, bad := convert(&rows[i])
+					results[i] = result{t, bad}
+					var zero T
+					rows[i] = zero // drop references to large strings early
+				}
+			}(w)
+		}
+		wg.Wait()
 		for i := 0; i < n; i++ {
 			stats.Rows++
-			t, bad := convert(&rows[i])
-			var zero T
-			rows[i] = zero // drop references to large strings early
+			t, bad := results[i].t, results[i].bad
+			results[i] = result{}
 			if bad != "" {
 				stats.malformed(bad)
 				continue

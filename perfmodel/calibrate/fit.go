@@ -71,6 +71,22 @@ func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
 		}
 		return f
 	}
+	x0 := make([]float64, len(names))
+	for i, n := range names {
+		v, _ := opts.Start.Get(n)
+		x0[i] = toFree(n, v)
+	}
+	// prior is a weak ridge towards the starting factors in the free space:
+	// it keeps a factor the data barely constrain from running into the
+	// (0, 1] boundary, and costs almost nothing where the data speak.
+	prior := func(x []float64) float64 {
+		var s float64
+		for i := range x {
+			d := x[i] - x0[i]
+			s += d * d
+		}
+		return opts.Prior * s / float64(len(x))
+	}
 	var evalErr error
 	objective := func(x []float64) float64 {
 		if evalErr != nil {
@@ -81,26 +97,68 @@ func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
 			evalErr = err
 			return math.Inf(1)
 		}
-		return ev.loss(preds)
+		return ev.loss(preds) + prior(x)
 	}
-	x0 := make([]float64, len(names))
-	for i, n := range names {
-		v, _ := opts.Start.Get(n)
-		x0[i] = toFree(n, v)
+	// Nelder–Mead explores with half the budget. It stalls in narrow
+	// valleys, so it runs in rounds of at most 40·(n+1) evaluations, each
+	// restarted from the best vertex with a fresh simplex of half the
+	// previous size, until a round improves the loss by less than Tolerance
+	// (relative).
+	x, best := x0, math.Inf(1)
+	evals := 0
+	nmBudget := opts.MaxEvaluations / 2
+	for step := opts.SimplexStep; evals < nmBudget; step = math.Max(step/2, 0.01) {
+		nx, v, n, err := nelderMead(ctx, objective, x, step, 0, min(nmBudget-evals, 40*(len(names)+1)))
+		evals += n
+		if evalErr != nil {
+			return Result{}, fmt.Errorf("calibrate: %w", evalErr)
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("calibrate: %w", err)
+		}
+		improved := best - v
+		if v < best {
+			x, best = nx, v
+		}
+		if !(improved > opts.Tolerance*best) {
+			break
+		}
 	}
-	x, _, evals, err := nelderMead(ctx, objective, x0, opts.SimplexStep, opts.Tolerance, opts.MaxEvaluations)
+	// Levenberg–Marquardt on the Huber residuals (a forward-difference
+	// Jacobian, 1 % steps in the free space) then converges along the
+	// valley; it only accepts improvements.
+	var buf []float64
+	residuals := func(x []float64) []float64 {
+		if evalErr != nil {
+			return []float64{math.Inf(1)}
+		}
+		preds, err := ev.predict(ctx, factorsAt(x))
+		if err != nil {
+			evalErr = err
+			return []float64{math.Inf(1)}
+		}
+		buf = ev.residuals(preds, buf)
+		// The same prior as extra residuals, on LM's scale (2 × weight sum).
+		scale := math.Sqrt(2 * ev.weightSum() * opts.Prior / float64(len(x)))
+		for i := range x {
+			buf = append(buf, scale*(x[i]-x0[i]))
+		}
+		return buf
+	}
+	x, _, n, err := levenbergMarquardt(ctx, residuals, x, 1e-2, opts.Tolerance, opts.MaxEvaluations-evals)
+	evals += n
 	if evalErr != nil {
 		return Result{}, fmt.Errorf("calibrate: %w", evalErr)
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("calibrate: %w", err)
 	}
-	best := factorsAt(x)
-	preds, err := ev.predict(ctx, best)
+	fitted := factorsAt(x)
+	preds, err := ev.predict(ctx, fitted)
 	if err != nil {
 		return Result{}, fmt.Errorf("calibrate: %w", err)
 	}
-	return Result{Factors: best, Params: names, Evaluations: evals, Validation: ev.validation(preds),
+	return Result{Factors: fitted, Params: names, Evaluations: evals, Validation: ev.validation(preds),
 		Elapsed: time.Since(start)}, nil
 }
 

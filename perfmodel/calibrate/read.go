@@ -208,17 +208,17 @@ type benchResult struct {
 	InputLens        []int    `json:"input_lens"`
 	OutputLens       []int    `json:"output_lens"`
 	// --metadata
-	TP                   json.Number `json:"tp"`
-	TensorParallelSize   json.Number `json:"tensor_parallel_size"`
-	NumGPUs              json.Number `json:"num_gpus"`
-	GPU                  string      `json:"gpu"`
-	HW                   string      `json:"hw"`
-	RandomInputLen       json.Number `json:"random_input_len"`
-	RandomOutputLen      json.Number `json:"random_output_len"`
-	RandomRangeRatio     json.Number `json:"random_range_ratio"`
-	MaxNumBatchedTokens  json.Number `json:"max_num_batched_tokens"`
-	MaxNumSeqs           json.Number `json:"max_num_seqs"`
-	GPUMemoryUtilization json.Number `json:"gpu_memory_utilization"`
+	TP                   metaValue `json:"tp"`
+	TensorParallelSize   metaValue `json:"tensor_parallel_size"`
+	NumGPUs              metaValue `json:"num_gpus"`
+	GPU                  string    `json:"gpu"`
+	HW                   string    `json:"hw"`
+	RandomInputLen       metaValue `json:"random_input_len"`
+	RandomOutputLen      metaValue `json:"random_output_len"`
+	RandomRangeRatio     metaValue `json:"random_range_ratio"`
+	MaxNumBatchedTokens  metaValue `json:"max_num_batched_tokens"`
+	MaxNumSeqs           metaValue `json:"max_num_seqs"`
+	GPUMemoryUtilization metaValue `json:"gpu_memory_utilization"`
 }
 
 func readBenchJSON(data []byte, name string) ([]Point, error) {
@@ -254,13 +254,28 @@ func readBenchJSON(data []byte, name string) ([]Point, error) {
 	return pts, nil
 }
 
-func num(n json.Number, field string, def float64) (float64, error) {
-	if n == "" {
+// metaValue is a --metadata value: vLLM stores them as strings, other tools
+// as numbers; both are kept as text and parsed where the field is known.
+type metaValue string
+
+// UnmarshalJSON accepts a JSON string or number.
+func (m *metaValue) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*m = metaValue(s)
+		return nil
+	}
+	*m = metaValue(b)
+	return nil
+}
+
+func num(n metaValue, field string, def float64) (float64, error) {
+	if n == "" || n == "null" {
 		return def, nil
 	}
-	x, err := n.Float64()
-	if err != nil {
-		return 0, fmt.Errorf("field %q: %w", field, err)
+	x, err := strconv.ParseFloat(strings.TrimSpace(string(n)), 64)
+	if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+		return 0, fmt.Errorf("field %q: %q is not a non-negative number", field, string(n))
 	}
 	return x, nil
 }
@@ -292,7 +307,7 @@ func (b *benchResult) point(src string) (Point, error) {
 	var vals [8]float64
 	var err error
 	for i, f := range []struct {
-		n    json.Number
+		n    metaValue
 		name string
 		def  float64
 	}{

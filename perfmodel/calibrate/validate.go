@@ -34,9 +34,13 @@ type Options struct {
 	// SimplexStep is the initial simplex edge in the free space (logit of
 	// fractions, log of seconds; default 0.3, about ±30 %).
 	SimplexStep float64
-	// Tolerance stops the fit when the simplex's loss values differ by less
-	// (default 1e-6).
+	// Tolerance stops a phase of the fit when it improves the loss by less
+	// than this fraction (default 1e-6).
 	Tolerance float64
+	// Prior weighs a ridge penalty, mean squared distance of the fitted
+	// factors from Start in the free space, added to the loss (default 1e-5;
+	// negative disables it).
+	Prior float64
 	// Parallelism is how many points are replayed at once (default GOMAXPROCS).
 	Parallelism int
 }
@@ -86,6 +90,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Tolerance == 0 {
 		o.Tolerance = 1e-6
+	}
+	if o.Prior == 0 {
+		o.Prior = 1e-5
+	}
+	if o.Prior < 0 {
+		o.Prior = 0
 	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = runtime.GOMAXPROCS(0)
@@ -212,6 +222,44 @@ func (ev *evaluator) predict(ctx context.Context, f perfmodel.Factors) ([]Metric
 		out[i] = preds[ev.of[i]]
 	}
 	return out, nil
+}
+
+// residuals are signed square roots of each weighted Huber term, so that
+// their sum of squares is twice the weighted sum in loss: least-squares
+// refinement minimises the same objective.
+func (ev *evaluator) residuals(preds []Metrics, out []float64) []float64 {
+	out = out[:0]
+	d := ev.opts.HuberDelta
+	for i, p := range ev.points {
+		for _, name := range MetricNames {
+			w := ev.opts.Weights[name]
+			if w == 0 {
+				continue
+			}
+			pred := preds[i].Get(name)
+			if !(pred > 0) {
+				out = append(out, math.NaN())
+				continue
+			}
+			l := math.Log(pred / p.Measured.Get(name))
+			r := math.Abs(l)
+			h := 0.5 * r * r
+			if r > d {
+				h = d * (r - 0.5*d)
+			}
+			out = append(out, math.Copysign(math.Sqrt(2*w*h), l))
+		}
+	}
+	return out
+}
+
+// weightSum is the loss's normaliser: the sum of metric weights over points.
+func (ev *evaluator) weightSum() float64 {
+	var w float64
+	for _, name := range MetricNames {
+		w += ev.opts.Weights[name]
+	}
+	return w * float64(len(ev.points))
 }
 
 // loss is the weighted mean Huber loss of log(predicted/measured).

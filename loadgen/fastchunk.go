@@ -402,7 +402,9 @@ func (p *scanner) choices(c *chunkInfo) bool {
 				c.ntok = n
 				return ok
 			case bytes.EqualFold(key, []byte("logprobs")):
-				return false // rare; exact precedence is encoding/json's job
+				// vLLM sends "logprobs":null in every chunk; actual logprobs are
+				// rare and left to encoding/json.
+				return once(8) && p.null()
 			default:
 				return p.skip(0)
 			}

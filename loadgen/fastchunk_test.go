@@ -15,6 +15,7 @@ var chunkSeeds = []string{
 	`{"choices":[{"delta":{"content":"a"},"logprobs":{"content":[{"token":"a"},{"token":"b"}]}}]}`,
 	`{"error":{"message":"overloaded","type":"server_error"}}`,
 	`{"Choices":[{"Delta":{"Content":"case"}}]}`,
+	`{"id":"x","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]}`,
 	`{"choices":[{"delta":{"content":"a","content":null}}]}`,
 	`{"choices":null,"usage":null}`,
 	`{"choices":[{"delta":{"content":5}}]}`,
@@ -65,6 +66,9 @@ func TestDecodeChunkSeeds(t *testing.T) {
 	var ci chunkInfo
 	if !parseChunkFast([]byte(chunkSeeds[0]), &ci) || string(ci.text) != "hi" {
 		t.Fatal("the common chunk must take the fast path")
+	}
+	if !parseChunkFast([]byte(`{"choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]}`), &ci) {
+		t.Fatal("vLLM's chunk with logprobs:null must take the fast path")
 	}
 	if !parseChunkFast([]byte(chunkSeeds[2]), &ci) || string(ci.text) != "a\nb \"q\" é😀" {
 		t.Fatalf("escaped content on the fast path: %q", ci.text)

@@ -202,3 +202,25 @@ func BenchmarkReadStream(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" tok"},"logprobs":null,"finish_reason":null}]}`)
+	var ci chunkInfo
+	var slow chunk
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeChunk(data, &ci, &slow); err != nil || string(ci.text) != " tok" {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decodeSlow(data, &ci, &slow); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -37,6 +38,7 @@ type benchClientFlags struct {
 	serverCPU, clientCPU, target string
 	external                     []string
 	asJSON                       bool
+	cpuProfile                   string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -76,6 +78,7 @@ JSON lines to {out}.`,
 	fl.StringVar(&f.target, "target", "", "use an already running test server instead of starting one")
 	fl.StringArrayVar(&f.external, "external", nil, "NAME=COMMAND: also measure an external client (repeatable)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the levels as JSON")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) to this file")
 	bench.AddCommand(client)
 	return bench
 }
@@ -130,6 +133,17 @@ func reexecPinned(cmd *cobra.Command, cpus string) (bool, error) {
 func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 	if done, err := reexecPinned(cmd, f.clientCPU); done {
 		return err
+	}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("create CPU profile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("start CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx := cmd.Context()
 	url := f.target

@@ -100,10 +100,10 @@ func readCSV(data []byte, name string) ([]Point, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			return nil, fmt.Errorf("read measurements %s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		src := fmt.Sprintf("%s:%d", name, line)
 		f := fieldReader{rec: rec, col: col, header: header, src: src}
 		p := Point{Source: src, GPU: f.str("gpu"), Model: f.str("model")}

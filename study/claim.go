@@ -59,7 +59,9 @@ func (w *worker) claimTrial(ctx context.Context) (claim, error) {
 				if err != nil {
 					return err
 				}
-				w.log.Warn("re-queued stale trial", "study", st.Name, "trial", t.Number, "as", n, "worker", t.worker)
+				if n >= 0 {
+					w.log.Warn("re-queued stale trial", "study", st.Name, "trial", t.Number, "as", n, "worker", t.worker)
+				}
 				reaped = true
 			}
 		}
@@ -162,8 +164,20 @@ func (w *worker) refresh(ctx context.Context, q querier) ([]storedTrial, error) 
 
 // requeue marks a RUNNING trial FAIL with reason and queues a WAITING copy
 // (same parameters and generation) that re-runs its slot. It returns the
-// copy's number. Call it under the study lock.
+// copy's number, or -1 when the trial was no longer RUNNING (its worker
+// finished it in the meantime) and nothing was queued. Call it under the
+// study lock.
 func (s *Study) requeue(ctx context.Context, tx *sql.Tx, t storedTrial, reason string) (int, error) {
+	res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE trials SET state = ?, datetime_complete = ?, requeued = 1 WHERE id = ? AND state = ?`),
+		string(search.StateFail), time.Now().UnixNano(), t.id, string(search.StateRunning))
+	if err != nil {
+		return 0, fmt.Errorf("fail trial %d: %w", t.Number, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, fmt.Errorf("fail trial %d: %w", t.Number, err)
+	} else if n == 0 {
+		return -1, nil
+	}
 	retry := search.Trial{Params: t.Params, State: search.StateWaiting, Generation: t.Generation,
 		SystemAttrs: map[string]any{"retry_of": t.Number}}
 	_, n, err := s.insertTrial(ctx, tx, retry, "", false)
@@ -175,9 +189,7 @@ func (s *Study) requeue(ctx context.Context, tx *sql.Tx, t storedTrial, reason s
 	if err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, s.db.rebind(`UPDATE trials SET state = ?, datetime_complete = ?, requeued = 1, system_attrs = ? WHERE id = ? AND state = ?`),
-		string(search.StateFail), time.Now().UnixNano(), sattrs, t.id, string(search.StateRunning))
-	if err != nil {
+	if _, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE trials SET system_attrs = ? WHERE id = ?`), sattrs, t.id); err != nil {
 		return 0, fmt.Errorf("fail trial %d: %w", t.Number, err)
 	}
 	return n, nil

@@ -2,6 +2,7 @@ package study
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -418,5 +419,35 @@ func checkGenerations(t *testing.T, trials []search.Trial, pop int) {
 	}
 	if maxGen == 0 {
 		t.Fatal("no generation after 0")
+	}
+}
+
+// TestRequeueFinishedTrialIsNoop: a reaper racing a worker that has just
+// finished must not queue a re-run of a trial that completed.
+func TestRequeueFinishedTrialIsNoop(t *testing.T) {
+	db, _ := openSQLite(t)
+	ctx := context.Background()
+	st, _ := db.CreateOrLoad(ctx, testConfig("s"))
+	if _, err := Optimize(ctx, fastOptions(st, 1)); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{opt: fastOptions(st, 1), id: "reaper", log: discard()}
+	trials, err := w.refresh(ctx, db.sql)
+	if err != nil || len(trials) != 1 {
+		t.Fatal(trials, err)
+	}
+	err = db.inStudyTx(ctx, st, func(tx *sql.Tx) error {
+		n, err := st.requeue(ctx, tx, trials[0], "test")
+		if n != -1 {
+			t.Errorf("requeue of a COMPLETE trial returned %d", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := st.Trials(ctx)
+	if len(after) != 1 || after[0].State != search.StateComplete {
+		t.Fatalf("trials after no-op requeue: %+v", after)
 	}
 }

@@ -176,6 +176,10 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 	endTimer := time.AfterFunc(time.Until(end), func() { cancelRun(ErrWindowEnd) })
 	defer endTimer.Stop()
 
+	interruptedAt := make(chan time.Time, 1)
+	stopWatch := context.AfterFunc(ctx, func() { interruptedAt <- time.Now() })
+	defer stopWatch()
+
 	probe := newHealthProbe()
 	probeTimer := time.AfterFunc(time.Until(measured), probe.begin)
 
@@ -225,9 +229,13 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 	<-sinkDone
 	probeTimer.Stop()
 
-	stopped := time.Now()
 	if ctx.Err() != nil {
 		rep.Interrupted = true
+		stopped := time.Now()
+		select {
+		case stopped = <-interruptedAt:
+		default:
+		}
 		if stopped.Before(end) {
 			rep.Window.End = stopped
 		}
@@ -275,15 +283,6 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 			if !due.Before(u.end) {
 				return nil
 			}
-			// Render close to the send time, not all users at once at the
-			// start, but early enough that rendering is not dispatch lag.
-			if !sleepUntil(ctx, timer, due.Add(-renderLead)) {
-				return nil
-			}
-			if err := conv.addUser(script, turn); err != nil {
-				return fmt.Errorf("user %d session %d turn %d: %w", u.id, session, turn.Index, err)
-			}
-			u.body = conv.body(u.body[:0], requestParams{model: o.Model, maxTokens: turn.MaxTokens, exact: o.ExactOutputLength})
 			rec := &result.Record{
 				RunID: o.RunID, User: u.id, Session: session, Profile: script.Profile, Turn: turn.Index,
 				RequestID:          requestID(o.RunID, u.id, session, turn.Index),
@@ -292,14 +291,18 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 				PromptTokensTarget: turn.PromptTokens,
 				MaxTokens:          turn.MaxTokens,
 			}
+			// Render close to the send time, not all users at once at the
+			// start, but early enough that rendering is not dispatch lag.
+			if !sleepUntil(ctx, timer, due.Add(-renderLead)) {
+				u.stopped(ctx, rec)
+				return nil
+			}
+			if err := conv.addUser(script, turn); err != nil {
+				return fmt.Errorf("user %d session %d turn %d: %w", u.id, session, turn.Index, err)
+			}
+			u.body = conv.body(u.body[:0], requestParams{model: o.Model, maxTokens: turn.MaxTokens, exact: o.ExactOutputLength})
 			if !sleepUntil(ctx, timer, due) {
-				// Due but not yet sent when the run stopped: recorded, never
-				// dropped. A request whose time had not come is not scheduled.
-				if now := time.Now(); !now.Before(due) {
-					u.r.progress.scheduled()
-					rec.Status, rec.Error, rec.Done = result.StatusCancelled, "cancelled before sending: "+context.Cause(ctx).Error(), now
-					u.emit(rec)
-				}
+				u.stopped(ctx, rec)
 				return nil
 			}
 			u.r.progress.scheduled()
@@ -321,6 +324,17 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 }
 
 func (u *user) emit(rec *result.Record) { u.records <- rec }
+
+// stopped handles a run that stopped before rec was sent: a request already
+// due is recorded as cancelled, never dropped; one whose time had not come
+// was never scheduled.
+func (u *user) stopped(ctx context.Context, rec *result.Record) {
+	if now := time.Now(); !now.Before(rec.Scheduled) {
+		u.r.progress.scheduled()
+		rec.Status, rec.Error, rec.Done = result.StatusCancelled, "cancelled before sending: "+context.Cause(ctx).Error(), now
+		u.emit(rec)
+	}
+}
 
 // sleepUntil waits for t; false when ctx ended first.
 func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {

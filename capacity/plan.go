@@ -115,6 +115,8 @@ type planner struct {
 	o    PlanOptions
 	ev   *Evaluator
 	data *report.Data
+	// baseline is the configured engine flags' short sweep.
+	baseline *SweepResult
 }
 
 func (p *planner) logf(format string, args ...any) {
@@ -185,6 +187,7 @@ func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data,
 		fn   func(context.Context) (string, error)
 	}{
 		{"workload", p.inspect},
+		{"baseline", p.baselineSweep},
 		{"tune", p.tune},
 		{"choose", p.choose},
 		{"sweep", p.sweep},
@@ -278,6 +281,35 @@ func resolveStorage(storage, out string) string {
 	return path
 }
 
+// shortOptions are the sweep options of candidates' short sweeps: one
+// repeat, at least 10 users or 5 % resolution.
+func (p *planner) shortOptions() SweepOptions {
+	opts := SweepOptionsFrom(p.cfg)
+	opts.Repeats = 1
+	opts.ResolutionUsers = max(opts.ResolutionUsers, 10)
+	opts.ResolutionFraction = max(opts.ResolutionFraction, 0.05)
+	return opts
+}
+
+// baselineSweep gives the configured engine flags a short sweep. Its
+// ceiling is the baseline every tuned candidate must beat and, when
+// search.users is 0 (auto), the load the study tunes at: there the SLA
+// binds, so the front separates configurations that serve more users from
+// those that serve fewer.
+func (p *planner) baselineSweep(ctx context.Context) (string, error) {
+	res, err := SweepConfig(ctx, p.ev, map[string]any{}, p.shortLoad, p.shortOptions(), nil)
+	if err != nil {
+		return "", err
+	}
+	p.baseline = res
+	msg := fmt.Sprintf("engine.params ceiling %d users (short windows)", res.Ceiling)
+	if p.cfg.Search.Users == 0 {
+		p.cfg.Search.Users = max(res.Ceiling, 1)
+		msg += fmt.Sprintf("; the study tunes at %d users", p.cfg.Search.Users)
+	}
+	return msg, nil
+}
+
 // shortLoad is the load of a candidate's short sweep: the tuning windows.
 func (p *planner) shortLoad(users int) Load {
 	l := TuneLoad(p.cfg)
@@ -305,15 +337,14 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		cands = cands[:cfg.Sweep.TopK]
 	}
 	// The configured engine flags are always a candidate: the baseline the
-	// study has to beat.
+	// study has to beat (already swept).
 	cands = append(cands, cand{trial: -1, params: map[string]any{}})
-	opts := SweepOptionsFrom(cfg)
-	opts.Repeats = 1
-	opts.ResolutionUsers = max(opts.ResolutionUsers, 10)
-	opts.ResolutionFraction = max(opts.ResolutionFraction, 0.05)
 	best := -1
 	for i, c := range cands {
-		res, err := SweepConfig(ctx, p.ev, c.params, p.shortLoad, opts, nil)
+		res, err := p.baseline, error(nil)
+		if c.trial >= 0 || res == nil {
+			res, err = SweepConfig(ctx, p.ev, c.params, p.shortLoad, p.shortOptions(), nil)
+		}
 		if err != nil {
 			if IsInfeasible(err) {
 				p.logf("   candidate %s: infeasible: %v", trialName(c.trial), err)

@@ -248,7 +248,7 @@ func TestAssumptionsListed(t *testing.T) {
 		"sla.itl":                            "p95 ≤ 100ms",
 		"workload.profiles[0].output_tokens": "lognormal(median=400, sigma=0.6) in [16, 4096]",
 		"workload.profiles[2].think_time_s":  "lognormal(median=45, sigma=0.7) in [5, 600]",
-		"search.users":                       "200",
+		"search.users":                       "0",
 	}
 	got := map[string]string{}
 	for _, a := range as {

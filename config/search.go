@@ -13,7 +13,7 @@ type Search struct {
 	CrossoverProb float64     `yaml:"crossover_prob" doc:"Probability that a child is produced by crossover (otherwise a copy of a parent, then mutated)."`
 	MutationProb  float64     `yaml:"mutation_prob" doc:"Per-parameter mutation probability; 0 means 1/number of parameters."`
 	Seed          uint64      `yaml:"seed" doc:"Sampler seed."`
-	Users         int         `yaml:"users" doc:"Concurrent users at which every trial is evaluated." assumption:"the study's tuning load was not published; near the expected ceiling"`
+	Users         int         `yaml:"users" doc:"Concurrent users at which every trial is evaluated; 0 means auto: the ceiling of engine.params found by a coarse sweep before the study, so the SLA binds and the front separates configurations that serve more from those that serve fewer." assumption:"the study's tuning load was not published"`
 	Duration      Duration    `yaml:"duration" doc:"Measured window of each trial."`
 	Warmup        Duration    `yaml:"warmup" doc:"Warm-up before each trial's measured window."`
 	Storage       string      `yaml:"storage" doc:"Study storage: sqlite:PATH (default, relative to the output folder) or postgres://... for several workers."`
@@ -49,7 +49,7 @@ func DefaultSearch() Search {
 		Population:    12,
 		CrossoverProb: 0.9,
 		Seed:          1,
-		Users:         200,
+		Users:         0,
 		Duration:      Duration(5 * 60e9),
 		Warmup:        Duration(60e9),
 		Storage:       "sqlite:study.db",
@@ -93,8 +93,8 @@ func (s *Search) validate(p string, errs *Errors) {
 	if s.MutationProb < 0 || s.MutationProb > 1 {
 		errs.Addf(p+".mutation_prob", "must be in [0, 1], got %v", s.MutationProb)
 	}
-	if s.Users < 1 {
-		errs.Addf(p+".users", "must be at least 1, got %d", s.Users)
+	if s.Users < 0 {
+		errs.Addf(p+".users", "must be 0 (auto) or a user count, got %d", s.Users)
 	}
 	if s.Duration <= 0 {
 		errs.Addf(p+".duration", "must be positive")

@@ -123,7 +123,12 @@ func hv(pts [][]float64, ref []float64) float64 {
 			next = sorted[i+1][d-1]
 		}
 		if depth := next - p[d-1]; depth > 0 {
-			vol += hv(nonDominated(proj), ref[:d-1]) * depth
+			if d == 3 {
+				// The 2-D sweep skips dominated points itself.
+				vol += hv2(proj, ref[:2]) * depth
+			} else {
+				vol += hv(nonDominated(proj), ref[:d-1]) * depth
+			}
 		}
 	}
 	return vol

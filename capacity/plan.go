@@ -283,12 +283,26 @@ func resolveStorage(storage, out string) string {
 
 // shortOptions are the sweep options of candidates' short sweeps: one
 // repeat, at least 10 users or 5 % resolution.
-func (p *planner) shortOptions() SweepOptions {
-	opts := SweepOptionsFrom(p.cfg)
+func (p *planner) shortOptions() SweepOptions { return shortOptions(p.cfg) }
+
+func shortOptions(cfg *config.Config) SweepOptions {
+	opts := SweepOptionsFrom(cfg)
 	opts.Repeats = 1
 	opts.ResolutionUsers = max(opts.ResolutionUsers, 10)
 	opts.ResolutionFraction = max(opts.ResolutionFraction, 0.05)
 	return opts
+}
+
+// BaselineSweep is the short sweep of the configured engine flags: the
+// tuning windows, one repeat, max(10 users, 5 %) resolution. Its ceiling is
+// the study's load when search.users is 0 (auto).
+func BaselineSweep(ctx context.Context, ev *Evaluator) (*SweepResult, error) {
+	cfg := ev.Config()
+	return SweepConfig(ctx, ev, map[string]any{}, func(users int) Load {
+		l := TuneLoad(cfg)
+		l.Users = users
+		return l
+	}, shortOptions(cfg), nil)
 }
 
 // baselineSweep gives the configured engine flags a short sweep. Its
@@ -297,7 +311,7 @@ func (p *planner) shortOptions() SweepOptions {
 // binds, so the front separates configurations that serve more users from
 // those that serve fewer.
 func (p *planner) baselineSweep(ctx context.Context) (string, error) {
-	res, err := SweepConfig(ctx, p.ev, map[string]any{}, p.shortLoad, p.shortOptions(), nil)
+	res, err := BaselineSweep(ctx, p.ev)
 	if err != nil {
 		return "", err
 	}

@@ -68,7 +68,7 @@ func DefaultSpace() []Param {
 	return []Param{
 		{Name: "max-num-batched-tokens", Type: "int", Low: 256, High: 16384, Log: true, Doc: "Per-step token budget: chunked prefill splits long prompts into chunks of at most this, so small values protect ITL and large ones cut TTFT."},
 		{Name: "max-num-seqs", Type: "int", Low: 16, High: 1024, Log: true, Doc: "Most sequences in one batch: caps decode concurrency and KV demand."},
-		{Name: "gpu-memory-utilization", Type: "float", Low: 0.80, High: 0.95, Doc: "Share of GPU memory vLLM may use; the rest of it after weights is KV cache."},
+		{Name: "gpu-memory-utilization", Type: "float", Low: 0.80, High: 0.95, Step: 0.01, Doc: "Share of GPU memory vLLM may use; the rest of it after weights is KV cache."},
 		{Name: "enable-prefix-caching", Type: "bool", Choices: []any{true, false}, Doc: "Reuse KV blocks of shared prefixes across requests (the shared monorepo root)."},
 		{Name: "enable-chunked-prefill", Type: "bool", Choices: []any{true, false}, Doc: "Split long prefills across steps, mixing them with decodes."},
 		{Name: "long-prefill-token-threshold", Type: "categorical", Choices: []any{0, 2048, 8192}, Doc: "Prompts longer than this count as long and are limited per step (0: off)."},

@@ -64,16 +64,16 @@ const batchRows = 16
 // unparsable tool calls) are counted in the returned stats and skipped;
 // only I/O and schema errors are fatal. name is used in messages.
 func ReadParquet(ctx context.Context, r io.ReaderAt, size int64, name, dataset string, fn func(*Trajectory) error) (stats ReadStats, err error) {
+	defer func() { // parquet-go panics on schemas it cannot convert and on some corrupt files
+		if p := recover(); p != nil {
+			err = fmt.Errorf("read parquet %s as %s: %v", name, dataset, p)
+		}
+	}()
 	f, err := parquet.OpenFile(r, size)
 	if err != nil {
 		return stats, fmt.Errorf("open parquet %s: %w", name, err)
 	}
 	stats.Bytes = size
-	defer func() { // parquet-go panics on schemas it cannot convert
-		if p := recover(); p != nil {
-			err = fmt.Errorf("read parquet %s as %s: %v", name, dataset, p)
-		}
-	}()
 	switch dataset {
 	case DatasetCoderForge:
 		err = readRows(ctx, f, name, &stats, func(row *CoderForgeRow) (*Trajectory, string) {

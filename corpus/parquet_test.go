@@ -136,3 +136,29 @@ func FuzzParseMessages(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadParquet(f *testing.F) {
+	trajs, err := Synthesize(4, 2, SyntheticSpec{MinSteps: 1, MaxSteps: 2, SystemTokens: 5, TaskTokens: LogNormal{10, 0.1}, OutputTokens: LogNormal{10, 0.1}, ToolTokens: LogNormal{10, 0.1}}, testTokenizer(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, ds := range []string{DatasetCoderForge, DatasetSWERebench} {
+		var buf bytes.Buffer
+		if err := WriteParquet(&buf, ds, trajs); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes(), ds == DatasetSWERebench)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, swe bool) {
+		ds := DatasetCoderForge
+		if swe {
+			ds = DatasetSWERebench
+		}
+		_, _ = ReadParquet(context.Background(), bytes.NewReader(data), int64(len(data)), "fuzz", ds, func(tr *Trajectory) error {
+			if len(tr.Messages) == 0 {
+				t.Fatal("trajectory without messages passed on")
+			}
+			return nil
+		})
+	})
+}

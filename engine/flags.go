@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +17,8 @@ import (
 func FlagName(name string) string {
 	return strings.ReplaceAll(strings.TrimLeft(strings.TrimSpace(name), "-"), "_", "-")
 }
+
+var flagNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Flags renders p as vLLM command-line flags, sorted by flag name so that the
 // same parameters always give the same argv:
@@ -34,6 +37,9 @@ func Flags(p search.Params) ([]string, error) {
 		f := FlagName(k)
 		if f == "" {
 			return nil, fmt.Errorf("render engine flags: empty parameter name %q", k)
+		}
+		if !flagNameRE.MatchString(f) {
+			return nil, fmt.Errorf("render engine flags: parameter %q is not a flag name (letters, digits, '-', '_', '.')", k)
 		}
 		if prev, dup := byFlag[f]; dup {
 			a, b := prev, k

@@ -30,6 +30,8 @@ func TestFlags(t *testing.T) {
 		{"slice value", search.Params{"x": []int{1}}, nil, "unsupported value"},
 		{"NaN", search.Params{"x": nan()}, nil, "finite"},
 		{"empty name", search.Params{"--": 1}, nil, "empty parameter name"},
+		{"not a flag name", search.Params{"a=b": 1}, nil, "not a flag name"},
+		{"space in name", search.Params{"max seqs": 1}, nil, "not a flag name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Flags(tc.params)
@@ -90,4 +92,27 @@ func TestHasFlag(t *testing.T) {
 			t.Errorf("HasFlag(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// FuzzFlags checks that every rendered parameter is found again by HasFlag
+// and that rendering is deterministic.
+func FuzzFlags(f *testing.F) {
+	f.Add("max-num-batched-tokens", 2048, true, 0.9)
+	f.Add("enable_prefix_caching", -1, false, 1e300)
+	f.Fuzz(func(t *testing.T, name string, n int, b bool, x float64) {
+		p := search.Params{name: n, name + "-b": b, name + "-x": x}
+		got, err := Flags(p)
+		if err != nil {
+			return // empty names, duplicate flags, NaN: rejected with an error
+		}
+		again, _ := Flags(p)
+		if !reflect.DeepEqual(got, again) {
+			t.Fatalf("not deterministic: %q vs %q", got, again)
+		}
+		for k := range p {
+			if !HasFlag(got, k) {
+				t.Fatalf("HasFlag(%q, %q) = false", got, k)
+			}
+		}
+	})
 }

@@ -269,3 +269,20 @@ func alive(pid int) bool {
 	i := bytes.LastIndexByte(b, ')')
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
+
+// BenchmarkStudy60 is the cost of the study loop itself for the default
+// 60-trial NSGA-II study (SQLite storage, sampling, progress with front),
+// with an evaluator that costs nothing: what tune adds to every trial.
+func BenchmarkStudy60(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		cfg := config.Default()
+		cfg.Search.Storage = "sqlite:" + filepath.Join(b.TempDir(), "study.db")
+		fast := func(ctx context.Context, e engine.Engine, p search.Params) (*result.Result, error) {
+			s := result.Stats{OK: 1, OutputTokensPerSecond: float64(p.Int("max-num-seqs")), TTFT: result.Latency{P95: 1e6 / float64(p.Int("max-num-batched-tokens"))}, ITL: result.Latency{P95: p.Float("gpu-memory-utilization")}}
+			return &result.Result{Overall: s}, nil
+		}
+		if _, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: fast, Progress: func(Progress) {}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -97,10 +97,15 @@ func (d *Dist) validate(path string, errs *Errors) {
 		if n := len(d.Weights); n != 0 && n != len(d.Values) && n != len(d.Values)-1 {
 			errs.Addf(path+".weights", "needs %d entries (one per value) or %d (one per histogram bin), got %d", len(d.Values), len(d.Values)-1, n)
 		}
+		total := 0.0
 		for i, w := range d.Weights {
 			if w < 0 || math.IsNaN(w) {
 				errs.Addf(fmt.Sprintf("%s.weights[%d]", path, i), "must not be negative, got %v", w)
 			}
+			total += w
+		}
+		if len(d.Weights) > 0 && total == 0 {
+			errs.Addf(path+".weights", "weights sum to 0: at least one must be positive")
 		}
 		if len(d.Weights) == len(d.Values)-1 {
 			for i := 1; i < len(d.Values); i++ {

@@ -1,10 +1,12 @@
 package workload
 
 import (
+	"bytes"
 	"sync"
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/corpus"
 )
 
 func TestOpenImport(t *testing.T) {
@@ -53,4 +55,34 @@ func TestConcurrentUse(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+}
+
+func TestCorpusFileFromConfig(t *testing.T) {
+	path := t.TempDir() + "/corpus.jsonl"
+	var buf bytes.Buffer
+	if err := corpus.Write(&buf, corpus.Generate(99, 6)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(path, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.DefaultWorkload()
+	cfg.Corpus = path
+	g, err := New(cfg, 131072)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := Segment{Kind: KindUser, Key: 7, Tokens: 1234}
+	b, err := g.Render(nil, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, testTokenizer(t), b); n != 1234 {
+		t.Fatalf("rendered %d tokens from the corpus file, want 1234", n)
+	}
+	cfg.Corpus = path + ".missing"
+	g, _ = New(cfg, 131072)
+	if _, err := g.Render(nil, seg); err == nil {
+		t.Fatal("missing corpus file: Render succeeded")
+	}
 }

@@ -3,7 +3,9 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/spoc-project/spoc/corpus"
 	"github.com/spoc-project/spoc/tokenizer"
@@ -30,38 +32,48 @@ type pool struct {
 	byTokens [MaxTailTokens][]int32
 }
 
-// NewText chunks and counts every document of c with tok.
+// NewText chunks and counts every document of c with tok, counting on all
+// cores; the result does not depend on their number.
 func NewText(c *corpus.Corpus, tok *tokenizer.Tokenizer) (*Text, error) {
+	counted := make([][]tokenizer.Chunk, len(c.Docs))
+	errs := make([]error, len(c.Docs))
+	workers := max(1, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(c.Docs); i += workers {
+				errs[i] = tokenizer.SplitChunks(tokenizer.Normalize(c.Docs[i].Text), func(s string) error {
+					n, err := tok.Count(s)
+					if err == nil && n < MaxTailTokens {
+						counted[i] = append(counted[i], tokenizer.Chunk{Text: s, Tokens: n})
+					}
+					return err
+				})
+			}
+		}(w)
+	}
+	wg.Wait()
 	t := &Text{tok: tok, pools: map[corpus.Kind]*pool{}}
-	for _, d := range c.Docs {
+	for i, d := range c.Docs {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("prepare corpus document %s: %w", d.Source, errs[i])
+		}
+		if len(counted[i]) == 0 {
+			continue
+		}
 		p := t.pools[d.Kind]
 		if p == nil {
 			p = &pool{}
 			t.pools[d.Kind] = p
 		}
 		first := int32(len(p.chunks))
-		err := tokenizer.SplitChunks(tokenizer.Normalize(d.Text), func(s string) error {
-			n, err := tok.Count(s)
-			if err != nil {
-				return err
-			}
-			if n < MaxTailTokens {
-				p.byTokens[n] = append(p.byTokens[n], int32(len(p.chunks)))
-				p.chunks = append(p.chunks, tokenizer.Chunk{Text: s, Tokens: n})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("prepare corpus document %s: %w", d.Source, err)
+		for _, ch := range counted[i] {
+			p.byTokens[ch.Tokens] = append(p.byTokens[ch.Tokens], int32(len(p.chunks)))
+			p.chunks = append(p.chunks, ch)
 		}
-		if end := int32(len(p.chunks)); end > first {
-			p.docs = append(p.docs, [2]int32{first, end})
-		}
-	}
-	for k, p := range t.pools {
-		if len(p.docs) == 0 {
-			delete(t.pools, k)
-		}
+		p.docs = append(p.docs, [2]int32{first, int32(len(p.chunks))})
 	}
 	if len(t.pools) == 0 {
 		return nil, fmt.Errorf("prepare corpus: %w: no usable text", corpus.ErrEmpty)

@@ -1,0 +1,195 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Markdown writes the plan's verdict and key tables as Markdown
+// (summary.md): readable in a terminal, a pull request or a wiki. Every
+// string from the plan is escaped; the serve command sits in a code block.
+func Markdown(w io.Writer, d *Data) error {
+	if d == nil {
+		return fmt.Errorf("render Markdown summary: nil data")
+	}
+	p := newPage(d)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", mdEscape(d.Title))
+	if d.Quick {
+		b.WriteString("> **Quick plan**: short windows and few trials; the numbers are indicative only.\n\n")
+	}
+	c := d.Capacity
+	if c.Users > 0 {
+		fmt.Fprintf(&b, "**Capacity ceiling: %d concurrent users** of this workload on %d× %s (%s, TP %d)", c.Users, d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
+	} else {
+		fmt.Fprintf(&b, "**No user count met the SLA** on %d× %s (%s, TP %d)", d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
+	}
+	if p.SimRun {
+		b.WriteString(", simulated (virtual time)")
+	}
+	b.WriteString(".\n\n")
+	if c.FirstFailingUsers > 0 {
+		fmt.Fprintf(&b, "Above it, at %d users, the SLA fails first on: %s.\n\n", c.FirstFailingUsers, mdEscape(c.FailedClause))
+	}
+	fmt.Fprintf(&b, "SLA (%s): %s\n\n", mdEscape(d.SLA.Scope), mdEscape(p.SLAText))
+	bound := "not client-bound"
+	if d.Client.ClientBound {
+		bound = "**client-bound**: the load generator limited the run"
+	}
+	fmt.Fprintf(&b, "Client validity: %s, dispatch lag p99 %s", bound, fmtMs(d.Client.DispatchLagP99Ms))
+	if d.Client.Virtual {
+		b.WriteString(", virtual time")
+	}
+	b.WriteString(".\n")
+	for _, r := range d.Client.Reasons {
+		fmt.Fprintf(&b, "- %s\n", mdEscape(r))
+	}
+	fmt.Fprintf(&b, "\nChosen configuration (%s):\n\n", mdEscape(choice(c)))
+	writeFence(&b, c.ServeCommand)
+
+	if w := d.Workload; w != nil {
+		b.WriteString("## Workload\n\n| profile | share | context at start p50 | end p50 | turns p50 | growth per turn | ideal hit rate |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range p.Workload.Profiles {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s |\n", mdEscape(r.Name), fmtPct(r.Share), fmtNum(float64(r.StartP50)), fmtNum(float64(r.EndP50)), r.Turns, fmtNum(r.GrowthPerTurn), fmtPct(r.IdealHR))
+		}
+		fmt.Fprintf(&b, "\nPrefix cache: ideal hit rate %s (first turns %s)", fmtPct(w.Prefix.IdealHitRate), fmtPct(w.Prefix.FirstTurnHitRate))
+		if p.HasMeasured {
+			fmt.Fprintf(&b, ", measured %s (%s)", fmtPct(p.Measured), mdEscape(p.MeasuredSrc))
+		}
+		b.WriteString(".\n\n")
+	}
+	if s := p.Search; s != nil && len(s.Front) > 0 {
+		fmt.Fprintf(&b, "## Search: %s\n\n| trial |", mdEscape(s.FrontLabel))
+		for _, o := range s.Objectives {
+			fmt.Fprintf(&b, " %s |", mdEscape(objectiveLabel(o)))
+		}
+		for _, n := range s.ParamNames {
+			fmt.Fprintf(&b, " %s |", mdEscape(n))
+		}
+		b.WriteString("\n|---:|" + strings.Repeat("---:|", len(s.Objectives)+len(s.ParamNames)) + "\n")
+		for _, r := range s.Front {
+			mark := ""
+			if r.Chosen {
+				mark = " (chosen)"
+			}
+			fmt.Fprintf(&b, "| #%d%s |", r.Number, mark)
+			for _, v := range r.Values {
+				fmt.Fprintf(&b, " %s |", v)
+			}
+			for _, v := range r.Params {
+				fmt.Fprintf(&b, " %s |", mdEscape(v))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	if len(d.Candidates) > 0 {
+		b.WriteString("## Candidates\n\n| candidate | short-sweep ceiling | fails first on |\n|---|---:|---|\n")
+		for _, cd := range d.Candidates {
+			label := fmt.Sprintf("trial #%d", cd.Trial)
+			if cd.Trial < 0 {
+				label = "baseline"
+			}
+			if cd.Chosen {
+				label += " (chosen)"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause))
+		}
+		b.WriteString("\n")
+	}
+	if len(d.Sweep) > 0 {
+		b.WriteString("## Sweep\n\n| users | verdict | output tok/s | TTFT p95 | ITL p95 | KV usage | prefix hits |\n|---:|---|---:|---:|---:|---:|---:|\n")
+		for _, s := range d.Sweep {
+			v := "pass"
+			if !s.Pass {
+				v = "fail: " + mdEscape(s.FailedClause)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), fmtPct(s.KVCacheUsageMean), fmtPct(s.PrefixCacheHitRate))
+		}
+		b.WriteString("\n")
+	}
+	if t := p.Telemetry; t != nil && len(t.GPUs) > 0 {
+		b.WriteString("## GPUs at the ceiling\n\n| GPU | SM active | DRAM active | SM clock MHz | temp max °C | straggler |\n|---|---:|---:|---:|---:|---|\n")
+		for _, g := range t.GPUs {
+			flag := ""
+			if g.Straggler {
+				flag = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdEscape(g.Name), g.SM, g.DRAM, g.ClockMean, g.TempMax, flag)
+		}
+		b.WriteString("\n")
+	}
+	if k := p.Kernels; k != nil {
+		fmt.Fprintf(&b, "## Kernels\n\nTrace %s.\n\n| category | share of kernel time |\n|---|---:|\n", mdEscape(k.File))
+		for _, ct := range d.Kernels.Breakdown.Categories {
+			fmt.Fprintf(&b, "| %s | %s |\n", mdEscape(string(ct.Name)), fmtPct(ct.Share))
+		}
+		b.WriteString("\n")
+		if len(k.RoofRows) > 0 {
+			b.WriteString("| term | measured |")
+			for _, h := range k.RoofHeads {
+				fmt.Fprintf(&b, " %s predicted |", mdEscape(h))
+			}
+			b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(k.RoofHeads)) + "\n")
+			for _, r := range k.RoofRows {
+				fmt.Fprintf(&b, "| %s | %s |", mdEscape(r.Key), r.Measured)
+				for _, c := range r.Cells {
+					fmt.Fprintf(&b, " %s |", c)
+				}
+				b.WriteString("\n")
+			}
+			b.WriteString("\n")
+		}
+		if len(k.Top) > 0 {
+			b.WriteString("| category | top kernel | share of category |\n|---|---|---:|\n")
+			for _, r := range k.Top {
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(r.Category), mdEscape(r.Short), r.Share)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(d.Compare) > 0 {
+		b.WriteString("## Hardware comparison\n\n| target | GPUs | ceiling | users/GPU | ratio |\n|---|---:|---:|---:|---:|\n")
+		for _, r := range d.Compare {
+			fmt.Fprintf(&b, "| %s | %d× %s | %d | %.1f | %.2f |\n", mdEscape(r.Name), r.GPUs, mdEscape(r.GPU), r.Users, r.UsersPerGPU, r.Ratio)
+		}
+		b.WriteString("\n")
+	}
+	if len(d.Assumptions) > 0 {
+		b.WriteString("## Assumptions\n\n| field | value | note |\n|---|---|---|\n")
+		for _, a := range d.Assumptions {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(a.Field), mdEscape(a.Value), mdEscape(a.Note))
+		}
+		b.WriteString("\n")
+	}
+	if len(d.Notes)+len(p.Missing) > 0 {
+		b.WriteString("## Notes\n\n")
+		for _, n := range d.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
+		}
+		for _, n := range p.Missing {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(n))
+		}
+		b.WriteString("\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write Markdown summary: %w", err)
+	}
+	return nil
+}
+
+// writeFence writes s as a fenced code block whose fence is longer than any
+// backtick run inside s, so s cannot close it.
+func writeFence(b *strings.Builder, s string) {
+	fence := "```"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	fmt.Fprintf(b, "%s\n%s\n%s\n\n", fence, s, fence)
+}
+
+var mdReplacer = strings.NewReplacer("\\", "\\\\", "|", "\\|", "<", "&lt;", ">", "&gt;", "&", "&amp;", "`", "\\`", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]", "\n", " ", "\r", " ")
+
+// mdEscape makes s inert Markdown text: no markup, no HTML, no table break.
+func mdEscape(s string) string { return mdReplacer.Replace(s) }

@@ -384,17 +384,20 @@ func TestAccuracy(t *testing.T) {
 	if len(ttftErr) < 10 {
 		t.Fatalf("only %d ok requests", len(ttftErr))
 	}
-	p99 := func(d []time.Duration) time.Duration {
+	q := func(d []time.Duration, f float64) time.Duration {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		return d[len(d)*99/100]
+		return d[int(f*float64(len(d)-1))]
 	}
-	tp, ip := p99(ttftErr), p99(itlErr)
-	t.Logf("first-token error p99 %v, ITL error p99 %v (%d requests)", tp, ip, len(ttftErr))
+	t50, i50, tp, ip := q(ttftErr, 0.5), q(itlErr, 0.5), q(ttftErr, 0.99), q(itlErr, 0.99)
+	t.Logf("first-token error p50 %v p99 %v, ITL error p50 %v p99 %v (%d requests)", t50, tp, i50, ip, len(ttftErr))
 	if raceEnabled {
 		return // timing under the race detector says nothing about the client
 	}
-	if tp > 50*time.Millisecond || ip > 50*time.Millisecond {
-		t.Fatalf("client timing off: first-token error p99 %v, ITL error p99 %v", tp, ip)
+	// Loose bounds that a shared, loaded machine still meets; the tight ones
+	// are spoc bench client's job. A client stamping chunks late (after
+	// decoding, or per read of several chunks) misses the median bound.
+	if t50 > 2*time.Millisecond || i50 > 2*time.Millisecond || tp > 100*time.Millisecond || ip > 100*time.Millisecond {
+		t.Fatalf("client timing off: first-token error p50 %v p99 %v, ITL error p50 %v p99 %v", t50, tp, i50, ip)
 	}
 }
 

@@ -91,3 +91,28 @@ func TestRenderPrefixSemantics(t *testing.T) {
 		t.Fatal("same key and length rendered different bytes")
 	}
 }
+
+// TestRenderTokenExactCl100k repeats the exactness check under cl100k_base,
+// with the generator preparing its own text.
+func TestRenderTokenExactCl100k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prepares the built-in corpus a second time")
+	}
+	cfg := config.DefaultWorkload()
+	cfg.Tokenizer = "cl100k_base"
+	g, err := New(cfg, 131072)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := g.Session(4, 2)
+	segs := s.Prompt(nil, min(4, len(s.Turns)-1))
+	var prompt []byte
+	for _, seg := range segs {
+		if prompt, err = g.Render(prompt, seg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := count(t, g.tok, prompt), Tokens(segs); got != want {
+		t.Fatalf("cl100k prompt: %d tokens, want %d", got, want)
+	}
+}

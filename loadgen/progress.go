@@ -22,15 +22,17 @@ type Progress struct {
 	Requests  int64 `json:"requests"`
 	Errors    int64 `json:"errors"`
 	Cancelled int64 `json:"cancelled"`
-	// InFlight counts requests on the wire: users busy waiting for a reply.
-	InFlight int64 `json:"in_flight"`
+	// ActiveUsers counts users past their ramp slot and not yet finished;
+	// InFlight the requests on the wire (users waiting for a reply).
+	ActiveUsers int64 `json:"active_users"`
+	InFlight    int64 `json:"in_flight"`
 	// TTFTp95 and ITLp95 cover roughly the last 10-20 seconds.
 	TTFTp95 time.Duration `json:"ttft_p95"`
 	ITLp95  time.Duration `json:"itl_p95"`
 }
 
 type progress struct {
-	scheduledN, inFlight atomic.Int64
+	scheduledN, inFlight, active atomic.Int64
 
 	mu                   sync.Mutex
 	requests, errs, canc int64
@@ -91,7 +93,7 @@ func (p *progress) snapshot() Progress {
 	defer p.mu.Unlock()
 	p.rotate(time.Now())
 	pr := Progress{
-		Scheduled: p.scheduledN.Load(), InFlight: p.inFlight.Load(),
+		Scheduled: p.scheduledN.Load(), InFlight: p.inFlight.Load(), ActiveUsers: p.active.Load(),
 		Requests: p.requests, Errors: p.errs, Cancelled: p.canc,
 	}
 	pr.TTFTp95 = p95(p.ttft)

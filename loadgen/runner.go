@@ -213,6 +213,14 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			t := time.NewTimer(time.Hour)
+			ok := sleepUntil(runCtx, t, slot.Add(-renderLead))
+			t.Stop()
+			if !ok {
+				return // stopped before this user's slot: nothing was due
+			}
+			r.progress.active.Add(1)
+			defer r.progress.active.Add(-1)
 			vu := &user{r: r, id: u, measured: measured, end: end, records: records}
 			if err := vu.run(runCtx, src, slot); err != nil {
 				errMu.Lock()

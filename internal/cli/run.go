@@ -205,8 +205,8 @@ func showProgress(w io.Writer, r *loadgen.Runner, users int) (stop func()) {
 				return
 			case <-t.C:
 				p := r.Progress()
-				line := fmt.Sprintf("users %d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
-					users, p.InFlight, p.Requests, p.Errors, p.Cancelled, roundDur(p.TTFTp95), roundDur(p.ITLp95))
+				line := fmt.Sprintf("users %d/%d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
+					p.ActiveUsers, users, p.InFlight, p.Requests, p.Errors, p.Cancelled, roundDur(p.TTFTp95), roundDur(p.ITLp95))
 				fmt.Fprint(w, "\r\033[K"+strings.TrimSpace(line))
 			}
 		}

@@ -30,14 +30,18 @@ type Factors struct {
 	// Network scales NVLink bandwidth for the tensor-parallel all-reduce.
 	Network float64 `json:"network" yaml:"network"`
 
-	// StepOverheadSeconds is the per-step time not hidden behind the GPU:
-	// scheduling, input preparation, sampling bookkeeping.
+	// StepOverheadSeconds is the engine's CPU time per step: scheduling,
+	// input preparation, sampling bookkeeping. Step adds it to the Overhead
+	// term; an engine with async scheduling (vLLM's --async-scheduling, sim's
+	// AsyncScheduling, the calibration replay) hides it, and
+	// PerSeqOverheadSeconds, behind the GPU's previous step.
 	StepOverheadSeconds float64 `json:"step_overhead_seconds" yaml:"step_overhead_seconds"`
-	// PerSeqOverheadSeconds is added per sequence in the batch (per-request
-	// bookkeeping, detokenisation, output processing).
+	// PerSeqOverheadSeconds is CPU time per sequence in the batch (per-request
+	// bookkeeping, detokenisation, output processing), hidden like
+	// StepOverheadSeconds under async scheduling.
 	PerSeqOverheadSeconds float64 `json:"per_seq_overhead_seconds" yaml:"per_seq_overhead_seconds"`
 	// GraphKernelSeconds is the per-kernel cost inside a replayed CUDA graph
-	// (launch gap and tail of each small kernel).
+	// (launch gap and tail of each small kernel); GPU-side, never hidden.
 	GraphKernelSeconds float64 `json:"graph_kernel_seconds" yaml:"graph_kernel_seconds"`
 	// EagerKernelSeconds is the per-kernel cost when kernels are launched one by
 	// one from Python (eager mode, or batches above the graph capture size).

@@ -49,13 +49,16 @@ type Server struct {
 	CUDAGraphMaxTokens   int     `json:"cuda_graph_max_tokens,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
 	MaxModelLen          int     `json:"max_model_len,omitempty"`
+	// SyncScheduling turns vLLM's async scheduling off: the CPU overhead of
+	// each step is then added to it instead of hidden behind the GPU.
+	SyncScheduling bool `json:"sync_scheduling,omitempty"`
 }
 
 // DefaultServer are the flags of the reference measurements
 // (shared/data/calibration/README.md): vLLM 0.13 serving gpt-oss-120b with
 // max-num-batched-tokens 8192, max-num-seqs = concurrency,
-// max-cudagraph-capture-size 2048, gpu-memory-utilization 0.9, no prefix
-// caching.
+// max-cudagraph-capture-size 2048, gpu-memory-utilization 0.9, async
+// scheduling, no prefix caching.
 var DefaultServer = Server{MaxNumBatchedTokens: 8192, CUDAGraphMaxTokens: 2048, GPUMemoryUtilization: 0.9}
 
 // Point is one measured benchmark run.

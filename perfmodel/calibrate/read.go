@@ -66,6 +66,7 @@ var csvColumns = map[string][]string{
 	"graph":       {"cuda_graph_max_tokens", "max_cudagraph_capture_size"},
 	"util":        {"gpu_memory_utilization"},
 	"maxmodellen": {"max_model_len"},
+	"async":       {"async_scheduling"},
 }
 
 var csvRequired = []string{"tp", "isl", "osl", "conc", "tput", "ttft", "tpot", "gpu"}
@@ -114,7 +115,8 @@ func readCSV(data []byte, name string) ([]Point, error) {
 		p.Concurrency = f.int("conc", 0)
 		p.NumPrompts = f.int("prompts", 10*p.Concurrency)
 		p.Server = Server{MaxNumBatchedTokens: f.int("mnbt", 0), MaxNumSeqs: f.int("mns", 0),
-			CUDAGraphMaxTokens: f.int("graph", 0), GPUMemoryUtilization: f.float("util", 0), MaxModelLen: f.int("maxmodellen", 0)}
+			CUDAGraphMaxTokens: f.int("graph", 0), GPUMemoryUtilization: f.float("util", 0), MaxModelLen: f.int("maxmodellen", 0),
+			SyncScheduling: !f.bool("async", true)}
 		p.Measured = Metrics{OutputThroughputPerGPU: f.float("tput", 0),
 			MedianTPOTSeconds: f.float("tpot", 0) / 1e3, MedianTTFTSeconds: f.float("ttft", 0) / 1e3}
 		if f.err != nil {
@@ -177,6 +179,21 @@ func (f *fieldReader) float(key string, def float64) float64 {
 	return x
 }
 
+func (f *fieldReader) bool(key string, def bool) bool {
+	v, h, ok := f.cell(key)
+	if !ok {
+		return def
+	}
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		if f.err == nil {
+			f.err = fmt.Errorf("%s: column %q: %q is not true or false", f.src, h, v)
+		}
+		return def
+	}
+	return x
+}
+
 func (f *fieldReader) int(key string, def int) int {
 	v, h, ok := f.cell(key)
 	if !ok {
@@ -219,6 +236,7 @@ type benchResult struct {
 	MaxNumBatchedTokens  metaValue `json:"max_num_batched_tokens"`
 	MaxNumSeqs           metaValue `json:"max_num_seqs"`
 	GPUMemoryUtilization metaValue `json:"gpu_memory_utilization"`
+	AsyncScheduling      metaValue `json:"async_scheduling"`
 }
 
 func readBenchJSON(data []byte, name string) ([]Point, error) {
@@ -329,6 +347,13 @@ func (b *benchResult) point(src string) (Point, error) {
 	}
 	p.InputLen, p.OutputLen, p.RangeRatio = int(vals[2]), int(vals[3]), vals[4]
 	p.Server = Server{MaxNumBatchedTokens: int(vals[5]), MaxNumSeqs: int(vals[6]), GPUMemoryUtilization: vals[7]}
+	if b.AsyncScheduling != "" {
+		async, err := strconv.ParseBool(string(b.AsyncScheduling))
+		if err != nil {
+			return p, fmt.Errorf("field \"async_scheduling\": %q is not true or false", string(b.AsyncScheduling))
+		}
+		p.Server.SyncScheduling = !async
+	}
 	p.Concurrency = *b.MaxConcurrency
 	if b.NumPrompts != nil {
 		p.NumPrompts = *b.NumPrompts

@@ -25,7 +25,9 @@ type Predictor interface {
 // prefills, then admits waiting requests first-come first-served while
 // max_num_seqs and the max_num_batched_tokens budget allow, chunking the last
 // prefill to fit. A step's duration is System.StepShape; the step that
-// completes a prompt emits its first token. Each request reaches the engine
+// completes a prompt emits its first token; with async scheduling (the
+// default, Server.SyncScheduling off) the CPU overhead terms are hidden behind
+// the GPU as sim hides them. Each request reaches the engine
 // Factors.RequestOverhead after the client sends it. KV cache is reserved for
 // a request's whole length on admission (no preemption), which the
 // reference points never come close to exhausting. With more GPUs than the
@@ -132,6 +134,7 @@ func (r Replay) Run(ctx context.Context, p Point, sys *perfmodel.System) (Metric
 		}
 	}
 	window := sys.Model().SlidingWindow
+	async := !srv.SyncScheduling
 	budgetPerStep, maxSeqs := srv.MaxNumBatchedTokens, srv.MaxNumSeqs
 
 	sent := min(users, n)
@@ -205,20 +208,20 @@ func (r Replay) Run(ctx context.Context, p Point, sys *perfmodel.System) (Metric
 			if pending {
 				taken = 0
 				for taken < k {
-					t += sys.StepShape(advance(shape, taken)).Seconds
+					t += r.seconds(sys, advance(shape, taken), async)
 					taken++
 					if t >= reqs[head].ready {
 						break
 					}
 				}
 			} else {
-				t += decodeStretch(sys, shape, 0, k-1, sys.StepShape(shape).Seconds, sys.StepShape(advance(shape, k-1)).Seconds)
+				t += r.decodeStretch(sys, shape, async, 0, k-1, r.seconds(sys, shape, async), r.seconds(sys, advance(shape, k-1), async))
 			}
 			for _, i := range running {
 				reqs[i].generated += taken
 			}
 		} else {
-			t += sys.StepShape(shape).Seconds
+			t += r.seconds(sys, shape, async)
 			for _, i := range running {
 				q := &reqs[i]
 				if q.scheduled == 0 {
@@ -295,7 +298,7 @@ func advance(b perfmodel.BatchShape, s int) perfmodel.BatchShape {
 // midpoint lies on the chord the range is linear and sums exactly as an
 // arithmetic series; elsewhere the range is halved. A stretch of k steps
 // costs O(log k) step evaluations instead of k.
-func decodeStretch(sys *perfmodel.System, b perfmodel.BatchShape, lo, hi int, tLo, tHi float64) float64 {
+func (r Replay) decodeStretch(sys *perfmodel.System, b perfmodel.BatchShape, async bool, lo, hi int, tLo, tHi float64) float64 {
 	n := float64(hi - lo + 1)
 	if hi-lo < 2 {
 		if hi == lo {
@@ -304,10 +307,25 @@ func decodeStretch(sys *perfmodel.System, b perfmodel.BatchShape, lo, hi int, tL
 		return tLo + tHi
 	}
 	mid := (lo + hi) / 2
-	tMid := sys.StepShape(advance(b, mid)).Seconds
+	tMid := r.seconds(sys, advance(b, mid), async)
 	chord := tLo + (tHi-tLo)*float64(mid-lo)/float64(hi-lo)
 	if math.Abs(tMid-chord) <= 1e-12*math.Abs(chord) {
 		return n * (tLo + tHi) / 2
 	}
-	return decodeStretch(sys, b, lo, mid, tLo, tMid) + decodeStretch(sys, b, mid+1, hi, sys.StepShape(advance(b, mid+1)).Seconds, tHi)
+	return r.decodeStretch(sys, b, async, lo, mid, tLo, tMid) + r.decodeStretch(sys, b, async, mid+1, hi, r.seconds(sys, advance(b, mid+1), async), tHi)
+}
+
+// seconds is one step's duration. Under async scheduling the engine
+// prepares step n+1 on the CPU while the GPU runs step n, hiding the CPU
+// overhead (StepOverheadSeconds + PerSeqOverheadSeconds per sequence) but
+// not the kernel-launch gaps; this is how sim's engine applies it, so factors
+// fitted here mean the same there.
+func (r Replay) seconds(sys *perfmodel.System, b perfmodel.BatchShape, async bool) float64 {
+	c := sys.StepShape(b)
+	if !async {
+		return c.Seconds
+	}
+	f := sys.Factors()
+	hide := math.Min(c.Terms.Overhead, f.StepOverheadSeconds+f.PerSeqOverheadSeconds*float64(b.Seqs))
+	return math.Max(c.Seconds-hide, 1e-6)
 }

@@ -16,6 +16,14 @@ func onePoint() Point {
 		Measured: Metrics{OutputThroughputPerGPU: 1, MedianTPOTSeconds: 1, MedianTTFTSeconds: 1}}
 }
 
+// asyncStep is a step under async scheduling: the CPU overhead
+// (StepOverheadSeconds + PerSeqOverheadSeconds per sequence) is hidden.
+func asyncStep(sys *perfmodel.System, batch []perfmodel.Seq) float64 {
+	c := sys.Step(batch)
+	f := sys.Factors()
+	return c.Seconds - math.Min(c.Terms.Overhead, f.StepOverheadSeconds+f.PerSeqOverheadSeconds*float64(len(batch)))
+}
+
 // TestReplayByHand follows one user through two requests: each reaches the
 // engine RequestOverhead(100) after it is sent, is prefilled in one step
 // (first token), then decoded in 4 steps over contexts 100..103; the second
@@ -31,10 +39,10 @@ func TestReplayByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefill := sys.Step([]perfmodel.Seq{{NewTokens: 100}}).Seconds
+	prefill := asyncStep(sys, []perfmodel.Seq{{NewTokens: 100}})
 	var decode float64
 	for c := 100; c < 104; c++ {
-		decode += sys.Step([]perfmodel.Seq{{NewTokens: 1, ContextTokens: c}}).Seconds
+		decode += asyncStep(sys, []perfmodel.Seq{{NewTokens: 1, ContextTokens: c}})
 	}
 	over := f.RequestOverhead(100)
 	ttft := over + prefill
@@ -42,6 +50,16 @@ func TestReplayByHand(t *testing.T) {
 	want := Metrics{OutputThroughputPerGPU: 10 / (2 * perRequest) / 2, MedianTPOTSeconds: decode / 4, MedianTTFTSeconds: ttft}
 	if !metricsClose(got, want) {
 		t.Errorf("replay %+v, want %+v", got, want)
+	}
+	// Without async scheduling the CPU overhead adds to every step.
+	p.Server.SyncScheduling = true
+	sync, err := Replay{Seed: 1}.Run(context.Background(), p, sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncTTFT := over + sys.Step([]perfmodel.Seq{{NewTokens: 100}}).Seconds
+	if !(sync.MedianTTFTSeconds > got.MedianTTFTSeconds) || math.Abs(sync.MedianTTFTSeconds-syncTTFT) > 1e-12 {
+		t.Errorf("sync TTFT %g, want %g (async %g)", sync.MedianTTFTSeconds, syncTTFT, got.MedianTTFTSeconds)
 	}
 }
 
@@ -61,10 +79,10 @@ func TestReplayConcurrentPrefillsShareSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1 := sys.Step([]perfmodel.Seq{{NewTokens: 6000}, {NewTokens: 2192}}).Seconds
+	s1 := asyncStep(sys, []perfmodel.Seq{{NewTokens: 6000}, {NewTokens: 2192}})
 	// Step 2: the first request decodes (context 6000), the second finishes its prompt.
-	s2 := sys.Step([]perfmodel.Seq{{NewTokens: 1, ContextTokens: 6000}, {NewTokens: 3808, ContextTokens: 2192}}).Seconds
-	s3 := sys.Step([]perfmodel.Seq{{NewTokens: 1, ContextTokens: 6000}}).Seconds
+	s2 := asyncStep(sys, []perfmodel.Seq{{NewTokens: 1, ContextTokens: 6000}, {NewTokens: 3808, ContextTokens: 2192}})
+	s3 := asyncStep(sys, []perfmodel.Seq{{NewTokens: 1, ContextTokens: 6000}})
 	ttfts := []float64{s1, s1 + s2}
 	tpots := []float64{s2, s3}
 	want := Metrics{OutputThroughputPerGPU: 4 / (s1 + s2 + s3) / 2, MedianTTFTSeconds: (ttfts[0] + ttfts[1]) / 2,
@@ -92,10 +110,11 @@ func TestDecodeStretchMatchesStepSum(t *testing.T) {
 		shape := sys.Shape(batch)
 		k := 1 + r.IntN(3000)
 		var want float64
+		async := r.IntN(2) == 0
 		for s := range k {
-			want += sys.StepShape(advance(shape, s)).Seconds
+			want += Replay{}.seconds(sys, advance(shape, s), async)
 		}
-		got := decodeStretch(sys, shape, 0, k-1, sys.StepShape(shape).Seconds, sys.StepShape(advance(shape, k-1)).Seconds)
+		got := Replay{}.decodeStretch(sys, shape, async, 0, k-1, Replay{}.seconds(sys, shape, async), Replay{}.seconds(sys, advance(shape, k-1), async))
 		if math.Abs(got-want) > 1e-9*want {
 			t.Fatalf("%d seqs, %d steps: stretch sum %.12g, step sum %.12g", n, k, got, want)
 		}

@@ -47,6 +47,12 @@ type DryRunner interface {
 	DryRun(p search.Params, trial int) (string, error)
 }
 
+// Checker is implemented by launchers that can verify their setup before a
+// study spends trials on it: that the server command or kubectl exists.
+type Checker interface {
+	Check() error
+}
+
 // Reconfigurable reports whether an engine applies trial parameters. An
 // External engine does not (it is already running with its own flags), so a
 // study over it would evaluate the same server over and over.

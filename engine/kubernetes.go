@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -144,6 +145,16 @@ func NewKubernetes(opts KubernetesOptions) (*Kubernetes, error) {
 		return nil, fmt.Errorf("kubernetes engine: args: %w", err)
 	}
 	return &Kubernetes{opts: opts, argv: argv}, nil
+}
+
+// Check verifies that kubectl can be found when the default runner is used.
+func (k *Kubernetes) Check() error {
+	if r, ok := k.opts.Runner.(ExecRunner); ok {
+		if _, err := exec.LookPath(r.binary()); err != nil {
+			return fmt.Errorf("kubernetes engine: %w", err)
+		}
+	}
+	return nil
 }
 
 // Kind returns "kubernetes".

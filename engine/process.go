@@ -135,6 +135,19 @@ func NewProcess(opts ProcessOptions) (*Process, error) {
 	return p, nil
 }
 
+// Check verifies that the command's executable can be found, so that a
+// typo fails once instead of failing every trial.
+func (p *Process) Check() error {
+	argv, err := p.Argv(nil, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return fmt.Errorf("process engine: command %q: %w", argv[0], err)
+	}
+	return nil
+}
+
 // Kind returns "process".
 func (p *Process) Kind() string { return "process" }
 

@@ -262,3 +262,22 @@ func TestArtifactsDirFromTrial(t *testing.T) {
 		t.Errorf("ArtifactsDir without trial = %q", got)
 	}
 }
+
+func TestChecks(t *testing.T) {
+	ok, _ := NewProcess(ProcessOptions{Command: []string{fakeServer}})
+	if err := ok.Check(); err != nil {
+		t.Errorf("Check of an existing command: %v", err)
+	}
+	missing, _ := NewProcess(ProcessOptions{Command: []string{"spoc-no-such-server-binary"}})
+	if err := missing.Check(); err == nil {
+		t.Error("Check of a missing command passed")
+	}
+	k, _ := NewKubernetes(KubernetesOptions{Namespace: "n", Image: "i", Runner: ExecRunner{Binary: "spoc-no-such-kubectl"}})
+	if err := k.Check(); err == nil {
+		t.Error("Check of a missing kubectl passed")
+	}
+	k, _ = NewKubernetes(KubernetesOptions{Namespace: "n", Image: "i", Runner: &fakeRunner{}})
+	if err := k.Check(); err != nil {
+		t.Errorf("Check with a custom runner: %v", err)
+	}
+}

@@ -11,6 +11,6 @@
 // INFEASIBLE; the study carries on.
 //
 // tune does not measure anything itself: the caller supplies an Evaluator
-// (capacity.Evaluate in spoc) that starts the engine, runs the load and
-// returns the run's summary.
+// (capacity.Evaluator.TuneEvaluator in spoc) that starts the engine, runs
+// the load and returns the run's summary.
 package tune

@@ -24,7 +24,8 @@ var ErrNoRequests = fmt.Errorf("no request completed in the measured window: %w"
 // with p (or runs it in virtual time when eng is an engine.Virtual), drives
 // the workload, stops the engine and returns the run's summary. Errors that
 // wrap search.ErrInfeasible (an *engine.Failure for OOM, say) make the trial
-// INFEASIBLE; others make it FAIL. capacity.Evaluate is spoc's.
+// INFEASIBLE; others make it FAIL. spoc's is
+// capacity.Evaluator.TuneEvaluator.
 type Evaluator func(ctx context.Context, eng engine.Engine, p search.Params) (*result.Result, error)
 
 // CapacityFunc finds the largest user count p serves within the SLA (a

@@ -105,6 +105,11 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		return writeDryRun(stdout, cfg, launches)
 	}
 
+	if c, ok := eng.(engine.Checker); ok {
+		if err := c.Check(); err != nil {
+			return usageError(err)
+		}
+	}
 	cfg.Search.Storage = resolveStorage(cfg.Search.Storage, f.out)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)

@@ -143,3 +143,11 @@ func TestResolveStorage(t *testing.T) {
 		}
 	}
 }
+
+func TestTuneMissingCommandIsUsageError(t *testing.T) {
+	cfg := writeTuneConfig(t, "engine:\n  kind: process\n  process:\n    command: [spoc-no-such-vllm, serve]\n")
+	code, _, stderr := tuneCLI(t, "-c", cfg, "--out", filepath.Join(t.TempDir(), "out"))
+	if code != ExitUsage || !strings.Contains(stderr, "spoc-no-such-vllm") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

@@ -34,7 +34,7 @@ type BarRow struct {
 const (
 	barHeight   = 22
 	barGap      = 8
-	barLabelPad = 150
+	barLabelPad = 168
 )
 
 // value formats v for labels and hover text.
@@ -78,8 +78,7 @@ func (c BarChart) SVG() template.HTML {
 	for i := range c.Parts {
 		colors = append(colors, color(i))
 	}
-	legendH := legendHeight(c.Parts)
-	height := int(axisY + 40 + legendH)
+	height := int(axisY + 40 + legendHeight(c.Parts))
 
 	var b strings.Builder
 	svgOpen(&b, c.Title, height)
@@ -95,7 +94,7 @@ func (c BarChart) SVG() template.HTML {
 	fmt.Fprintf(&b, `<text class="xl" x="%s" y="%s">%s</text>`, f((left+right)/2), f(axisY+30), esc(c.Unit))
 	for i, r := range c.Rows {
 		y := top + barGap + float64(i)*(barHeight+barGap)
-		fmt.Fprintf(&b, `<text class="bl" x="%s" y="%s">%s</text>`, f(left-6), f(y+barHeight/2+4), esc(truncate(r.Label, 22)))
+		fmt.Fprintf(&b, `<text class="bl" x="%s" y="%s">%s</text>`, f(left-6), f(y+barHeight/2+4), esc(truncate(r.Label, 24)))
 		x := left
 		total := 0.0
 		for j, v := range r.Values {
@@ -122,7 +121,7 @@ func (c BarChart) SVG() template.HTML {
 			fmt.Fprintf(&b, `<text class="bt" x="%s" y="%s">%s</text>`, f(x+4), f(y+barHeight/2+4), esc(c.value(total)))
 		}
 	}
-	legend(&b, c.Parts, colors, nil, "rect", axisY+40+legendRow-4)
+	legend(&b, c.Parts, colors, nil, "rect", axisY+40+legendRow-6)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }

@@ -109,10 +109,14 @@ func newKernelsView(d *Data) *kernelsView {
 	chart.Rows = append(chart.Rows, BarRow{Label: "all GPUs", Values: shares(b.Categories), Note: "kernel time " + fmtNS(b.KernelTimeNS)})
 	for _, g := range b.GPUs {
 		name := fmt.Sprintf("GPU %d", g.Device)
+		note := fmt.Sprintf("idle %s of the window", fmtPct(g.IdleFraction))
+		if g.Name != "" {
+			note = g.Name + ", " + note
+		}
+		chart.Rows = append(chart.Rows, BarRow{Label: name, Values: shares(g.Categories), Note: note})
 		if g.Name != "" {
 			name += " " + g.Name
 		}
-		chart.Rows = append(chart.Rows, BarRow{Label: name, Values: shares(g.Categories), Note: fmt.Sprintf("idle %s of the window", fmtPct(g.IdleFraction))})
 		top := trace.CategoryTime{}
 		for _, c := range g.Categories {
 			if c.TimeNS > top.TimeNS {

@@ -144,7 +144,7 @@ func Markdown(w io.Writer, d *Data) error {
 		if len(k.Top) > 0 {
 			b.WriteString("| category | top kernel | share of category |\n|---|---|---:|\n")
 			for _, r := range k.Top {
-				fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(r.Category), mdEscape(r.Short), r.Share)
+				fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(r.Category), mdEscape(truncate(r.Name, 200)), r.Share)
 			}
 			b.WriteString("\n")
 		}

@@ -136,12 +136,12 @@ func newSearchView(d *Data) *searchView {
 		}
 	}
 	v.Feasible = len(front) > 0
-	v.FrontLabel = "Pareto front (feasible trials)"
+	v.FrontLabel = "Pareto front of the trials that met the SLA"
 	if !v.Feasible {
 		for _, i := range nonDominated(done, s.Objectives) {
 			front[done[i].Number] = true
 		}
-		v.FrontLabel = fmt.Sprintf("non-dominated trials (no trial met the SLA at the search load of %d users)", s.Users)
+		v.FrontLabel = fmt.Sprintf("non-dominated trials: no trial met the SLA at the search load of %d users, so there is no feasible front", s.Users)
 	}
 	title := func(m Member) string {
 		var b strings.Builder

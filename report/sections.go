@@ -144,7 +144,7 @@ func newWorkloadView(d *Data) *workloadView {
 	}
 	hr := BarChart{Title: "Prefix-cache hit rate: ideal vs measured", Parts: []string{"hit rate"}, Max: 1, Percent: true, Unit: "share of prompt tokens served from cache"}
 	hr.Rows = append(hr.Rows, BarRow{Label: "ideal (infinite cache)", Values: []float64{w.Prefix.IdealHitRate}},
-		BarRow{Label: "ideal, first turns only", Values: []float64{w.Prefix.FirstTurnHitRate}})
+		BarRow{Label: "ideal, first turns", Values: []float64{w.Prefix.FirstTurnHitRate}})
 	if rate, src, ok := measuredHitRate(d); ok {
 		hr.Rows = append(hr.Rows, BarRow{Label: "measured", Values: []float64{rate}, Note: src})
 	}
@@ -173,6 +173,9 @@ func newSweepView(d *Data) *sweepView {
 		c := LineChart{Title: title, XLabel: "concurrent users", YLabel: ylabel, ZeroY: true}
 		all := Series{Name: "overall", Dashed: len(profiles) > 0, Markers: true, Color: "#222222"}
 		for _, s := range d.Sweep {
+			if s.Requests == 0 {
+				continue // nothing completed: no latency to draw
+			}
 			all.X, all.Y = append(all.X, float64(s.Users)), append(all.Y, overall(s))
 			verdict := "pass"
 			if !s.Pass {
@@ -184,7 +187,7 @@ func newSweepView(d *Data) *sweepView {
 			sr := Series{Name: name, Markers: true}
 			for _, s := range d.Sweep {
 				for _, p := range s.Profiles {
-					if p.Name == name {
+					if p.Name == name && p.Requests > 0 {
 						sr.X, sr.Y = append(sr.X, float64(s.Users)), append(sr.Y, prof(p))
 						sr.Titles = append(sr.Titles, fmt.Sprintf("%d users, %s: %s (%d requests)", s.Users, name, format(prof(p)), p.Requests))
 					}

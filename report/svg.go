@@ -207,7 +207,7 @@ func legend(b *strings.Builder, names, colors []string, dashed []bool, glyph str
 	x := float64(marginLeft)
 	rows := 1.0
 	for i, n := range names {
-		w := 26 + 6.5*float64(len([]rune(n)))
+		w := legendWidth(n)
 		if x+w > chartWidth-marginRight && x > marginLeft {
 			x = marginLeft
 			y += legendRow
@@ -254,6 +254,9 @@ func (c LineChart) SVG() template.HTML {
 	if c.ZeroY && ylo > 0 {
 		ylo = 0
 	}
+	if c.ZeroY && ylo == 0 && yhi == 0 {
+		yhi = 1
+	}
 	if c.YMax > yhi {
 		yhi = c.YMax
 	}
@@ -270,8 +273,7 @@ func (c LineChart) SVG() template.HTML {
 		}
 		names, colors, dashed = append(names, s.Name), append(colors, col), append(dashed, s.Dashed)
 	}
-	legendRows := legendHeight(names)
-	height := chartHeight + int(legendRows)
+	height := chartHeight + int(legendHeight(names))
 	plotBottom := float64(chartHeight - marginBottom)
 	xa := newAxis(xlo, xhi, 6, marginLeft, chartWidth-marginRight)
 	ya := newAxis(ylo, yhi, 5, plotBottom, marginTop)
@@ -375,20 +377,23 @@ func (c LineChart) SVG() template.HTML {
 	if c.Scatter {
 		glyph = "dot"
 	}
-	legend(&b, names, colors, dashed, glyph, float64(chartHeight)-2)
+	legend(&b, names, colors, dashed, glyph, float64(chartHeight)+8)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
 
-// legendHeight is the extra height the legend's rows need below the axis
-// label: the first row fits in the bottom margin.
+// legendWidth is the room one legend entry takes: glyph, gap and text at
+// about 7 units a character of 11-unit text.
+func legendWidth(name string) float64 { return 30 + 7*float64(len([]rune(name))) }
+
+// legendHeight is the height the legend's rows need below the chart.
 func legendHeight(names []string) float64 {
 	if len(names) < 2 {
 		return 0
 	}
 	x, rows := float64(marginLeft), 1.0
 	for _, n := range names {
-		w := 26 + 6.5*float64(len([]rune(n)))
+		w := legendWidth(n)
 		if x+w > chartWidth-marginRight && x > marginLeft {
 			x = marginLeft
 			rows++

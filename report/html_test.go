@@ -1,0 +1,264 @@
+package report_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/trace"
+	"github.com/spoc-project/spoc/workload"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// maxReportBytes is the size budget of a report (issue: under 5 MB).
+const maxReportBytes = 5 << 20
+
+var (
+	sectionRE = regexp.MustCompile(`<section id="([^"]+)">|</section>`)
+	headingRE = regexp.MustCompile(`<h([1-3])>(.*?)</h[1-3]>`)
+	headerRE  = regexp.MustCompile(`<th[^>]*>(.*?)</th>`)
+	tagRE     = regexp.MustCompile(`<[^>]+>`)
+)
+
+// structure reduces a page to its skeleton: each section with its
+// headings, table headers and chart count. Data values are left out so the
+// golden file changes when the layout does, not when the numbers do.
+func structure(page string) string {
+	var b strings.Builder
+	idx := sectionRE.FindAllStringSubmatchIndex(page, -1)
+	if m := headingRE.FindStringSubmatch(page[:idx[0][0]]); m != nil {
+		fmt.Fprintf(&b, "h%s %s\n", m[1], m[2])
+	}
+	for i := 0; i+1 < len(idx); i += 2 {
+		body := page[idx[i][1]:idx[i+1][0]]
+		fmt.Fprintf(&b, "section %s: %d charts\n", page[idx[i][2]:idx[i][3]], strings.Count(body, "<svg"))
+		for _, line := range strings.Split(body, "\n") {
+			for _, m := range headingRE.FindAllStringSubmatch(line, -1) {
+				fmt.Fprintf(&b, "  h%s %s\n", m[1], tagRE.ReplaceAllString(m[2], ""))
+			}
+			var hs []string
+			for _, m := range headerRE.FindAllStringSubmatch(line, -1) {
+				hs = append(hs, tagRE.ReplaceAllString(m[1], ""))
+			}
+			if len(hs) > 0 {
+				fmt.Fprintf(&b, "  table: %s\n", strings.Join(hs, " | "))
+			}
+		}
+	}
+	return b.String()
+}
+
+func render(t testing.TB, d *report.Data) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.HTML(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test ./report -update rewrites it):\n--- got\n%s", path, got)
+	}
+}
+
+// TestHTMLStructureGolden pins the report's skeleton on the default plan's
+// data with every section filled.
+func TestHTMLStructureGolden(t *testing.T) {
+	golden(t, "testdata/structure.golden", structure(render(t, fixture(t))))
+}
+
+// TestHTMLStructureEmpty renders a plan with nothing collected: every
+// section still present, each saying what is missing.
+func TestHTMLStructureEmpty(t *testing.T) {
+	d := &report.Data{Title: "empty", SLA: config.DefaultSLA(), Capacity: report.Capacity{ChosenTrial: -1}}
+	page := render(t, d)
+	golden(t, "testdata/structure-empty.golden", structure(page))
+	for _, want := range []string{"No user count met the SLA", "Telemetry was not collected", "No kernel trace was analysed", "No sweep was recorded", "No parameter search ran", "Workload inspection was not recorded"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("empty report lacks %q", want)
+		}
+	}
+}
+
+// hostile is a plan whose every user-provided string tries to inject markup.
+func hostile() *report.Data {
+	const s = `<script>alert("x")</script>`
+	bd := &trace.Breakdown{Source: "trace" + s + ".sqlite",
+		Categories: []trace.CategoryTime{{Name: trace.Attention, TimeNS: 600, Share: 0.6, Count: 1, TopKernels: []trace.KernelTime{{Name: "attn_kernel" + s, Category: trace.Attention, TimeNS: 600, Share: 1}}},
+			{Name: trace.Other, TimeNS: 400, Share: 0.4, Count: 1}},
+		KernelTimeNS:   1000,
+		GPUs:           []trace.GPUBreakdown{{Device: 0, Name: "GPU" + s, Categories: []trace.CategoryTime{{Name: trace.Attention, TimeNS: 600, Share: 0.6}, {Name: trace.Other, TimeNS: 400, Share: 0.4}}}},
+		UnknownKernels: []trace.KernelTime{{Name: s + "_unknown_kernel", Category: trace.Other, TimeNS: 400, Share: 0.4}},
+	}
+	return &report.Data{
+		Title: "plan " + s, Generated: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), SpocVersion: s,
+		Engine: report.Engine{Kind: "sim", Model: "gpt-oss" + s, GPU: "H100" + s, GPUs: 4, TensorParallelSize: 4},
+		SLA:    config.DefaultSLA(),
+		Workload: &workload.Inspection{Sessions: 1, Requests: 2, Profiles: []workload.ProfileSummary{{Name: "P0" + s, Share: 1, TurnsP50: 3, ContextStartP50: 100, ContextEndP50: 300}},
+			Prefix: workload.PrefixSummary{IdealHitRate: 0.5, Split: map[string]float64{"root" + s: 1}}},
+		Capacity: report.Capacity{Users: 10, FirstFailingUsers: 12, FailedClause: "P0" + s + " ttft", ServeCommand: "vllm serve gpt-oss" + s, Config: map[string]any{"flag" + s: s}, ChosenTrial: 3, ChosenBy: s},
+		Sweep: []report.SweepPoint{{Users: 10, Pass: true, Requests: 5, TTFTP95Ms: 100, Profiles: []report.ProfilePoint{{Name: "P0" + s, Requests: 5, TTFTP95Ms: 90}}},
+			{Users: 12, FailedClause: s, Requests: 5, TTFTP95Ms: 3000}},
+		Search: &report.Search{Study: s, Sampler: "nsga2", Users: 10, Objectives: []report.Objective{{Metric: "tput" + s, Direction: "maximize", Unit: "tok/s"}, {Metric: "ttft", Direction: "minimize", Unit: "ms"}},
+			Trials:    []report.Member{{Number: 3, Params: map[string]any{"p" + s: s}, Values: []float64{1, 2}, Feasible: true, OnFront: true}, {Number: 4, Params: map[string]any{"p" + s: 1.5}, Values: []float64{0.5, 3}}},
+			Influence: []report.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []config.Param{{Name: "p" + s, Doc: s}}},
+		Candidates:  []report.Candidate{{Trial: 3, Params: map[string]any{"p" + s: s}, Ceiling: 10, FailedClause: s, Chosen: true}},
+		Client:      report.Client{Reasons: []string{s}, ClientBound: true},
+		Kernels:     &report.Kernels{File: "f" + s, Breakdown: bd},
+		Compare:     []report.CompareRow{{Name: s, GPU: s, GPUs: 1, Users: 3}},
+		Assumptions: []report.Assumption{{Field: s, Value: s, Note: s}},
+		Phases:      []report.Phase{{Name: s, Detail: s}},
+		Notes:       []string{s},
+	}
+}
+
+// TestHTMLEscapes checks that markup in a model name, a kernel name and
+// every other user-provided string arrives as text, in HTML and in SVG.
+func TestHTMLEscapes(t *testing.T) {
+	page := render(t, hostile())
+	if strings.Contains(strings.ToLower(page), "<script") {
+		i := strings.Index(strings.ToLower(page), "<script")
+		t.Fatalf("unescaped <script> in the page: …%s…", page[max(i-200, 0):min(i+100, len(page))])
+	}
+	for _, want := range []string{
+		"gpt-oss&lt;script&gt;",          // model name, HTML text
+		"attn_kernel&lt;script&gt;",      // kernel name in its title attribute
+		"&lt;/script&gt;_unknown_kernel", // uncategorised kernel
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks escaped %q", want)
+		}
+	}
+	// Inside the SVG charts: the profile (sweep legend and hover text) and
+	// the GPU (kernel bars).
+	var svgs strings.Builder
+	for _, part := range strings.Split(page, "<svg")[1:] {
+		svgs.WriteString(part[:strings.Index(part, "</svg>")])
+	}
+	for _, want := range []string{"P0&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", "(GPU&lt;script&gt;"} {
+		if !strings.Contains(svgs.String(), want) {
+			t.Errorf("SVG lacks escaped %q", want)
+		}
+	}
+}
+
+// TestMarkdownEscapes: the same hostile plan as Markdown carries no markup.
+func TestMarkdownEscapes(t *testing.T) {
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, hostile()); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	// Outside code blocks (where text is shown verbatim, never interpreted)
+	// no markup may survive.
+	var prose strings.Builder
+	for i, part := range strings.Split(md, "```") {
+		if i%2 == 0 {
+			prose.WriteString(part)
+		}
+	}
+	if strings.Contains(prose.String(), "<script") {
+		t.Fatalf("unescaped <script> in Markdown:\n%s", md)
+	}
+	for _, want := range []string{"gpt-oss&lt;script&gt;", "attn\\_kernel&lt;script&gt;", "## Kernels", "## Search", "## Sweep", "## Assumptions", "## Notes"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	// The serve command is in a fence: verbatim, markup included, inert.
+	if !strings.Contains(md, "```\nvllm serve gpt-oss<script>") {
+		t.Errorf("serve command not fenced:\n%s", md)
+	}
+}
+
+// TestMarkdownFixture checks the summary of the default plan names the
+// verdict, the failing clause and every assumption.
+func TestMarkdownFixture(t *testing.T) {
+	d := fixture(t)
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	for _, want := range []string{fmt.Sprintf("**Capacity ceiling: %d concurrent users**", d.Capacity.Users), "fails first on", "```\nvllm serve", "## Workload", "## Kernels", "| W4A16 predicted |", "## Hardware comparison"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	for _, a := range d.Assumptions {
+		if !strings.Contains(md, strings.NewReplacer("_", "\\_", "[", "\\[", "]", "\\]").Replace(a.Field)) {
+			t.Errorf("assumption %s missing from summary.md", a.Field)
+		}
+	}
+}
+
+// TestHTMLSize: the default plan's report stays under the 5 MB budget
+// (quick plan in-process, and the full default plan's data in testdata).
+func TestHTMLSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a quick plan")
+	}
+	for name, d := range map[string]*report.Data{"quick plan": quickPlanData(t), "default plan": fixture(t)} {
+		n := len(render(t, d))
+		t.Logf("%s: report %d bytes", name, n)
+		if n > maxReportBytes {
+			t.Errorf("%s: report is %d bytes, budget %d", name, n, maxReportBytes)
+		}
+	}
+}
+
+// TestHTMLAssumptionsAndNotes: every assumption row and note is printed.
+func TestHTMLAssumptionsAndNotes(t *testing.T) {
+	d := fixture(t)
+	d.Notes = append(d.Notes, "a note the reader must see")
+	page := render(t, d)
+	for _, a := range d.Assumptions {
+		if !strings.Contains(page, "<code>"+a.Field+"</code>") {
+			t.Errorf("assumption %s not printed", a.Field)
+		}
+	}
+	if !strings.Contains(page, "a note the reader must see") {
+		t.Error("note not printed")
+	}
+	if !strings.Contains(page, `http-equiv="Content-Security-Policy"`) {
+		t.Error("no Content-Security-Policy")
+	}
+	for _, bad := range []string{"<script", "<link", "@import", "url(", "src=\"http", "href=\"http"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q: it must load nothing", bad)
+		}
+	}
+}
+
+func BenchmarkHTMLDefaultPlan(b *testing.B) {
+	d := fixture(b)
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := report.HTML(&buf, d); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/report")
+}

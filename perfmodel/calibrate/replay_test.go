@@ -51,6 +51,11 @@ func TestReplayByHand(t *testing.T) {
 	if !metricsClose(got, want) {
 		t.Errorf("replay %+v, want %+v", got, want)
 	}
+	// A lone user always finds the engine idle: lookahead changes nothing.
+	look, err := Replay{Seed: 1, Lookahead: true}.Run(context.Background(), p, sys)
+	if err != nil || look != got {
+		t.Errorf("lookahead with one user: %+v, %v; want %+v", look, err, got)
+	}
 	// Without async scheduling the CPU overhead adds to every step.
 	p.Server.SyncScheduling = true
 	sync, err := Replay{Seed: 1}.Run(context.Background(), p, sys)
@@ -136,6 +141,14 @@ func TestReplayDeterministicAndPhysical(t *testing.T) {
 	c, _ := Replay{Seed: 4}.Predict(context.Background(), p, f)
 	if c == a {
 		t.Error("a different seed replayed identical requests")
+	}
+	// With lookahead, arrivals wait for the step after the one in flight.
+	l, err := Replay{Seed: 3, Lookahead: true}.Predict(context.Background(), p, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.MedianTTFTSeconds <= a.MedianTTFTSeconds {
+		t.Errorf("lookahead TTFT %g not above %g", l.MedianTTFTSeconds, a.MedianTTFTSeconds)
 	}
 	// The same deployment on H200 (faster memory) serves faster.
 	h := p

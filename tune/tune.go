@@ -115,6 +115,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Search.Users < 1 {
+		return nil, fmt.Errorf("tune: search.users is %d; resolve the automatic tuning load (a baseline sweep) before the study", cfg.Search.Users)
+	}
 	plan, err := NewPlan(cfg)
 	if err != nil {
 		return nil, err
@@ -132,6 +135,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
 		Sampler: cfg.Search.Sampler, SamplerConfig: SamplerConfig(cfg.Search), Seed: cfg.Search.Seed,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := checkUsers(ctx, st, cfg.Search.Users); err != nil {
 		return nil, err
 	}
 	ev := &evaluation{cfg: cfg, o: o, plan: plan}
@@ -256,5 +262,67 @@ func (e *evaluation) objective(ctx context.Context, p search.Params) (values, co
 	tc.SetUserAttr("constraint_names", names)
 	tc.SetUserAttr("sla", res.SLA.String())
 	tc.SetUserAttr("requests", res.Overall.Requests)
+	tc.SetUserAttr(AttrUsers, e.cfg.Search.Users)
 	return values, constraints, nil
+}
+
+// AttrUsers is the trial attribute holding the user count the trial was
+// evaluated at; a study keeps one load throughout.
+const AttrUsers = "users"
+
+// trialUsers returns the user count recorded with t, or 0.
+func trialUsers(t search.Trial) int {
+	switch v := t.UserAttrs[AttrUsers].(type) {
+	case int:
+		return v
+	case int64:
+		return int(v)
+	case float64:
+		return int(v)
+	}
+	return 0
+}
+
+// checkUsers refuses to continue a study at another load than its trials
+// ran at: their objective values would not be comparable.
+func checkUsers(ctx context.Context, st *study.Study, users int) error {
+	trials, err := st.Trials(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range trials {
+		if u := trialUsers(t); u > 0 && u != users {
+			return fmt.Errorf("study %q was evaluated at %d users (trial %d), not %d; use that load or another study name", st.Name, u, t.Number, users)
+		}
+	}
+	return nil
+}
+
+// StudyUsers returns the user count the named study's trials were
+// evaluated at, or 0 when the study does not exist or has no evaluated
+// trial yet. A resumed study with an automatic load (search.users 0) keeps
+// the load it started with instead of measuring a new one.
+func StudyUsers(ctx context.Context, storage, name string) (int, error) {
+	db, err := study.Open(ctx, storage)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	st, err := db.Load(ctx, name)
+	if errors.Is(err, study.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	trials, err := st.Trials(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range trials {
+		if u := trialUsers(t); u > 0 {
+			return u, nil
+		}
+	}
+	return 0, nil
 }

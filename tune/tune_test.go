@@ -57,6 +57,7 @@ func testConfig(t *testing.T, trials int) *config.Config {
 	cfg.Search.Population = 4
 	cfg.Search.Storage = "sqlite:" + filepath.Join(t.TempDir(), "study.db")
 	cfg.Search.Study = "test"
+	cfg.Search.Users = 50
 	cfg.Search.Space = []config.Param{
 		{Name: "max-num-batched-tokens", Type: "int", Low: 256, High: 16384, Log: true},
 		{Name: "gpu-memory-utilization", Type: "float", Low: 0.8, High: 0.95},
@@ -153,6 +154,26 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 			t.Errorf("trial %d changed on resume", i)
 		}
 	}
+	// The load is part of the study: the trials record it, a resume at
+	// another load is refused, and StudyUsers finds it for an automatic one.
+	if u := trialUsers(res2.Trials[0]); u != 50 {
+		t.Errorf("trial 0 users attribute = %d", u)
+	}
+	if u, err := StudyUsers(context.Background(), cfg.Search.Storage, "test"); err != nil || u != 50 {
+		t.Errorf("StudyUsers = %d, %v", u, err)
+	}
+	if u, err := StudyUsers(context.Background(), cfg.Search.Storage, "nope"); err != nil || u != 0 {
+		t.Errorf("StudyUsers of a missing study = %d, %v", u, err)
+	}
+	cfg.Search.Users = 60
+	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "50 users") {
+		t.Errorf("resume at another load: err = %v", err)
+	}
+	cfg.Search.Users = 0
+	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "search.users") {
+		t.Errorf("automatic load not resolved: err = %v", err)
+	}
+	cfg.Search.Users = 50
 	// A changed space is a different study.
 	cfg.Search.Space[0].High = 8192
 	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "different parameter space") {
@@ -276,6 +297,7 @@ func alive(pid int) bool {
 func BenchmarkStudy60(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cfg := config.Default()
+		cfg.Search.Users = 200
 		cfg.Search.Storage = "sqlite:" + filepath.Join(b.TempDir(), "study.db")
 		fast := func(ctx context.Context, e engine.Engine, p search.Params) (*result.Result, error) {
 			s := result.Stats{OK: 1, OutputTokensPerSecond: float64(p.Int("max-num-seqs")), TTFT: result.Latency{P95: 1e6 / float64(p.Int("max-num-batched-tokens"))}, ITL: result.Latency{P95: p.Float("gpu-memory-utilization")}}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,7 +23,7 @@ func init() { register(newTuneCmd) }
 
 type tuneFlags struct {
 	config, storage, study, engineKind, out string
-	trials                                  int
+	trials, users                           int
 	dryRun, asJSON, quiet, keepArtifacts    bool
 }
 
@@ -48,6 +49,7 @@ generation would launch (command lines, manifests) without starting anything.`,
 	fl.StringVar(&f.storage, "storage", "", "study storage: sqlite:PATH (relative to --out) or postgres://... (default search.storage)")
 	fl.StringVar(&f.study, "study", "", "study name (default search.study)")
 	fl.IntVar(&f.trials, "trials", 0, "total trial budget of the study (default search.trials)")
+	fl.IntVar(&f.users, "users", 0, "concurrent users every trial runs at; 0: the engine.params ceiling found by a short baseline sweep (default search.users)")
 	fl.StringVar(&f.engineKind, "engine", "", "engine kind: sim, process or kubernetes (default engine.kind)")
 	fl.StringVar(&f.out, "out", "spoc-out", "output folder: study database, one folder per trial")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what the first generation would launch, start nothing")
@@ -71,6 +73,9 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	}
 	if fl.Changed("trials") {
 		cfg.Search.Trials = f.trials
+	}
+	if fl.Changed("users") {
+		cfg.Search.Users = f.users
 	}
 	if fl.Changed("engine") {
 		if !slices.Contains(config.EngineKinds, f.engineKind) {
@@ -122,6 +127,11 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if f.asJSON {
 		progressOut = stderr
 	}
+	if cfg.Search.Users == 0 {
+		if err := autoTuneUsers(cmd.Context(), progressOut, cfg, ev); err != nil {
+			return err
+		}
+	}
 	var progress func(tune.Progress)
 	if !f.quiet {
 		progress = func(p tune.Progress) { tune.WriteProgress(progressOut, p) }
@@ -158,6 +168,29 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		fmt.Fprintf(stderr, "spoc: tune interrupted; run the same command to continue study %q\n", res.Study)
 	}
 	return runErr
+}
+
+// autoTuneUsers resolves search.users 0: a study being resumed keeps the
+// load its trials ran at; a new one tunes at the ceiling of engine.params
+// found by a short baseline sweep, where the SLA binds.
+func autoTuneUsers(ctx context.Context, w io.Writer, cfg *config.Config, ev *capacity.Evaluator) error {
+	users, err := tune.StudyUsers(ctx, cfg.Search.Storage, cfg.Search.Study)
+	if err != nil {
+		return err
+	}
+	if users > 0 {
+		cfg.Search.Users = users
+		fmt.Fprintf(w, "search.users auto: study %q runs at %d users\n", cfg.Search.Study, users)
+		return nil
+	}
+	fmt.Fprintln(w, "search.users auto: finding the ceiling of engine.params with a short baseline sweep ...")
+	res, err := capacity.BaselineSweep(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("baseline sweep: %w", err)
+	}
+	cfg.Search.Users = max(res.Ceiling, 1)
+	fmt.Fprintf(w, "search.users auto: engine.params serve %d users within the SLA; the study tunes at %d users\n", res.Ceiling, cfg.Search.Users)
+	return nil
 }
 
 // resolveStorage places a relative SQLite path in the output folder.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -149,5 +150,41 @@ func TestTuneMissingCommandIsUsageError(t *testing.T) {
 	code, _, stderr := tuneCLI(t, "-c", cfg, "--out", filepath.Join(t.TempDir(), "out"))
 	if code != ExitUsage || !strings.Contains(stderr, "spoc-no-such-vllm") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestTuneAutomaticUsers(t *testing.T) {
+	cfg := writeTuneConfig(t, `
+search:
+  trials: 2
+  population: 2
+  users: 0
+  duration: 20s
+  warmup: 5s
+run:
+  ramp: 0s
+sweep:
+  max: 64
+`)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := tuneCLI(t, "-c", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	m := regexp.MustCompile(`the study tunes at (\d+) users`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no baseline sweep in the output:\n%s", stdout)
+	}
+	// Resuming reuses the study's load without a new sweep.
+	code, stdout, stderr = tuneCLI(t, "-c", cfg, "--out", out, "--trials", "3")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "runs at "+m[1]+" users") || strings.Contains(stdout, "baseline sweep") {
+		t.Errorf("resume did not reuse %s users:\n%s", m[1], stdout)
+	}
+	// An explicit other load is refused for this study.
+	if code, _, stderr := tuneCLI(t, "-c", cfg, "--out", out, "--trials", "4", "--users", "1000"); code == 0 || !strings.Contains(stderr, "was evaluated at") {
+		t.Errorf("other load: exit %d, %s", code, stderr)
 	}
 }

@@ -58,14 +58,36 @@ func (b *BatchShape) Add(q Seq, w int) {
 	}
 }
 
-// Shape summarises a batch. Sequences with no new tokens are ignored.
+// Shape summarises a batch. Sequences with no new tokens are ignored. It is
+// BatchShape.Add over the batch, with the sums kept in locals (this loop is
+// most of Step's cost).
 func (s *System) Shape(batch []Seq) BatchShape {
-	var b BatchShape
 	w := s.model.SlidingWindow
+	var seqs, tokens, full2, fullKV, slide2, slideKV int
 	for i := range batch {
-		b.Add(batch[i], w)
+		n, c := batch[i].NewTokens, batch[i].ContextTokens
+		if n <= 0 {
+			continue
+		}
+		seqs++
+		tokens += n
+		full2 += n * (2*c + n + 1)
+		fullKV += c + n
+		switch {
+		case w <= 0:
+		case c >= w:
+			slide2 += 2 * n * w
+			slideKV += w + n
+		case c+n <= w:
+			slide2 += n * (2*c + n + 1)
+			slideKV += c + n
+		default:
+			m := w - c
+			slide2 += m*(2*c+m+1) + 2*(n-m)*w
+			slideKV += c + n
+		}
 	}
-	return b
+	return BatchShape{Seqs: seqs, Tokens: tokens, FullPairs2: full2, SlidePairs2: slide2, FullKVRead: fullKV, SlideKVRead: slideKV}
 }
 
 // Terms splits a step's time (seconds) by kernel family.

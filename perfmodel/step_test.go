@@ -2,6 +2,7 @@ package perfmodel
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -186,5 +187,22 @@ func TestStepAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { s.Step(batch) }); n != 0 {
 		t.Errorf("Step allocates %g times", n)
+	}
+}
+
+// TestShapeMatchesAdd: the unrolled Shape equals BatchShape.Add over random batches.
+func TestShapeMatchesAdd(t *testing.T) {
+	s := mustSystem(t, toyModel(), toyGPU(), SystemOptions{Factors: toyFactors()})
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 1000 {
+		batch := make([]Seq, r.IntN(20))
+		var want BatchShape
+		for i := range batch {
+			batch[i] = Seq{NewTokens: r.IntN(12) - 1, ContextTokens: r.IntN(12)}
+			want.Add(batch[i], 4)
+		}
+		if got := s.Shape(batch); got != want {
+			t.Fatalf("batch %v: Shape %+v, Add %+v", batch, got, want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package calibrate
+package calibrate_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/perfmodel/calibrate"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/workload"
@@ -40,7 +41,7 @@ func (s randomSource) Session(user, n int) (*workload.Script, error) {
 // more than the medians because sim counts only requests completed inside
 // its window.
 func TestSimAgreesWithReplay(t *testing.T) {
-	m, _ := perfmodel.LookupModel(DefaultModel)
+	m, _ := perfmodel.LookupModel(calibrate.DefaultModel)
 	g, _ := perfmodel.LookupGPU("h100")
 	for _, tc := range []struct{ tp, in, out, conc int }{{2, 1024, 1024, 16}, {8, 8192, 1024, 8}, {4, 1024, 8192, 32}} {
 		params := sim.DefaultEngineParams()
@@ -69,17 +70,17 @@ func TestSimAgreesWithReplay(t *testing.T) {
 		}
 		slices.Sort(ttft)
 		slices.Sort(tpot)
-		simM := Metrics{OutputThroughputPerGPU: float64(outTokens) / window.Seconds() / float64(tc.tp),
+		simM := calibrate.Metrics{OutputThroughputPerGPU: float64(outTokens) / window.Seconds() / float64(tc.tp),
 			MedianTTFTSeconds: ttft[len(ttft)/2], MedianTPOTSeconds: tpot[len(tpot)/2]}
-		p := Point{Source: "sim", Model: DefaultModel, GPU: "h100", TensorParallel: tc.tp, GPUs: tc.tp,
+		p := calibrate.Point{Source: "sim", Model: calibrate.DefaultModel, GPU: "h100", TensorParallel: tc.tp, GPUs: tc.tp,
 			InputLen: tc.in, OutputLen: tc.out, RangeRatio: 0.8, Concurrency: tc.conc, NumPrompts: len(tpot) + tc.conc,
-			Server: Server{CUDAGraphMaxTokens: 512, MaxModelLen: 10240}, Measured: simM}
-		rep, err := Replay{Seed: 1}.Predict(context.Background(), p, perfmodel.DefaultFactors(m))
+			Server: calibrate.Server{CUDAGraphMaxTokens: 512, MaxModelLen: 10240}, Measured: simM}
+		rep, err := calibrate.Replay{Seed: 1}.Predict(context.Background(), p, perfmodel.DefaultFactors(m))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("TP%d %d/%d c%d: sim %+v (%d requests), replay %+v", tc.tp, tc.in, tc.out, tc.conc, simM, len(tpot), rep)
-		for _, n := range MetricNames {
+		for _, n := range calibrate.MetricNames {
 			if d := math.Abs(simM.Get(n)-rep.Get(n)) / rep.Get(n); d > 0.10 {
 				t.Errorf("TP%d %d/%d c%d: %s sim %.4g vs replay %.4g (%.0f%% apart)", tc.tp, tc.in, tc.out, tc.conc, n, simM.Get(n), rep.Get(n), d*100)
 			}

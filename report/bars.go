@@ -103,6 +103,9 @@ func (c BarChart) SVG() template.HTML {
 			}
 			total += v
 			w := ax.pos(v) - ax.pos(0)
+			if !finite(w) || x+w > right {
+				w = math.Max(right-x, 0) // beyond the axis: clamp at its end
+			}
 			part := ""
 			if j < len(c.Parts) {
 				part = c.Parts[j]

@@ -85,45 +85,54 @@ func checkPNG(t *testing.T, name string, raw []byte, width, minHeight int) {
 	}
 }
 
-// TestBrowserDefaultPlanReport opens the report of the default plan (run
-// in-process with --quick, plus the kernel section of the trace fixture) in
-// headless Chromium with the network off: no console error, no request
-// leaves the file, every section renders, a phone-width page does not
-// scroll sideways, and screenshots are written.
+// TestBrowserDefaultPlanReport opens the report of the default plan in
+// headless Chromium with the network off — run in-process with --quick (plus
+// the kernel section of the trace fixture), and the full default plan's data
+// in testdata — and checks: no console error, no request leaves the file,
+// every section renders, the page does not scroll sideways on a laptop or a
+// phone, and screenshots are written (-screenshots DIR keeps them).
 func TestBrowserDefaultPlanReport(t *testing.T) {
 	chromiumPath(t)
-	d := clone(t, quickPlanData(t))
-	addKernels(t, d)
-	path := writeReport(t, t.TempDir(), d)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := startBrowser(t).load(ctx, path)
-	if err != nil {
-		t.Fatal(err)
+	quick := clone(t, quickPlanData(t))
+	addKernels(t, quick)
+	b := startBrowser(t)
+	for _, tc := range []struct {
+		name string
+		d    *report.Data
+	}{{"quick", quick}, {"default", fixture(t)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeReport(t, t.TempDir(), tc.d)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rep, err := b.load(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Errors) > 0 {
+				t.Errorf("console errors:\n%s", strings.Join(rep.Errors, "\n"))
+			}
+			if len(rep.Requests) > 0 {
+				t.Errorf("requests left the file:\n%s", strings.Join(rep.Requests, "\n"))
+			}
+			for _, id := range []string{"verdict", "workload", "search", "sweep", "telemetry", "kernels", "compare", "assumptions", "notes"} {
+				if !slices.Contains(rep.Desktop.Sections, id) {
+					t.Errorf("section %q not rendered; sections: %v", id, rep.Desktop.Sections)
+				}
+			}
+			if rep.Desktop.SVGs < 10 {
+				t.Errorf("%d SVG charts rendered, want ≥ 10", rep.Desktop.SVGs)
+			}
+			if rep.Phone.ScrollWidth > rep.Phone.InnerWidth+1 {
+				t.Errorf("at phone width the page scrolls sideways: scrollWidth %d > %d", rep.Phone.ScrollWidth, rep.Phone.InnerWidth)
+			}
+			if rep.Desktop.ScrollWidth > rep.Desktop.InnerWidth+1 {
+				t.Errorf("at laptop width the page scrolls sideways: scrollWidth %d > %d", rep.Desktop.ScrollWidth, rep.Desktop.InnerWidth)
+			}
+			checkPNG(t, "desktop screenshot", rep.Screenshot, 1280, 2000)
+			checkPNG(t, "phone screenshot", rep.PhoneScreenshot, 390, 1800)
+			t.Logf("screenshots: %s, %s", saveShot(t, "report-"+tc.name+"-desktop.png", rep.Screenshot), saveShot(t, "report-"+tc.name+"-phone.png", rep.PhoneScreenshot))
+		})
 	}
-	if len(rep.Errors) > 0 {
-		t.Errorf("console errors:\n%s", strings.Join(rep.Errors, "\n"))
-	}
-	if len(rep.Requests) > 0 {
-		t.Errorf("requests left the file:\n%s", strings.Join(rep.Requests, "\n"))
-	}
-	for _, id := range []string{"verdict", "workload", "search", "sweep", "telemetry", "kernels", "compare", "assumptions", "notes"} {
-		if !slices.Contains(rep.Desktop.Sections, id) {
-			t.Errorf("section %q not rendered; sections: %v", id, rep.Desktop.Sections)
-		}
-	}
-	if rep.Desktop.SVGs < 10 {
-		t.Errorf("%d SVG charts rendered, want ≥ 10", rep.Desktop.SVGs)
-	}
-	if rep.Phone.ScrollWidth > rep.Phone.InnerWidth+1 {
-		t.Errorf("at phone width the page scrolls sideways: scrollWidth %d > %d", rep.Phone.ScrollWidth, rep.Phone.InnerWidth)
-	}
-	if rep.Desktop.ScrollWidth > rep.Desktop.InnerWidth+1 {
-		t.Errorf("at laptop width the page scrolls sideways: scrollWidth %d > %d", rep.Desktop.ScrollWidth, rep.Desktop.InnerWidth)
-	}
-	checkPNG(t, "desktop screenshot", rep.Screenshot, 1280, 2000)
-	checkPNG(t, "phone screenshot", rep.PhoneScreenshot, 390, 1800)
-	t.Logf("screenshots: %s, %s", saveShot(t, "report-desktop.png", rep.Screenshot), saveShot(t, "report-phone.png", rep.PhoneScreenshot))
 }
 
 // TestBrowserHarnessDetectsViolations proves the browser test can fail: a

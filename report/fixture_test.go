@@ -84,16 +84,34 @@ func addKernels(t testing.TB, d *report.Data) {
 	d.Notes = notes
 }
 
-// addStraggler flags GPU 2 for half a minute of the window.
+// addStraggler flags GPU 2 for half a minute of the window, with its clock
+// and temperature series bent to match.
 func addStraggler(d *report.Data) {
 	s := d.Telemetry
 	if s == nil || len(s.GPUs) < 3 {
 		return
 	}
 	g := s.GPUs[2]
-	s.Stragglers = append(s.Stragglers, telemetry.Straggler{Target: g.Target, Host: g.Host, GPU: g.GPU, UUID: g.UUID,
+	st := telemetry.Straggler{Target: g.Target, Host: g.Host, GPU: g.GPU, UUID: g.UUID,
 		Start: s.Start.Add(40 * time.Second), End: s.Start.Add(70 * time.Second), Samples: 30,
-		Reasons: []string{"sm_clock_below_peers", "hw_thermal_slowdown"}, ClockMHz: 1410, PeerMedianMHz: 1980, MinClockRatio: 0.69})
+		Reasons: []string{"sm_clock_below_peers", "hw_thermal_slowdown"}, ClockMHz: 1410, PeerMedianMHz: 1980, MinClockRatio: 0.69}
+	s.Stragglers = append(s.Stragglers, st)
+	for i, c := range s.Charts {
+		if c.GPU != st.Name() {
+			continue
+		}
+		for j, p := range c.Points {
+			if p.T.Before(st.Start) || p.T.After(st.End) {
+				continue
+			}
+			switch c.Signal {
+			case "sm_clock":
+				s.Charts[i].Points[j].V = st.ClockMHz
+			case "temperature":
+				s.Charts[i].Points[j].V = 88
+			}
+		}
+	}
 }
 
 // addHypervolume computes the hypervolume of the trials up to each

@@ -213,7 +213,7 @@ func newSearchView(d *Data) *searchView {
 			hv.X, hv.Y = append(hv.X, float64(g.Generation)), append(hv.Y, g.Hypervolume)
 			hv.Titles = append(hv.Titles, fmt.Sprintf("generation %d (%d trials): hypervolume %.4g", g.Generation, g.Trials, g.Hypervolume))
 		}
-		v.Hypervolume = LineChart{Title: "Front hypervolume per generation", XLabel: "generation", YLabel: "hypervolume (normalised)", ZeroY: true, Series: []Series{hv}}.SVG()
+		v.Hypervolume = LineChart{Title: "Front hypervolume per generation (normalised objectives)", XLabel: "generation", YLabel: "hypervolume", ZeroY: true, Series: []Series{hv}}.SVG()
 	}
 	v.Influence = influenceRows(s)
 	if len(d.Candidates) > 0 {

@@ -110,7 +110,7 @@ func niceTicks(lo, hi float64, n int) ([]float64, int) {
 	if n < 2 {
 		n = 2
 	}
-	if math.IsNaN(lo) || math.IsInf(lo, 0) || math.IsNaN(hi) || math.IsInf(hi, 0) {
+	if !finite(lo) || !finite(hi) || !finite(hi-lo) || !finite(lo-hi) {
 		lo, hi = 0, 1
 	}
 	if lo > hi {
@@ -179,8 +179,18 @@ func trimZeros(s string) string {
 	return s
 }
 
-// esc escapes text for SVG character data and attribute values.
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes text for SVG character data and attribute values. Invalid
+// UTF-8 and control characters (which XML forbids) become U+FFFD.
+func esc(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || (r >= 0xFFFE && r <= 0xFFFF) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+	return html.EscapeString(s)
+}
 
 // f prints a coordinate compactly.
 func f(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
@@ -243,10 +253,14 @@ func (c LineChart) SVG() template.HTML {
 		}
 	}
 	for _, h := range c.HLines {
-		ylo, yhi = math.Min(ylo, h.Value), math.Max(yhi, h.Value)
+		if finite(h.Value) {
+			ylo, yhi = math.Min(ylo, h.Value), math.Max(yhi, h.Value)
+		}
 	}
 	for _, v := range c.VLines {
-		xlo, xhi = math.Min(xlo, v.Value), math.Max(xhi, v.Value)
+		if finite(v.Value) {
+			xlo, xhi = math.Min(xlo, v.Value), math.Max(xhi, v.Value)
+		}
 	}
 	if math.IsInf(xlo, 1) {
 		xlo, xhi, ylo, yhi = 0, 1, 0, 1
@@ -285,6 +299,9 @@ func (c LineChart) SVG() template.HTML {
 	var b strings.Builder
 	svgOpen(&b, c.Title, height)
 	for _, bd := range c.Bands {
+		if !finite(bd.From) || !finite(bd.To) || bd.To < xa.lo || bd.From > xa.hi {
+			continue
+		}
 		x0, x1 := xa.pos(math.Max(bd.From, xa.lo)), xa.pos(math.Min(bd.To, xa.hi))
 		fmt.Fprintf(&b, `<rect class="band" x="%s" y="%d" width="%s" height="%s"><title>%s</title></rect>`, f(x0), marginTop, f(math.Max(x1-x0, 2)), f(plotBottom-marginTop), esc(bd.Label))
 	}
@@ -302,6 +319,9 @@ func (c LineChart) SVG() template.HTML {
 	fmt.Fprintf(&b, `<text class="xl" x="%s" y="%s">%s</text>`, f((marginLeft+chartWidth-marginRight)/2.0), f(plotBottom+34), esc(c.XLabel))
 	fmt.Fprintf(&b, `<text class="yl" transform="translate(14 %s) rotate(-90)">%s</text>`, f((plotBottom+marginTop)/2), esc(c.YLabel))
 	for _, h := range c.HLines {
+		if !finite(h.Value) || h.Value > ya.hi {
+			continue
+		}
 		y := ya.pos(h.Value)
 		col := h.Color
 		if col == "" {
@@ -311,6 +331,9 @@ func (c LineChart) SVG() template.HTML {
 		fmt.Fprintf(&b, `<text class="rl" x="%d" y="%s" fill="%s">%s</text>`, chartWidth-marginRight-4, f(y-4), col, esc(h.Label))
 	}
 	for _, v := range c.VLines {
+		if !finite(v.Value) {
+			continue
+		}
 		x := xa.pos(v.Value)
 		col := v.Color
 		if col == "" {

@@ -27,6 +27,7 @@ func TestNiceTicks(t *testing.T) {
 		{0, 0.003, 4, []float64{0, 0.001, 0.002, 0.003}, 3},
 		{math.NaN(), 1, 5, []float64{0, 0.25, 0.5, 0.75, 1}, 2},
 		{0, math.Inf(1), 5, []float64{0, 0.25, 0.5, 0.75, 1}, 2},
+		{-1e308, 1e308, 5, []float64{0, 0.25, 0.5, 0.75, 1}, 2},
 	} {
 		got, dec := niceTicks(tc.lo, tc.hi, tc.n)
 		if len(got) != len(tc.want) || dec != tc.dec {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spoc-project/spoc/config"
@@ -156,11 +157,29 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 	return strings.Join(parts, ", "), nil
 }
 
-// simCalibration names the cost-model factors the simulator uses.
+// simCalibration names the cost-model factors the simulator uses and their
+// validation error, so a reader knows how far to trust simulated numbers.
 func simCalibration(cfg *config.Config) string {
 	if cfg.Engine.Sim.Calibration != "" {
 		return "calibration file " + cfg.Engine.Sim.Calibration
 	}
-	_ = sim.Deployment{}
-	return "built-in perfmodel factors"
+	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	c, ok := perfmodel.CalibrationFor(dep.Model)
+	if !ok {
+		return "uncalibrated first-principles factors (no measurements for " + dep.Model.Name + ")"
+	}
+	keys := make([]string, 0, len(c.MAPE))
+	for k := range c.MAPE {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	errs := make([]string, len(keys))
+	for i, k := range keys {
+		errs[i] = fmt.Sprintf("%s %.1f%%", k, c.MAPE[k])
+	}
+	return fmt.Sprintf("built-in %s calibration (%s, fitted %s on %s); validation MAPE: %s",
+		c.Family, c.Engine, c.Date, c.Source, strings.Join(errs, ", "))
 }

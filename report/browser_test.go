@@ -128,6 +128,9 @@ func TestBrowserDefaultPlanReport(t *testing.T) {
 			if rep.Desktop.ScrollWidth > rep.Desktop.InnerWidth+1 {
 				t.Errorf("at laptop width the page scrolls sideways: scrollWidth %d > %d", rep.Desktop.ScrollWidth, rep.Desktop.InnerWidth)
 			}
+			if rep.Desktop.NavDisplay == "none" || rep.Print.NavDisplay != "none" {
+				t.Errorf("navigation display: %q on screen, %q in print; want it shown on screen and hidden in print", rep.Desktop.NavDisplay, rep.Print.NavDisplay)
+			}
 			checkPNG(t, "desktop screenshot", rep.Screenshot, 1280, 2000)
 			checkPNG(t, "phone screenshot", rep.PhoneScreenshot, 390, 1800)
 			t.Logf("screenshots: %s, %s", saveShot(t, "report-"+tc.name+"-desktop.png", rep.Screenshot), saveShot(t, "report-"+tc.name+"-phone.png", rep.PhoneScreenshot))

@@ -202,7 +202,7 @@ type pageReport struct {
 	// PhoneScreenshot is the top of the page at a phone's width.
 	PhoneScreenshot []byte
 	// Eval is the result of the probe expression at each width.
-	Desktop, Phone probe
+	Desktop, Phone, Print probe
 }
 
 // probe is measured in the page.
@@ -212,11 +212,15 @@ type probe struct {
 	Sections    []string `json:"sections"`
 	SVGs        int      `json:"svgs"`
 	Height      int      `json:"height"`
+	// NavDisplay is the computed display of the navigation bar (none when
+	// printing).
+	NavDisplay string `json:"nav"`
 }
 
 const probeJS = `JSON.stringify({scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
  sections: Array.from(document.querySelectorAll('section')).map(s => s.id),
- svgs: document.querySelectorAll('svg').length, height: document.documentElement.scrollHeight})`
+ svgs: document.querySelectorAll('svg').length, height: document.documentElement.scrollHeight,
+ nav: (document.querySelector('nav') ? getComputedStyle(document.querySelector('nav')).display : '')})`
 
 // load opens file in a new tab with the network emulated offline, waits
 // for the load event, probes and screenshots it at a laptop's and a
@@ -301,6 +305,12 @@ func (b *browser) load(ctx context.Context, file string) (*pageReport, error) {
 	}
 	if rep.PhoneScreenshot, err = shot(390, 1800); err != nil {
 		return nil, fmt.Errorf("phone screenshot: %w", err)
+	}
+	if _, err := b.call(ctx, s, "Emulation.setEmulatedMedia", map[string]any{"media": "print"}); err != nil {
+		return nil, err
+	}
+	if err := evalProbe(&rep.Print); err != nil {
+		return nil, fmt.Errorf("probe page as printed: %w", err)
 	}
 	b.drain(url, rep)
 	return rep, nil

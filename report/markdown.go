@@ -45,7 +45,7 @@ func Markdown(w io.Writer, d *Data) error {
 	for _, r := range d.Client.Reasons {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(r))
 	}
-	fmt.Fprintf(&b, "\nChosen configuration (%s):\n\n", mdEscape(choice(c)))
+	fmt.Fprintf(&b, "\nChosen configuration, from %s:\n\n", mdEscape(choice(c)))
 	writeFence(&b, c.ServeCommand)
 
 	if w := d.Workload; w != nil {
@@ -60,7 +60,7 @@ func Markdown(w io.Writer, d *Data) error {
 		b.WriteString(".\n\n")
 	}
 	if s := p.Search; s != nil && len(s.Front) > 0 {
-		fmt.Fprintf(&b, "## Search: %s\n\n| trial |", mdEscape(s.FrontLabel))
+		fmt.Fprintf(&b, "## Search\n\nThe %s.\n\n| trial |", mdEscape(s.FrontLabel))
 		for _, o := range s.Objectives {
 			fmt.Fprintf(&b, " %s |", mdEscape(objectiveLabel(o)))
 		}

@@ -91,12 +91,14 @@ func TestFaultInjectionAccounting(t *testing.T) {
 	base := runtime.NumGoroutine()
 	srv := testserver.Start(testserver.Config{
 		FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 2 * time.Millisecond,
-		FaultRate: 0.2, Seed: 7, SlowFirstByte: 2 * time.Second, Stall: 2 * time.Second, KeepLog: true,
+		FaultRate: 0.2, Seed: 7, SlowFirstByte: 5 * time.Second, Stall: 5 * time.Second, KeepLog: true,
 	})
 	sink := &collect{}
+	// Timeouts well above the stalls of a loaded test machine, and a window
+	// long enough for them to fire inside it.
 	r := newRunner(t, srv.URL, loadgen.Options{
-		Users: 16, Ramp: 50 * time.Millisecond, Warmup: 100 * time.Millisecond, Duration: 1500 * time.Millisecond,
-		RequestTimeout: 400 * time.Millisecond, FirstByteTimeout: 150 * time.Millisecond, ExactOutputLength: true,
+		Users: 16, Ramp: 50 * time.Millisecond, Warmup: 100 * time.Millisecond, Duration: 2500 * time.Millisecond,
+		RequestTimeout: 1200 * time.Millisecond, FirstByteTimeout: 800 * time.Millisecond, ExactOutputLength: true,
 	})
 	src := loadgen.SyntheticSource{Turns: 4, PrefixTokens: 50, NewTokens: 10, MaxTokens: 8, Profiles: []string{"P0", "P1"}}
 	rep, err := r.Run(context.Background(), src, sink)
@@ -130,6 +132,9 @@ func TestFaultInjectionAccounting(t *testing.T) {
 			continue
 		}
 		if !ok {
+			if rec.Status == result.StatusTimeout {
+				continue // timed out before the server even read it: still a timeout
+			}
 			t.Fatalf("record %s (%s) never reached the server", rec.RequestID, rec.Status)
 		}
 		if want := wantClass[q.Fault]; rec.Status != want {
@@ -187,9 +192,10 @@ func TestFaultInjectionAccounting(t *testing.T) {
 }
 
 func TestHistoryCarriesActualReply(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond, KeepLog: true})
 	defer srv.Close()
-	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Duration: 400 * time.Millisecond, Model: "m"})
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Duration: time.Second, Model: "m"})
 	src := loadgen.SyntheticSource{Turns: 3, PrefixTokens: 20, NewTokens: 5, MaxTokens: 4}
 	if _, err := r.Run(context.Background(), src, &collect{}); err != nil {
 		t.Fatal(err)
@@ -244,6 +250,7 @@ func TestHistoryCarriesActualReply(t *testing.T) {
 func words(s string) int { return len(strings.Fields(s)) }
 
 func TestLatencyCountsFromScheduledWhenServerSlowToAccept(t *testing.T) {
+	t.Parallel()
 	const acceptDelay = 300 * time.Millisecond
 	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond, AcceptDelay: acceptDelay})
 	defer srv.Close()
@@ -266,7 +273,7 @@ func TestWindowEndCancelsInFlight(t *testing.T) {
 	base := runtime.NumGoroutine()
 	srv := testserver.Start(testserver.Config{TokenInterval: 20 * time.Millisecond, KeepLog: true})
 	sink := &collect{}
-	r := newRunner(t, srv.URL, loadgen.Options{Users: 8, Duration: 200 * time.Millisecond})
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 8, Duration: time.Second})
 	rep, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 2, MaxTokens: 1000}, sink)
 	if err != nil {
 		t.Fatal(err)
@@ -285,6 +292,7 @@ func TestWindowEndCancelsInFlight(t *testing.T) {
 }
 
 func TestInterruptRecordsCancelled(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(testserver.Config{TokenInterval: 20 * time.Millisecond})
 	defer srv.Close()
 	sink := &collect{}
@@ -306,10 +314,11 @@ func TestInterruptRecordsCancelled(t *testing.T) {
 }
 
 func TestMultiTokenChunksAndCompletions(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond, TokensPerChunk: 3, KeepLog: true})
 	defer srv.Close()
 	sink := &collect{}
-	r := newRunner(t, srv.URL, loadgen.Options{Users: 1, Duration: 150 * time.Millisecond, Endpoint: loadgen.EndpointCompletions})
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 1, Duration: time.Second, Endpoint: loadgen.EndpointCompletions})
 	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 2, MaxTokens: 10, NewTokens: 3}, sink); err != nil {
 		t.Fatal(err)
 	}
@@ -327,6 +336,7 @@ func TestMultiTokenChunksAndCompletions(t *testing.T) {
 }
 
 func TestAPIKeyNeverRecorded(t *testing.T) {
+	t.Parallel()
 	const key = "sk-secret-123"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad key "+r.Header.Get("Authorization"), http.StatusUnauthorized)
@@ -359,7 +369,7 @@ func TestAccuracy(t *testing.T) {
 	srv := testserver.Start(testserver.Config{FirstTokenDelay: 10 * time.Millisecond, TokenInterval: 10 * time.Millisecond, KeepLog: true})
 	defer srv.Close()
 	sink := &collect{}
-	r := newRunner(t, srv.URL, loadgen.Options{Users: 50, Ramp: 100 * time.Millisecond, Duration: 600 * time.Millisecond})
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 50, Ramp: 100 * time.Millisecond, Duration: time.Second})
 	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 2, MaxTokens: 20}, sink); err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +425,7 @@ func (emptySource) Session(user, n int) (*workload.Script, error) {
 }
 
 func TestEmptyScriptIsAnError(t *testing.T) {
+	t.Parallel()
 	srv := testserver.Start(testserver.Config{})
 	defer srv.Close()
 	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Duration: time.Second})

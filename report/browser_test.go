@@ -88,7 +88,7 @@ func checkPNG(t *testing.T, name string, raw []byte, width, minHeight int) {
 // TestBrowserDefaultPlanReport opens the report of the default plan in
 // headless Chromium with the network off — run in-process with --quick (plus
 // the kernel section of the trace fixture), and the full default plan's data
-// in testdata — and checks: no console error, no request leaves the file,
+// in testdata, and a plan whose every name is markup — and checks: no console error, no request leaves the file,
 // every section renders, the page does not scroll sideways on a laptop or a
 // phone, and screenshots are written (-screenshots DIR keeps them).
 func TestBrowserDefaultPlanReport(t *testing.T) {
@@ -99,7 +99,8 @@ func TestBrowserDefaultPlanReport(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		d    *report.Data
-	}{{"quick", quick}, {"default", fixture(t)}} {
+		svgs int
+	}{{"quick", quick, 20}, {"default", fixture(t), 20}, {"hostile names", hostile(), 8}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeReport(t, t.TempDir(), tc.d)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -119,8 +120,8 @@ func TestBrowserDefaultPlanReport(t *testing.T) {
 					t.Errorf("section %q not rendered; sections: %v", id, rep.Desktop.Sections)
 				}
 			}
-			if rep.Desktop.SVGs < 10 {
-				t.Errorf("%d SVG charts rendered, want ≥ 10", rep.Desktop.SVGs)
+			if rep.Desktop.SVGs < tc.svgs {
+				t.Errorf("%d SVG charts rendered, want ≥ %d", rep.Desktop.SVGs, tc.svgs)
 			}
 			if rep.Phone.ScrollWidth > rep.Phone.InnerWidth+1 {
 				t.Errorf("at phone width the page scrolls sideways: scrollWidth %d > %d", rep.Phone.ScrollWidth, rep.Phone.InnerWidth)
@@ -133,7 +134,7 @@ func TestBrowserDefaultPlanReport(t *testing.T) {
 			}
 			checkPNG(t, "desktop screenshot", rep.Screenshot, 1280, 2000)
 			checkPNG(t, "phone screenshot", rep.PhoneScreenshot, 390, 1800)
-			t.Logf("screenshots: %s, %s", saveShot(t, "report-"+tc.name+"-desktop.png", rep.Screenshot), saveShot(t, "report-"+tc.name+"-phone.png", rep.PhoneScreenshot))
+			t.Logf("screenshots: %s, %s", saveShot(t, "report-"+strings.ReplaceAll(tc.name, " ", "-")+"-desktop.png", rep.Screenshot), saveShot(t, "report-"+strings.ReplaceAll(tc.name, " ", "-")+"-phone.png", rep.PhoneScreenshot))
 		})
 	}
 }

@@ -1,5 +1,13 @@
 // Package report renders a capacity plan (Data, written by spoc plan as
-// summary.json) as one self-contained HTML file, Markdown and JSON. Renderers
-// write to the io.Writer they are given and never run anything: no request
-// leaves the HTML (no CDN, web font or remote script; charts are inline SVG).
+// summary.json) as one self-contained HTML file, Markdown and JSON.
+// Renderers write to the io.Writer they are given and never run anything.
+//
+// The HTML page loads nothing: no script (hover details are SVG titles),
+// no web font, style sheet or image. Charts are inline SVG drawn by the
+// small chart helpers LineChart (lines and scatter, nice-tick axes,
+// reference lines, shaded bands, clipping) and BarChart (horizontal stacked
+// bars). The page sets ContentSecurityPolicy on itself so a browser blocks
+// and reports any request. Every string from the plan is escaped, in HTML
+// text, attributes, SVG and Markdown. Sections without data say what was not
+// collected. docs/report.md describes each section.
 package report

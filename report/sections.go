@@ -117,12 +117,12 @@ func newWorkloadView(d *Data) *workloadView {
 	if len(w.Profiles) > 0 {
 		v.Growth = growth.SVG()
 	}
-	kinds := []string{"system", "root", "team", "user", "turn", "assistant"}
-	for _, m := range []map[string]float64{w.Prefix.Split, w.Prefix.StartSplit} {
-		for _, k := range sortedKeys(m) {
-			if !slices.Contains(kinds, k) {
-				kinds = append(kinds, k)
-			}
+	// Segment kinds in prefix order, then any unknown kind; kinds with no
+	// tokens are left out of the legend.
+	var kinds []string
+	for _, k := range append([]string{"system", "root", "team", "user", "turn", "assistant"}, append(sortedKeys(w.Prefix.StartSplit), sortedKeys(w.Prefix.Split)...)...) {
+		if !slices.Contains(kinds, k) && (w.Prefix.Split[k] > 0 || w.Prefix.StartSplit[k] > 0) {
+			kinds = append(kinds, k)
 		}
 	}
 	split := BarChart{Title: "Prompt tokens by segment (prefix geometry)", Parts: kinds, Max: 1, Percent: true, Unit: "share of prompt tokens"}

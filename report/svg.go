@@ -406,8 +406,8 @@ func (c LineChart) SVG() template.HTML {
 }
 
 // legendWidth is the room one legend entry takes: glyph, gap and text at
-// about 7 units a character of 11-unit text.
-func legendWidth(name string) float64 { return 30 + 7*float64(len([]rune(name))) }
+// about 7.5 units a character of 12.5-unit text.
+func legendWidth(name string) float64 { return 30 + 7.5*float64(len([]rune(name))) }
 
 // legendHeight is the height the legend's rows need below the chart.
 func legendHeight(names []string) float64 {

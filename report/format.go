@@ -146,3 +146,14 @@ func measuredHitRate(d *Data) (rate float64, source string, ok bool) {
 	}
 	return 0, "", false
 }
+
+// commandLines breaks a command line before each --flag with a shell line
+// continuation, so it reads one flag a line and still pastes into a shell.
+// A command with quotes or backslashes is left alone: a continuation inside
+// quotes would change a value.
+func commandLines(cmd string) string {
+	if strings.ContainsAny(cmd, "'\"\\`$\n") {
+		return cmd
+	}
+	return strings.ReplaceAll(cmd, " --", " \\\n    --")
+}

@@ -52,6 +52,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"f2":          func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"signed":      func(v float64) string { return fmt.Sprintf("%+.2f", v) },
 	"objlabel":    objectiveLabel,
+	"cmdlines":    commandLines,
 	"chosenLabel": func(c Capacity) string { return choice(c) },
 	"trialLabel": func(n int) string {
 		if n < 0 {

@@ -46,7 +46,7 @@ func Markdown(w io.Writer, d *Data) error {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(r))
 	}
 	fmt.Fprintf(&b, "\nChosen configuration, from %s:\n\n", mdEscape(choice(c)))
-	writeFence(&b, c.ServeCommand)
+	writeFence(&b, commandLines(c.ServeCommand))
 
 	if w := d.Workload; w != nil {
 		b.WriteString("## Workload\n\n| profile | share | context at start p50 | end p50 | turns p50 | growth per turn | ideal hit rate |\n|---|---:|---:|---:|---:|---:|---:|\n")

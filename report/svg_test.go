@@ -203,3 +203,16 @@ func TestFormatters(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"vllm serve m --a 1 --b":          "vllm serve m \\\n    --a 1 \\\n    --b",
+		"vllm serve m":                    "vllm serve m",
+		"vllm serve m --x 'a --b'":        "vllm serve m --x 'a --b'",
+		`vllm serve m --json "{\"a\":1}"`: `vllm serve m --json "{\"a\":1}"`,
+	} {
+		if got := commandLines(in); got != want {
+			t.Errorf("commandLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -231,7 +231,10 @@ func compareSignals(t *testing.T, direct, viaProm Signals, tol tolerances) {
 		} {
 			near(t, c.what, c.b, c.a, 1e-9)
 		}
-		near(t, "KV p50", p.KVCacheUsage.P50, d.KVCacheUsage.P50, 0.1)
+		// The fake's KV gauge steps through 0.1…0.4 one level per period, so
+		// the median of two samplings at different phases may differ by one
+		// level (0.1), which float rounding must not turn into a failure.
+		near(t, "KV p50", p.KVCacheUsage.P50, d.KVCacheUsage.P50, 0.1+1e-9)
 		near(t, "preemptions", p.Preemptions, d.Preemptions, 2)
 	} else {
 		near(t, "prefix hit rate", p.PrefixCacheHitRate, d.PrefixCacheHitRate, 0.1)

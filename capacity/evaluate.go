@@ -104,12 +104,9 @@ type Evaluator struct {
 // simulator launcher (engine.Virtual), runs in virtual time; any other
 // engine is started per evaluation and loaded over HTTP.
 func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*Evaluator, error) {
-	gen, err := workload.Open(cfg.Workload, cfg.Engine.MaxModelLen)
+	gen, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
 	if err != nil {
 		return nil, fmt.Errorf("build workload: %w", err)
-	}
-	if cfg.Run.MidSessionStart && cfg.Workload.Import == nil {
-		gen = workload.MidSession(gen, cfg.Workload.Seed)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

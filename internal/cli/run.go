@@ -117,7 +117,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		apiKey = os.Getenv(rc.APIKeyEnv)
 	}
 
-	gen, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	gen, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
 	if err != nil {
 		return usageError(fmt.Errorf("workload: %w", err))
 	}

@@ -179,7 +179,7 @@ func newSimRunCmd() *cobra.Command {
 			}
 			dep.Throttles = append(dep.Throttles, th)
 		}
-		src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+		src, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
 		if err != nil {
 			return usageError(err)
 		}

@@ -53,11 +53,14 @@ const (
 func ApplyQuick(cfg *config.Config) {
 	cfg.Search.Trials = min(cfg.Search.Trials, quickTrials)
 	cfg.Search.Population = min(cfg.Search.Population, quickPopulation)
-	cfg.Search.Warmup = config.Duration(30 * time.Second)
-	cfg.Search.Duration = config.Duration(90 * time.Second)
-	cfg.Run.Ramp = config.Duration(20 * time.Second)
-	cfg.Run.Warmup = config.Duration(30 * time.Second)
-	cfg.Run.Duration = config.Duration(2 * time.Minute)
+	// Windows stay long enough for the cold prefill burst of mid-session
+	// starts (every user's history is uncached on its first request) to
+	// drain before measuring; in virtual time they cost little.
+	cfg.Search.Warmup = config.Duration(90 * time.Second)
+	cfg.Search.Duration = config.Duration(2 * time.Minute)
+	cfg.Run.Ramp = config.Duration(60 * time.Second)
+	cfg.Run.Warmup = config.Duration(90 * time.Second)
+	cfg.Run.Duration = config.Duration(3 * time.Minute)
 	cfg.Sweep.Duration, cfg.Sweep.Warmup = 0, 0
 	cfg.Sweep.TopK = min(cfg.Sweep.TopK, 2)
 	cfg.Sweep.ResolutionUsers = max(cfg.Sweep.ResolutionUsers, 10)

@@ -147,6 +147,21 @@ func TestAllErrorsReported(t *testing.T) {
 	}
 }
 
+// Type errors name their field, and every one of them is reported.
+func TestTypeErrorsNameTheirFields(t *testing.T) {
+	in := "engine:\n  gpus: four\nrun:\n  users: [1, 2]\n"
+	_, err := Load(strings.NewReader(in), "types.yaml")
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	got := err.Error()
+	for _, want := range []string{"types.yaml:2: engine.gpus: cannot unmarshal", "types.yaml:4: run.users: cannot unmarshal"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+}
+
 func TestPartialOverlayKeepsDefaults(t *testing.T) {
 	cfg, err := Load(strings.NewReader("engine:\n  gpu: H200-SXM\n  gpus: 2\n  tensor_parallel_size: 2\nsla:\n  itl:\n    max: 50ms\n"), "h200.yaml")
 	if err != nil {

@@ -58,7 +58,7 @@ func Load(r io.Reader, name string) (*Config, error) {
 		return nil, errs
 	}
 	if err := root.Decode(cfg); err != nil {
-		return nil, &FieldError{File: name, Line: yamlErrLine(err), Msg: trimYAMLErr(err)}
+		return nil, decodeErrors(err, name, pos)
 	}
 	if err := cfg.Validate(); err != nil {
 		var ve *Errors
@@ -206,6 +206,40 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// decodeErrors turns a decoding failure into FieldErrors naming the field
+// written on the failing line: yaml reports only "line N: cannot unmarshal
+// !!str `abc` into uint64", which does not say which setting was wrong.
+// Every type error of a *yaml.TypeError is kept, so all are fixed at once.
+func decodeErrors(err error, file string, pos positions) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		line := yamlErrLine(err)
+		return &FieldError{File: file, Line: line, Path: pos.pathAt(line), Msg: trimYAMLErr(err)}
+	}
+	errs := &Errors{}
+	for _, msg := range te.Errors {
+		e := errors.New(msg)
+		line := yamlErrLine(e)
+		errs.List = append(errs.List, &FieldError{File: file, Line: line, Path: pos.pathAt(line), Msg: trimYAMLErr(e)})
+	}
+	return errs
+}
+
+// pathAt returns the deepest field path written on line, or "" when none
+// is known (line 0, or a line with no key on it).
+func (p positions) pathAt(line int) string {
+	best := ""
+	if line <= 0 {
+		return best
+	}
+	for path, l := range p {
+		if l == line && (len(path) > len(best) || (len(path) == len(best) && path < best)) {
+			best = path
+		}
+	}
+	return best
 }
 
 func yamlErrLine(err error) int {

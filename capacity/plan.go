@@ -353,11 +353,12 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	if len(cands) > cfg.Sweep.TopK {
 		cands = cands[:cfg.Sweep.TopK]
 	}
-	// The configured engine flags are always a candidate: the baseline the
-	// study has to beat (already swept).
-	cands = append(cands, cand{trial: -1, params: map[string]any{}})
-	best := -1
-	for i, c := range cands {
+	// The configured engine flags are always a candidate, and the first, so
+	// that a tuned configuration must beat them (a tie keeps the flags the
+	// user already runs); their short sweep is the baseline phase's.
+	cands = append([]cand{{trial: -1, params: map[string]any{}}}, cands...)
+	best, bestTput := -1, 0.0
+	for _, c := range cands {
 		res, err := p.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
 			res, err = SweepConfig(ctx, p.ev, c.params, p.shortLoad, p.shortOptions(), nil)
@@ -372,8 +373,9 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		rc := report.Candidate{Trial: c.trial, Params: withBase(cfg, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
 		p.data.Candidates = append(p.data.Candidates, rc)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
-		if best < 0 || better(cfg.Sweep.Choose, rc, p.data.Candidates[best], cands[i].tput) {
-			best = len(p.data.Candidates) - 1
+		tput := ceilingThroughput(res)
+		if best < 0 || better(cfg.Sweep.Choose, rc, p.data.Candidates[best], tput, bestTput) {
+			best, bestTput = len(p.data.Candidates)-1, tput
 		}
 	}
 	if best < 0 {
@@ -388,9 +390,24 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 }
 
 // better reports whether a beats b under the choice rule; ties on the
-// ceiling go to the earlier candidate (higher study throughput).
-func better(rule string, a, b report.Candidate, _ float64) bool {
+// ceiling go to the earlier candidate (the baseline, then higher study
+// throughput).
+func better(rule string, a, b report.Candidate, aTput, bTput float64) bool {
+	if rule == "max-throughput" {
+		return aTput > bTput
+	}
 	return a.Ceiling > b.Ceiling
+}
+
+// ceilingThroughput is the output throughput a sweep measured at its
+// ceiling: the most tokens/s the configuration served within the SLA.
+func ceilingThroughput(res *SweepResult) float64 {
+	for _, l := range res.Levels {
+		if l.Users == res.Ceiling {
+			return meanThroughput(l)
+		}
+	}
+	return 0
 }
 
 func trialName(n int) string {

@@ -51,7 +51,7 @@ func DefaultSearch() Search {
 		Seed:          1,
 		Users:         0,
 		Duration:      Duration(5 * 60e9),
-		Warmup:        Duration(60e9),
+		Warmup:        Duration(3 * 60e9),
 		Storage:       "sqlite:study.db",
 		Study:         "default",
 		Objectives: []Objective{

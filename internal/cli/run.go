@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -48,7 +50,7 @@ the run, flushes the records, prints what was measured and exits 130.`,
 	fl.DurationVar(&f.warmup, "warmup", 0, "warm-up before the measured window, excluded from the summary (default run.warmup)")
 	fl.DurationVar(&f.ramp, "ramp", 0, "stagger user starts over this period (default run.ramp)")
 	fl.Float64Var(&f.thinkScale, "think-time-scale", 0, "multiply think times; 0 sends turns back to back (default run.think_time_scale)")
-	fl.StringVar(&f.out, "out", "", "records file (JSON lines), required")
+	fl.StringVarP(&f.out, "out", "o", "", "records file (JSON lines), required")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (default run.api_key_env, OPENAI_API_KEY)")
 	fl.StringVar(&f.model, "model", "", "model name in requests (default engine.served_model_name or engine.model)")
 	fl.StringVar(&f.endpoint, "endpoint", "", "chat or completions (default run.endpoint)")
@@ -101,6 +103,9 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	case rc.Warmup < 0 || rc.Ramp < 0 || rc.ThinkTimeScale < 0:
 		return usageErrorf("--warmup, --ramp and --think-time-scale must not be negative")
 	}
+	if err := checkTargetURL(rc.Target); err != nil {
+		return usageError(err)
+	}
 	stderr := cmd.ErrOrStderr()
 	if rc.Ramp > rc.Warmup {
 		fmt.Fprintf(stderr, "spoc: warning: ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running\n", rc.Ramp, rc.Warmup)
@@ -133,6 +138,9 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		return usageError(err)
 	}
 
+	if err := probeTarget(cmd.Context(), rc.Target); err != nil {
+		return err
+	}
 	file, err := os.Create(f.out)
 	if err != nil {
 		return fmt.Errorf("create records file: %w", err)
@@ -170,6 +178,43 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if f.check && !res.SLA.Pass {
 		return &ExitError{Code: ExitSLANotMet}
 	}
+	return nil
+}
+
+// checkTargetURL rejects a --target that is not an http(s) base URL: without
+// the check "localhost:8000" is accepted and every request fails with
+// "unsupported protocol scheme", which reads as an overloaded server.
+func checkTargetURL(target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("--target %q: %w", target, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--target %q: want an http:// or https:// base URL, e.g. http://localhost:8000", target)
+	}
+	return nil
+}
+
+// probeTimeout bounds the reachability check before a run.
+const probeTimeout = 10 * time.Second
+
+// probeTarget checks that something answers HTTP at target before the run
+// starts, so an unreachable server is one clear error (exit 1) rather than a
+// run whose every request failed and a records file of connection errors.
+// Any HTTP response counts, whatever its status: only the transport matters.
+func probeTarget(ctx context.Context, target string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	probe := strings.TrimRight(target, "/") + "/v1/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
+	if err != nil {
+		return usageError(fmt.Errorf("--target %q: %w", target, err))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("target %s is not reachable (GET %s): %w", target, probe, err)
+	}
+	resp.Body.Close()
 	return nil
 }
 

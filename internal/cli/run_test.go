@@ -105,10 +105,28 @@ func TestRunUsageErrors(t *testing.T) {
 		{"run", "--out", "x.jsonl"},
 		{"run", "--target", "http://localhost:1"},
 		{"run", "--target", "http://localhost:1", "--out", "x", "--users", "0"},
+		{"run", "--target", "localhost:8000", "--out", "x", "--users", "1", "--duration", "1s"},
+		{"run", "--target", "ftp://localhost:8000", "--out", "x", "--users", "1", "--duration", "1s"},
 		{"summarize"},
 	} {
 		if code, _, _ := runLoadCLI(t, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, ExitUsage)
 		}
+	}
+}
+
+// An unreachable server is one error naming the target (exit 1), before any
+// records file is created.
+func TestRunUnreachableTarget(t *testing.T) {
+	srv := testserver.Start(testserver.Config{})
+	target := srv.URL
+	srv.Close() // nothing listens there any more
+	recs := filepath.Join(t.TempDir(), "r.jsonl")
+	code, _, stderr := runLoadCLI(t, "run", "--target", target, "--users", "1", "--duration", "1s", "-o", recs)
+	if code != ExitFailure || !strings.Contains(stderr, "not reachable") || !strings.Contains(stderr, target) {
+		t.Fatalf("exit %d, stderr %q; want exit %d naming %s as not reachable", code, stderr, ExitFailure, target)
+	}
+	if _, err := os.Stat(recs); !os.IsNotExist(err) {
+		t.Errorf("records file left behind: %v", err)
 	}
 }

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"fmt"
+	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -163,27 +161,14 @@ func (p *predictFlags) compare(b *trace.Breakdown) ([]roofline.Comparison, error
 	return roofline.Compare(b, preds)
 }
 
-// readTrace picks the reader by content: SQLite exports by their header
-// (or an nsys report extension, so that the reader can say to export it),
-// everything else as an nsys stats CSV.
+// readTrace reads the capture with nsys.ReadFile (the reader plan's
+// trace.file uses too); a window asked of a stats summary is bad usage.
 func readTrace(cmd *cobra.Command, path string, opt nsys.Options) (*trace.Profile, error) {
-	isDB, err := nsys.IsSQLite(path)
-	if err != nil {
-		return nil, fmt.Errorf("read trace: %w", err)
-	}
-	ext := strings.ToLower(filepath.Ext(path))
-	if isDB || ext == ".nsys-rep" || ext == ".qdrep" || ext == ".sqlite" {
-		return nsys.ReadSQLite(cmd.Context(), path, opt)
-	}
-	if opt.Window != (trace.Window{}) || opt.NVTX != "" {
+	p, err := nsys.ReadFile(cmd.Context(), path, opt)
+	if errors.Is(err, nsys.ErrNoTimeline) {
 		return nil, usageErrorf("%s is an nsys stats summary: it has no timeline, so --window and --nvtx do not apply", path)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read trace: %w", err)
-	}
-	defer f.Close()
-	return nsys.ReadStatsCSV(f, path)
+	return p, err
 }
 
 func newTraceRecipeCmd() *cobra.Command {

@@ -68,11 +68,15 @@ Malformed rows are counted and skipped. Memory stays bounded on any input size.`
 				sources[i] = corpus.Source{Dataset: from, Path: p}
 			}
 			var st *corpus.BuildStats
-			err := writeWorkloadFile(out, func(w io.Writer) error {
-				var err error
-				st, err = corpus.Build(cmd.Context(), sources, w, opts)
-				return err
+			var buildErr error
+			err := writeAtomic(out, func(w io.Writer) error {
+				st, buildErr = corpus.Build(cmd.Context(), sources, w, opts)
+				return buildErr
 			})
+			if buildErr != nil {
+				// a problem with the inputs, not with writing out
+				return fmt.Errorf("build corpus: %w", buildErr)
+			}
 			if err != nil {
 				return err
 			}

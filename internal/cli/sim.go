@@ -235,7 +235,7 @@ func runSim(ctx context.Context, stdout io.Writer, cfg *config.Config, dep sim.D
 		tmp = nil
 	}
 	if seriesOut != "" {
-		if err := simWriteFileAtomic(seriesOut, func(w io.Writer) error { return writeJSON(w, st.Series) }); err != nil {
+		if err := writeAtomic(seriesOut, func(w io.Writer) error { return writeJSON(w, st.Series) }); err != nil {
 			return fmt.Errorf("sim run: %w", err)
 		}
 	}
@@ -269,29 +269,6 @@ func simRatio(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
-}
-
-// simWriteFileAtomic writes path through a temporary file renamed into place, so
-// an interrupted write never leaves a half-written file.
-func simWriteFileAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
 }
 
 func newSimServeCmd() *cobra.Command {
@@ -446,7 +423,7 @@ func newSimCalibrateCmd() *cobra.Command {
 				return fmt.Errorf("sim calibrate: %w", err)
 			}
 			if out != "" {
-				if err := simWriteFileAtomic(out, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+				if err := writeAtomic(out, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
 					return fmt.Errorf("sim calibrate: %w", err)
 				}
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -250,34 +249,10 @@ pandas.read_csv or Optuna tooling loads the result.`,
 			if out == "" || out == "-" {
 				return study.Export(cmd.OutOrStdout(), f, st.Directions, trials)
 			}
-			return studyWriteAtomic(out, func(w io.Writer) error { return study.Export(w, f, st.Directions, trials) })
+			return writeAtomic(out, func(w io.Writer) error { return study.Export(w, f, st.Directions, trials) })
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "csv", "csv or json")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default stdout); written to a temporary file and renamed")
 	return cmd
-}
-
-// studyWriteAtomic writes path through a temporary file in the same
-// directory, renamed into place only when write succeeded.
-func studyWriteAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	if err := write(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"text/tabwriter"
 
@@ -138,36 +136,13 @@ give a byte-identical file. "--out -" writes to standard output.`,
 			if out == "-" {
 				return workload.Export(cmd.Context(), cmd.OutOrStdout(), w, sessions)
 			}
-			return writeWorkloadFile(out, func(f io.Writer) error { return workload.Export(cmd.Context(), f, w, sessions) })
+			return writeAtomic(out, func(f io.Writer) error { return workload.Export(cmd.Context(), f, w, sessions) })
 		},
 	}
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", "", "configuration file; defaults when empty")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "output file (JSON lines), - for standard output")
 	cmd.Flags().IntVar(&sessions, "sessions", 2000, "number of sessions (first session of users 0..N-1)")
 	return cmd
-}
-
-// writeWorkloadFile writes path through a temporary file in the same folder
-// and renames it into place, so an interrupted write never leaves a partial
-// file under the final name.
-func writeWorkloadFile(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after a successful rename
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 func newWorkloadFitCmd() *cobra.Command {
@@ -202,7 +177,7 @@ Think times are not in the data and keep the reference assumption.`,
 				return err
 			}
 			if out != "" {
-				err := writeWorkloadFile(out, func(w io.Writer) error {
+				err := writeAtomic(out, func(w io.Writer) error {
 					fmt.Fprintf(w, "# Fitted by spoc workload fit from %d trajectories (%d model calls) of %s, tokenizer %s.\n", f.Trajectories, f.Calls, from, tok)
 					fmt.Fprintf(w, "# Think times are not in the data: they keep the reference assumption.\n")
 					var doc struct {

@@ -119,7 +119,7 @@ func slaText(d *Data) string { return strings.Join(slaClauses(d), ", ") }
 // choice says where the chosen configuration came from.
 func choice(c Capacity) string {
 	if c.ChosenTrial < 0 {
-		return "the configured engine flags (the baseline), which beat every tuned candidate"
+		return "the configured engine flags (the baseline), which no tuned candidate beat (ties keep the configured flags)"
 	}
 	return fmt.Sprintf("study trial #%d, chosen by %s", c.ChosenTrial, c.ChosenBy)
 }

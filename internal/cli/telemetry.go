@@ -62,7 +62,8 @@ func newTelemetryScrapeCmd() *cobra.Command {
 		Short: "Scrape Prometheus endpoints (vLLM /metrics, dcgm-exporter) for a while and summarise",
 		Long: "Scrape every target each interval for the given duration, optionally writing every\n" +
 			"scrape to a telemetry.jsonl file, then print the window's derived signals. A target\n" +
-			"that fails is reported and leaves a gap; the others go on.",
+			"that fails is reported and leaves a gap; the others go on. When no target answered\n" +
+			"a single scrape, the signals are printed and the command exits 1.",
 		Example: "  spoc telemetry scrape --target vllm=http://localhost:8000/metrics \\\n" +
 			"    --target dcgm=http://localhost:9400/metrics --duration 2m --out telemetry.jsonl",
 		Args: cobra.NoArgs,
@@ -123,7 +124,10 @@ func newTelemetryScrapeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return cmd.Context().Err() // interrupted: what was collected is printed and saved
+			if err := cmd.Context().Err(); err != nil {
+				return err // interrupted: what was collected is printed and saved
+			}
+			return noTargetAnswered(ts, c)
 		},
 	}
 	cmd.Flags().StringArrayVar(&targets, "target", nil, "endpoint to scrape as NAME=URL (repeatable)")
@@ -266,6 +270,31 @@ func parseTimeFlag(flag, s string, now time.Time) (time.Time, error) {
 		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), nil
 	}
 	return time.Time{}, usageErrorf("%s %q: want RFC 3339 (2026-11-30T04:00:00Z), Unix seconds, \"now\" or a negative duration (-15m)", flag, s)
+}
+
+// noTargetAnswered fails a scrape in which no target ever answered: every
+// scrape of every target failed (a wrong port, a server not started), so
+// the all-zero signals printed above measure nothing. One target failing
+// while others answer stays a reported gap.
+func noTargetAnswered(targets []telemetry.Target, c *telemetry.Collector) error {
+	if len(c.Series()) > 0 {
+		return nil
+	}
+	first := map[string]string{}
+	for _, g := range c.Gaps() {
+		if _, ok := first[g.Target]; !ok {
+			first[g.Target] = g.Error
+		}
+	}
+	msgs := make([]string, 0, len(targets))
+	for _, t := range targets {
+		e, ok := first[t.Name]
+		if !ok {
+			return nil // answered with an empty exposition: not a failure
+		}
+		msgs = append(msgs, e)
+	}
+	return fmt.Errorf("telemetry scrape: no target answered: %s", strings.Join(msgs, "; "))
 }
 
 // atomicFile is written under a temporary name beside its destination and

@@ -82,6 +82,19 @@ func TestTelemetryScrape(t *testing.T) {
 	}
 }
 
+// A scrape in which no target ever answered measured nothing: exit 1 naming
+// the failure, after printing the gaps.
+func TestTelemetryScrapeNothingAnswered(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "telemetry", "scrape", "--target", "gone=http://127.0.0.1:1/metrics",
+		"--duration", "250ms", "--interval", "100ms")
+	if code != ExitFailure || !strings.Contains(stderr, "no target answered") || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 saying no target answered", code, stderr)
+	}
+	if !strings.Contains(stdout, `gap in "gone"`) {
+		t.Errorf("gaps not printed:\n%s", stdout)
+	}
+}
+
 func TestTelemetryUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

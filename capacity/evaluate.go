@@ -237,7 +237,9 @@ func (e *Evaluator) evaluateLive(ctx context.Context, eng engine.Engine, params 
 	var coll *telemetry.Collector
 	tctx, stopTelemetry := context.WithCancel(ctx)
 	var twg sync.WaitGroup
-	if e.cfg.Telemetry.Enabled && len(targets) > 0 {
+	// With a Prometheus server configured, the run's window is queried from
+	// it afterwards instead of scraping the targets directly.
+	if e.cfg.Telemetry.Enabled && len(targets) > 0 && e.cfg.Telemetry.Prometheus == "" {
 		coll, err = telemetry.NewCollector(targets, e.cfg.Telemetry.Interval.D(), telemetry.Options{
 			JSONL: out.Telemetry, Logger: e.logger,
 			Derive: telemetry.DeriveOptions{ClockFraction: e.cfg.Telemetry.StragglerClockDrop, TPSize: e.cfg.Engine.TensorParallelSize},
@@ -288,10 +290,22 @@ func (e *Evaluator) evaluateLive(ctx context.Context, eng engine.Engine, params 
 	sum.SetClientHealth(rep.Health)
 	res := sum.Result()
 	ev = &Evaluation{Users: load.Users, Params: params, Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
-	if coll != nil {
+	derive := telemetry.DeriveOptions{ClockFraction: e.cfg.Telemetry.StragglerClockDrop, TPSize: e.cfg.Engine.TensorParallelSize}
+	switch {
+	case coll != nil:
 		stopTelemetry()
 		twg.Wait()
 		sig := coll.Window(rep.Window.Start, rep.Window.End)
+		ev.Signals = &sig
+	case e.cfg.Telemetry.Enabled && e.cfg.Telemetry.Prometheus != "":
+		store, qerr := telemetry.QueryRange(ctx, e.cfg.Telemetry.Prometheus, rep.Window.Start, rep.Window.End,
+			telemetry.QueryOptions{Step: e.cfg.Telemetry.Interval.D(), Queries: telemetry.Queries(e.cfg.Telemetry.Queries)})
+		if qerr != nil {
+			// the load run stands on its own; the gap is logged, not fatal
+			e.logger.Warn("telemetry query failed; the run has no engine or GPU signals", "prometheus", e.cfg.Telemetry.Prometheus, "err", qerr)
+			break
+		}
+		sig := store.Window(rep.Window.Start, rep.Window.End, derive)
 		ev.Signals = &sig
 	}
 	return ev, nil

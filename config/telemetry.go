@@ -11,7 +11,7 @@ type Telemetry struct {
 	Interval           Duration          `yaml:"interval" doc:"Scrape interval."`
 	Targets            []ScrapeTarget    `yaml:"targets,omitempty" doc:"Extra Prometheus text endpoints (dcgm-exporter, node exporters); the engine's own metrics endpoints are added automatically."`
 	Prometheus         string            `yaml:"prometheus,omitempty" doc:"Query this Prometheus server's HTTP API over the run window instead of scraping directly."`
-	Queries            map[string]string `yaml:"queries,omitempty" doc:"PromQL per derived signal, overriding the built-in queries."`
+	Queries            map[string]string `yaml:"queries,omitempty" doc:"PromQL per catalog metric name (spoc telemetry catalog), replacing the built-in query of that metric when telemetry.prometheus is used; an empty expression leaves the metric out."`
 	StragglerClockDrop float64           `yaml:"straggler_clock_drop" doc:"A GPU whose SM clock is this fraction below its tensor-parallel peers' median is flagged as a straggler."`
 }
 

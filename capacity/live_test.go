@@ -1,0 +1,84 @@
+package capacity
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// The live path end to end: an engine reached over HTTP (the simulator's
+// server, fast-forwarded), the HTTP load runner with real rendered prompts,
+// telemetry scraped from its vLLM and DCGM endpoints, one summary and
+// verdict. The same evaluator code runs against a GPU deployment.
+func TestEvaluateLiveOverHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves the simulator over HTTP for a few seconds")
+	}
+	cfg := config.Default()
+	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.NewServer(sim.ServerConfig{Deployment: dep, TimeScale: 40, Tokenizer: cfg.Workload.Tokenizer, Hostname: "simnode"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer srv.Close()
+	defer ts.Close()
+	eng, err := engine.NewExternal(ts.URL, srv.Model(), "/health", []string{ts.URL + "/metrics", ts.URL + "/dcgm/metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = ts.URL
+	cfg.Telemetry.Interval = config.Duration(250 * time.Millisecond)
+	ev, err := NewEvaluator(cfg, eng, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs bytes.Buffer
+	load := Load{Users: 4, Ramp: 500 * time.Millisecond, Warmup: time.Second, Duration: 3 * time.Second, ThinkTimeScale: 0.01}
+	got, err := ev.Evaluate(context.Background(), nil, load, Outputs{Records: &recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Virtual {
+		t.Error("an external engine must be evaluated over HTTP, not in virtual time")
+	}
+	o := got.Summary.Overall
+	if o.OK == 0 || o.Requests != o.OK+o.Errors+o.Cancelled {
+		t.Fatalf("requests not accounted for: %+v", o)
+	}
+	if o.Errors != 0 {
+		t.Errorf("%d errors against a healthy server: %v", o.Errors, o.ErrorsByClass)
+	}
+	n := 0
+	_, err = result.ReadAll(strings.NewReader(recs.String()), "records", func(r *result.Record) error {
+		n++
+		if r.Status == result.StatusOK && (r.PromptTokens == 0 || r.OutputTokens == 0) {
+			t.Errorf("record %s lacks server-reported usage: %+v", r.RequestID, r)
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("records: %d read, %v", n, err)
+	}
+	if got.Signals == nil {
+		t.Fatal("no telemetry joined to the run")
+	}
+	if got.Signals.Engine.Running.Samples == 0 || len(got.Signals.GPUs) != cfg.Engine.GPUs {
+		t.Errorf("telemetry: running samples %d, GPUs %d (want %d)", got.Signals.Engine.Running.Samples, len(got.Signals.GPUs), cfg.Engine.GPUs)
+	}
+	if got.Signals.Engine.PromptTokens <= 0 {
+		t.Errorf("the server's prompt-token counter did not move: %+v", got.Signals.Engine)
+	}
+}

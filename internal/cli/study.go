@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -40,8 +41,40 @@ PostgreSQL (several workers sharing one study).`,
 	return cmd
 }
 
+// studyOpenExisting opens storage for the read-only verbs (ls, show,
+// export): a SQLite file that does not exist is an error naming it, rather
+// than a new empty database created by a typo and listed as "no studies".
+func studyOpenExisting(cmd *cobra.Command, storage string) (*study.DB, error) {
+	if path, ok := sqliteStoragePath(storage); ok {
+		if _, err := os.Stat(path); err != nil {
+			return nil, usageErrorf("--storage %q: no study database at %s: %w", storage, path, err)
+		}
+	}
+	return study.Open(cmd.Context(), storage)
+}
+
+// sqliteStoragePath returns the file of a SQLite storage URL (sqlite:PATH,
+// sqlite:///PATH or a plain path); ok is false for any other scheme.
+func sqliteStoragePath(storage string) (string, bool) {
+	if strings.HasPrefix(storage, "postgres://") || strings.HasPrefix(storage, "postgresql://") {
+		return "", false
+	}
+	rest, hadScheme := strings.CutPrefix(storage, "sqlite:")
+	if !hadScheme && strings.Contains(storage, "://") {
+		return "", false
+	}
+	if strings.HasPrefix(rest, "//") {
+		u, err := url.Parse(storage)
+		if err != nil {
+			return "", false
+		}
+		rest = u.Path
+	}
+	return rest, rest != ""
+}
+
 func studyOpen(cmd *cobra.Command, storage, name string) (*study.DB, *study.Study, error) {
-	db, err := study.Open(cmd.Context(), storage)
+	db, err := studyOpenExisting(cmd, storage)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,7 +96,7 @@ func newStudyLsCmd(storage *string) *cobra.Command {
 		Short: "List studies with trial counts per state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := study.Open(cmd.Context(), *storage)
+			db, err := studyOpenExisting(cmd, *storage)
 			if err != nil {
 				return err
 			}

@@ -104,6 +104,24 @@ func TestStudyErrors(t *testing.T) {
 	if code, _, _ := studyRunCLI(t, "study", "ls", "--storage", "mysql://x"); code != ExitFailure {
 		t.Fatalf("bad storage: %d", code)
 	}
+	// A mistyped SQLite path is an error naming it, and no empty database
+	// appears there.
+	for _, storage := range []string{"typo.db", "sqlite:typo.db", "sqlite://"} {
+		typo := filepath.Join(t.TempDir(), "typo.db")
+		arg := strings.Replace(storage, "typo.db", typo, 1)
+		if storage == "sqlite://" {
+			arg = "sqlite://" + typo
+		}
+		for _, verb := range [][]string{{"study", "ls"}, {"study", "show", "demo"}, {"study", "export", "demo"}} {
+			code, _, errs := studyRunCLI(t, append(verb, "--storage", arg)...)
+			if code != ExitUsage || !strings.Contains(errs, typo) {
+				t.Errorf("%v --storage %s: exit %d, stderr %q; want exit 2 naming the missing file", verb, arg, code, errs)
+			}
+		}
+		if _, err := os.Stat(typo); !os.IsNotExist(err) {
+			t.Errorf("--storage %s: a database was created (%v)", arg, err)
+		}
+	}
 }
 
 func TestSearchBench(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -19,12 +20,15 @@ import (
 
 func init() { register(newStudyCmd) }
 
-// studyStorageDefault is --storage's default: $SPOC_STORAGE, else study.DefaultURL.
+// studyStorageDefault is --storage's default: $SPOC_STORAGE, else the
+// database spoc tune and spoc plan write with their defaults (search.storage
+// sqlite:study.db in --out spoc-out), so that "spoc tune -c x.yaml && spoc
+// study ls" shows the study just run.
 func studyStorageDefault() string {
 	if u := os.Getenv("SPOC_STORAGE"); u != "" {
 		return u
 	}
-	return study.DefaultURL
+	return "sqlite:" + filepath.Join("spoc-out", "study.db")
 }
 
 func newStudyCmd() *cobra.Command {

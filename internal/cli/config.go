@@ -31,10 +31,17 @@ func newConfigCmd() *cobra.Command {
 	var file string
 	var checkJSON bool
 	check := &cobra.Command{
-		Use:   "check -c FILE",
+		Use:   "check [-c] FILE",
 		Short: "Validate a configuration file; exit 2 on error",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// "spoc config check spoc.yaml" is the natural spelling too.
+			if len(args) == 1 {
+				if file != "" && file != args[0] {
+					return usageErrorf("config check: -c %s and %s name two files; give one", file, args[0])
+				}
+				file = args[0]
+			}
 			if file == "" {
 				return usageErrorf("config check needs -c FILE")
 			}

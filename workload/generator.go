@@ -132,6 +132,13 @@ func New(cfg config.Workload, maxModelLen int, opts ...Option) (*Generator, erro
 	}
 	g.profileOff = unitFloat(hashKey(cfg.Seed, tagProfile))
 	g.teamOff = unitFloat(hashKey(cfg.Seed, tagTeam))
+	if g.text == nil && g.corpus == nil && cfg.Corpus != "" {
+		// The corpus is read lazily, on the first Render; a missing file
+		// would otherwise surface mid-run, after records were written.
+		if _, err := os.Stat(cfg.Corpus); err != nil {
+			return nil, fmt.Errorf("workload.corpus: %w", err)
+		}
+	}
 	if g.text == nil {
 		tok, err := tokenizer.New(cfg.Tokenizer)
 		if err != nil {

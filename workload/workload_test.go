@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"testing"
 
@@ -80,9 +81,22 @@ func TestCorpusFileFromConfig(t *testing.T) {
 	if n := count(t, testTokenizer(t), b); n != 1234 {
 		t.Fatalf("rendered %d tokens from the corpus file, want 1234", n)
 	}
+	// A missing corpus file fails New, naming the field and the file, not
+	// the first Render in the middle of a run.
 	cfg.Corpus = path + ".missing"
-	g, _ = New(cfg, 131072)
-	if _, err := g.Render(nil, seg); err == nil {
-		t.Fatal("missing corpus file: Render succeeded")
+	if _, err := New(cfg, 131072); err == nil || !strings.Contains(err.Error(), "workload.corpus") || !strings.Contains(err.Error(), cfg.Corpus) {
+		t.Fatalf("missing corpus file: New error %v, want one naming workload.corpus and %s", err, cfg.Corpus)
+	}
+	// A corpus that exists but is malformed still fails at the first Render.
+	if err := writeFile(path, []byte("not json\n")); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Corpus = path
+	g, err = New(cfg, 131072)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Render(nil, seg); err == nil || !strings.Contains(err.Error(), "workload.corpus") {
+		t.Fatalf("malformed corpus file: Render error %v", err)
 	}
 }

@@ -160,6 +160,10 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	}
 	interrupted := runErr != nil && errors.Is(runErr, context.Canceled) && rep != nil && rep.Interrupted
 	if runErr != nil && !interrupted {
+		// A run that failed before its first record leaves no empty file.
+		if st, err := os.Stat(f.out); err == nil && st.Size() == 0 {
+			os.Remove(f.out)
+		}
 		return fmt.Errorf("run against %s: %w", rc.Target, runErr)
 	}
 	if closeErr != nil {

@@ -130,3 +130,15 @@ func TestRunUnreachableTarget(t *testing.T) {
 		t.Errorf("records file left behind: %v", err)
 	}
 }
+
+// An empty records file is an error, not a run that measured nothing.
+func TestSummarizeEmptyFile(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runLoadCLI(t, "summarize", empty)
+	if code != ExitFailure || !strings.Contains(stderr, "holds no records") || !strings.Contains(stderr, empty) {
+		t.Fatalf("exit %d, stderr %q; want exit 1 saying %s holds no records", code, stderr, empty)
+	}
+}

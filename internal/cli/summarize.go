@@ -35,9 +35,18 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 			}
 			defer f.Close()
 			sum := result.NewSummary(cfg.SLA, result.Window{}, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
-			truncated, err := result.ReadAll(f, args[0], sum.Write)
+			records := 0
+			truncated, err := result.ReadAll(f, args[0], func(r *result.Record) error {
+				records++
+				return sum.Write(r)
+			})
 			if err != nil {
 				return err
+			}
+			if records == 0 {
+				// An empty file is a run that never started (or the wrong
+				// file), not a run that measured nothing and passed.
+				return fmt.Errorf("%s holds no records", args[0])
 			}
 			if truncated {
 				fmt.Fprintf(cmd.ErrOrStderr(), "spoc: warning: %s ends in a truncated line (killed run?); it was skipped\n", args[0])

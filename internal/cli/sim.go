@@ -136,9 +136,12 @@ func newSimRunCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&file, "config", "c", "", "configuration file (default: the reference case)")
 	cmd.Flags().IntVar(&users, "users", 0, "concurrent users (default run.users)")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "measured window in simulated time (default run.duration)")
-	cmd.Flags().DurationVar(&warmup, "warmup", -1, "warm-up before the window (default run.warmup)")
-	cmd.Flags().DurationVar(&ramp, "ramp", -1, "user start stagger (default run.ramp)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write records as JSONL to this file")
+	cmd.Flags().DurationVar(&warmup, "warmup", 0, "warm-up before the window (default run.warmup)")
+	cmd.Flags().DurationVar(&ramp, "ramp", 0, "user start stagger (default run.ramp)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write records as JSONL to this file")
+	// --output was this flag's first name; spoc run and the other verbs say --out.
+	cmd.Flags().StringVar(&out, "output", "", "write records as JSONL to this file")
+	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	cmd.Flags().StringVar(&seriesOut, "series", "", "write the engine and GPU time series as JSON to this file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary and simulator statistics as JSON")
 	cmd.Flags().BoolVar(&check, "check", false, "exit 3 when the SLA is not met")
@@ -159,10 +162,13 @@ func newSimRunCmd() *cobra.Command {
 		} else if cmd.Flags().Changed("duration") {
 			return usageErrorf("--duration must be positive, got %s", duration)
 		}
-		if warmup >= 0 {
+		if warmup < 0 || ramp < 0 {
+			return usageErrorf("--warmup and --ramp must not be negative")
+		}
+		if cmd.Flags().Changed("warmup") {
 			cfg.Run.Warmup = config.Duration(warmup)
 		}
-		if ramp >= 0 {
+		if cmd.Flags().Changed("ramp") {
 			cfg.Run.Ramp = config.Duration(ramp)
 		}
 		if err := cfg.Validate(); err != nil {
@@ -295,7 +301,7 @@ func newSimServeCmd() *cobra.Command {
 	f.StringVar(&host, "host", "127.0.0.1", "address to bind")
 	f.StringVar(&served, "served-model-name", "", "model name in the API and metrics (default: --model)")
 	f.Float64Var(&timeScale, "time-scale", 0, "simulated seconds per wall-clock second (default engine.sim.time_scale)")
-	f.Float64Var(&errorRate, "error-rate", -1, "fraction of requests answered with HTTP 500 (default engine.sim.error_rate)")
+	f.Float64Var(&errorRate, "error-rate", 0, "fraction of requests answered with HTTP 500 (default engine.sim.error_rate)")
 	f.Uint64Var(&seed, "seed", 0, "seed of injected faults and sampled reply lengths (default workload.seed)")
 	f.StringArrayVar(&throttles, "throttle", nil, "throttle a GPU: GPU:FACTOR[@START-END] in simulated time (repeatable; adds to engine.sim.throttle)")
 	f.StringArrayVar(&stalls, "stall", nil, "freeze the engine: START+DURATION in simulated time (repeatable)")

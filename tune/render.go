@@ -23,7 +23,16 @@ func WriteProgress(w io.Writer, p Progress) error {
 		if t.Feasible() {
 			b.WriteString(" feasible")
 		} else {
-			fmt.Fprintf(&b, " violates SLA (%s)", violated(t))
+			detail := violated(t)
+			// The constraints are the worst over profiles while the values
+			// printed are overall, so "ttft_p95=1501 ms violates SLA (ttft
+			// p95 ≤ 2s …)" needs the verdict saying which profile failed.
+			if sla, ok := t.UserAttrs["sla"].(string); ok {
+				if clause, failed := strings.CutPrefix(sla, "fail: "); failed {
+					detail += ": " + clause
+				}
+			}
+			fmt.Fprintf(&b, " violates SLA (%s)", detail)
 		}
 	default:
 		if msg, ok := t.UserAttrs["error"].(string); ok {

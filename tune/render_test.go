@@ -1,0 +1,44 @@
+package tune
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/search"
+)
+
+// A violated constraint is the worst profile, the printed values are
+// overall: the progress line names the failing clause from the verdict.
+func TestWriteProgressNamesTheFailingProfile(t *testing.T) {
+	objs := []config.Objective{{Metric: "ttft_p95"}}
+	for _, tc := range []struct {
+		name  string
+		attrs map[string]any
+		cons  []float64
+		want  string
+		not   string
+	}{
+		{"per-profile verdict", map[string]any{"constraint_names": []any{"ttft p95 ≤ 2s"}, "sla": "fail: P2 ttft p95 2.08s > 2s"},
+			[]float64{0.04}, "violates SLA (ttft p95 ≤ 2s by 4%: P2 ttft p95 2.08s > 2s)", ""},
+		{"no verdict recorded", map[string]any{"constraint_names": []any{"ttft p95 ≤ 2s"}},
+			[]float64{0.04}, "violates SLA (ttft p95 ≤ 2s by 4%)", "4%:"},
+		{"feasible", map[string]any{"sla": "pass"}, []float64{-0.5}, " feasible", "violates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := search.Trial{Number: 7, State: search.StateComplete, Values: []float64{1501}, Constraints: tc.cons, UserAttrs: tc.attrs}
+			var b bytes.Buffer
+			if err := WriteProgress(&b, Progress{Trial: tr, Finished: 8, Total: 60, Objectives: objs}); err != nil {
+				t.Fatal(err)
+			}
+			line := b.String()
+			if !strings.Contains(line, tc.want) {
+				t.Errorf("line %q lacks %q", line, tc.want)
+			}
+			if tc.not != "" && strings.Contains(line, tc.not) {
+				t.Errorf("line %q contains %q", line, tc.not)
+			}
+		})
+	}
+}

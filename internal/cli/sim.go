@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -206,39 +205,26 @@ func runSim(ctx context.Context, stdout io.Writer, cfg *config.Config, dep sim.D
 	}
 	epoch := time.Unix(0, 0).UTC()
 	summary := result.NewSummary(cfg.SLA, result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
-	var sink result.Sink = summary
-	var jw *result.Writer
-	var tmp *os.File
-	if out != "" {
-		f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
-		if err != nil {
-			return fmt.Errorf("sim run: %w", err)
-		}
-		tmp = f
-		defer func() {
-			if tmp != nil {
-				tmp.Close()
-				os.Remove(tmp.Name())
-			}
-		}()
-		jw = result.NewWriter(f)
-		sink = result.Tee(summary, jw)
+	var st *sim.RunStats
+	run := func(sink result.Sink) (err error) {
+		st, err = sim.RunVirtual(ctx, opts, src, sink)
+		return err
 	}
-	st, err := sim.RunVirtual(ctx, opts, src, sink)
+	var err error
+	if out == "" {
+		err = run(summary)
+	} else {
+		// records go through the one atomic writer: no half file on failure
+		err = writeAtomic(out, func(w io.Writer) error {
+			jw := result.NewWriter(w)
+			if err := run(result.Tee(summary, jw)); err != nil {
+				return err
+			}
+			return jw.Close()
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("sim run: %w", err)
-	}
-	if jw != nil {
-		if err := jw.Close(); err != nil {
-			return fmt.Errorf("sim run: write %s: %w", out, err)
-		}
-		if err := tmp.Close(); err != nil {
-			return fmt.Errorf("sim run: write %s: %w", out, err)
-		}
-		if err := os.Rename(tmp.Name(), out); err != nil {
-			return fmt.Errorf("sim run: %w", err)
-		}
-		tmp = nil
 	}
 	if seriesOut != "" {
 		if err := writeAtomic(seriesOut, func(w io.Writer) error { return writeJSON(w, st.Series) }); err != nil {

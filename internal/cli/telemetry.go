@@ -311,6 +311,13 @@ func createAtomic(dest string) (*atomicFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", dest, err)
 	}
+	// CreateTemp makes the file 0600; the result is an ordinary output file,
+	// readable like one made by os.Create.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("create %s: %w", dest, err)
+	}
 	return &atomicFile{File: f, dest: dest}, nil
 }
 

@@ -64,6 +64,11 @@ func TestTelemetryScrape(t *testing.T) {
 	if len(st.Series()) != 6 { // running, prompt tokens, 2 × (SM clock, reasons)
 		t.Errorf("telemetry.jsonl holds %d series, want 6", len(st.Series()))
 	}
+	if fi, err := os.Stat(out); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o644 {
+		t.Errorf("telemetry.jsonl mode %v, want 0644 like os.Create", fi.Mode())
+	}
 	left, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*.tmp"))
 	if len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)

@@ -155,7 +155,17 @@ func TestProcessFailuresAreClassified(t *testing.T) {
 		{"hang-oom", ReasonOutOfMemory, true, -1},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			p, rec := newFake(t, []string{"--fake-mode", tc.mode}, func(o *ProcessOptions) { o.HealthTimeout = 500 * time.Millisecond })
+			// A server that exits is classified when it exits: a long health
+			// timeout keeps a slow start on a loaded machine from reading as
+			// "never healthy". Only the two modes that hang wait it out.
+			timeout := 30 * time.Second
+			switch tc.mode {
+			case "never-healthy":
+				timeout = 500 * time.Millisecond
+			case "hang-oom":
+				timeout = 2 * time.Second // time for the fake to log its OOM line
+			}
+			p, rec := newFake(t, []string{"--fake-mode", tc.mode}, func(o *ProcessOptions) { o.HealthTimeout = timeout })
 			dir := t.TempDir()
 			_, err := p.Start(WithArtifacts(context.Background(), dir), search.Params{"max-num-seqs": 16})
 			var f *Failure

@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
 
 // Objective metrics a study can optimise.
 var ObjectiveMetrics = []string{"output_throughput", "total_throughput", "request_throughput", "goodput", "ttft_p50", "ttft_p95", "ttft_p99", "itl_p50", "itl_p95", "itl_p99", "tpot_p95", "e2e_p95", "capacity"}
@@ -20,6 +24,28 @@ type Search struct {
 	Study         string      `yaml:"study" doc:"Study name inside the storage."`
 	Objectives    []Objective `yaml:"objectives" doc:"What the study optimises; SLA clauses are constraints."`
 	Space         []Param     `yaml:"space" doc:"Engine flags to search (vLLM names)."`
+}
+
+// StorageIn returns Storage as the study database to open for output folder
+// out: a relative SQLite path (sqlite:PATH or a plain path) is placed in out,
+// as the field's documentation says; absolute paths, sqlite:// URLs and
+// other schemes (postgres://) are returned unchanged. spoc tune, spoc sweep
+// --trial and spoc plan must agree on this, or one opens a study another
+// never wrote.
+func (s Search) StorageIn(out string) string {
+	storage := s.Storage
+	if strings.Contains(storage, "://") && !strings.HasPrefix(storage, "sqlite:") {
+		return storage
+	}
+	path, hadScheme := strings.CutPrefix(storage, "sqlite:")
+	if path == "" || strings.HasPrefix(path, "//") || filepath.IsAbs(path) {
+		return storage
+	}
+	path = filepath.Join(out, path)
+	if hadScheme {
+		return "sqlite:" + path
+	}
+	return path
 }
 
 // Objective is one optimisation target.

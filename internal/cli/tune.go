@@ -115,7 +115,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 			return usageError(err)
 		}
 	}
-	cfg.Search.Storage = resolveStorage(cfg.Search.Storage, f.out)
+	cfg.Search.Storage = cfg.Search.StorageIn(f.out)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
@@ -191,22 +191,6 @@ func autoTuneUsers(ctx context.Context, w io.Writer, cfg *config.Config, ev *cap
 	cfg.Search.Users = max(res.Ceiling, 1)
 	fmt.Fprintf(w, "search.users auto: engine.params serve %d users within the SLA; the study tunes at %d users\n", res.Ceiling, cfg.Search.Users)
 	return nil
-}
-
-// resolveStorage places a relative SQLite path in the output folder.
-func resolveStorage(storage, out string) string {
-	if strings.Contains(storage, "://") && !strings.HasPrefix(storage, "sqlite:") {
-		return storage
-	}
-	path, hadScheme := strings.CutPrefix(storage, "sqlite:")
-	if strings.HasPrefix(path, "//") || filepath.IsAbs(path) {
-		return storage
-	}
-	path = filepath.Join(out, path)
-	if hadScheme {
-		return "sqlite:" + path
-	}
-	return path
 }
 
 func writeDryRun(w io.Writer, cfg *config.Config, launches []tune.Launch) error {

@@ -130,21 +130,6 @@ func TestTuneUsageErrors(t *testing.T) {
 	}
 }
 
-func TestResolveStorage(t *testing.T) {
-	for in, want := range map[string]string{
-		"sqlite:study.db":         "sqlite:out/study.db",
-		"study.db":                "out/study.db",
-		"sqlite:/abs/study.db":    "sqlite:/abs/study.db",
-		"sqlite:///abs/study.db":  "sqlite:///abs/study.db",
-		"postgres://u@h/db":       "postgres://u@h/db",
-		"postgresql://u@h/db?x=y": "postgresql://u@h/db?x=y",
-	} {
-		if got := resolveStorage(in, "out"); got != want {
-			t.Errorf("resolveStorage(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestTuneMissingCommandIsUsageError(t *testing.T) {
 	cfg := writeTuneConfig(t, "engine:\n  kind: process\n  process:\n    command: [spoc-no-such-vllm, serve]\n")
 	code, _, stderr := tuneCLI(t, "-c", cfg, "--out", filepath.Join(t.TempDir(), "out"))

@@ -100,9 +100,10 @@ type Evaluator struct {
 	mu sync.Mutex
 }
 
-// NewEvaluator builds the workload of cfg once. A nil engine, or the
-// simulator launcher (engine.Virtual), runs in virtual time; any other
-// engine is started per evaluation and loaded over HTTP.
+// NewEvaluator builds the workload of cfg once. A nil engine means the
+// simulator launcher of cfg.Engine; the simulator (engine.Virtual) runs in
+// virtual time, any other engine is started per evaluation and loaded over
+// HTTP.
 func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*Evaluator, error) {
 	gen, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
 	if err != nil {
@@ -110,6 +111,15 @@ func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if eng == nil {
+		// The simulator launcher prices deployments (and refuses those whose
+		// weights leave no KV cache) the same way for tune, sweep and plan.
+		s, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		eng = s
 	}
 	return &Evaluator{cfg: cfg, gen: gen, engine: eng, logger: logger}, nil
 }
@@ -136,11 +146,6 @@ func (e *Evaluator) evaluate(ctx context.Context, eng engine.Engine, params map[
 	var ev *Evaluation
 	var err error
 	switch v := eng.(type) {
-	case nil:
-		var dep sim.Deployment
-		if dep, err = Deployment(e.cfg, params); err == nil {
-			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
-		}
 	case engine.Virtual:
 		var dep sim.Deployment
 		if dep, err = v.VirtualDeployment(search.Params(params)); err == nil {
@@ -156,16 +161,18 @@ func (e *Evaluator) evaluate(ctx context.Context, eng engine.Engine, params map[
 	return ev, nil
 }
 
-// Deployment resolves the simulated deployment of the config with params.
-func Deployment(cfg *config.Config, params map[string]any) (sim.Deployment, error) {
-	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+// Deployment is the simulated deployment of params: the simulator
+// launcher's, or, for a real engine, the configuration priced by the cost
+// model (for roofline predictions).
+func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
+	if v, ok := e.engine.(engine.Virtual); ok {
+		return v.VirtualDeployment(search.Params(params))
+	}
+	dep, err := sim.DeploymentFromConfig(e.cfg.Engine)
 	if err != nil {
 		return dep, err
 	}
-	if err := dep.Params.Apply(params); err != nil {
-		return dep, fmt.Errorf("%w: %w", search.ErrInfeasible, err)
-	}
-	return dep, nil
+	return dep, dep.Params.Apply(params)
 }
 
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {

@@ -67,8 +67,8 @@ func ApplyQuick(cfg *config.Config) {
 	cfg.Sweep.ResolutionFraction = max(cfg.Sweep.ResolutionFraction, 0.05)
 }
 
-// sweepLoad is the load of one sweep level: the sweep's windows, or run's.
-func sweepLoad(cfg *config.Config, users int) Load {
+// SweepLoad is the load of one sweep level: the sweep's windows, or run's.
+func SweepLoad(cfg *config.Config, users int) Load {
 	l := RunLoad(cfg, users)
 	if cfg.Sweep.Duration > 0 {
 		l.Duration = cfg.Sweep.Duration.D()
@@ -95,7 +95,9 @@ func SweepConfig(ctx context.Context, ev *Evaluator, params map[string]any, load
 		}
 		r, err := ev.Evaluate(ctx, params, load(users), out)
 		if w != nil {
-			if cerr := w.Close(); err == nil && cerr != nil {
+			if a, ok := w.(interface{ Abort() }); ok && err != nil {
+				a.Abort() // an interrupted level leaves no records file
+			} else if cerr := w.Close(); err == nil && cerr != nil {
 				err = cerr
 			}
 		}
@@ -166,6 +168,9 @@ func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkInputs(cfg); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -210,6 +215,25 @@ func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data,
 	return p.data, nil
 }
 
+// checkInputs fails before the first phase when a file the plan reads in a
+// later phase is missing, rather than after minutes of tuning.
+func checkInputs(cfg *config.Config) error {
+	errs := &config.Errors{}
+	for _, f := range []struct{ field, path string }{
+		{"trace.file", cfg.Trace.File}, {"trace.rules", cfg.Trace.Rules},
+		{"engine.sim.calibration", cfg.Engine.Sim.Calibration}, {"engine.gpu_catalog", cfg.Engine.GPUCatalog},
+		{"workload.corpus", cfg.Workload.Corpus},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs.Addf(f.field, "%v", err)
+		}
+	}
+	return errs.Err()
+}
+
 func (p *planner) inspect(ctx context.Context) (string, error) {
 	n := 2000
 	if p.o.Quick {
@@ -235,7 +259,7 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 
 func (p *planner) tune(ctx context.Context) (string, error) {
 	cfg := p.cfg
-	cfg.Search.Storage = resolveStorage(cfg.Search.Storage, p.o.OutDir)
+	cfg.Search.Storage = cfg.Search.StorageIn(p.o.OutDir)
 	eng := p.o.Engine
 	if eng == nil {
 		var err error
@@ -266,22 +290,6 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("%d trials (%d complete, %d infeasible, %d failed), %d on the feasible front",
 		len(res.Trials), p.data.Search.Complete, p.data.Search.Infeasible, p.data.Search.Failed, len(p.data.Pareto)), nil
-}
-
-// resolveStorage places a relative SQLite path in the output folder.
-func resolveStorage(storage, out string) string {
-	if strings.Contains(storage, "://") && !strings.HasPrefix(storage, "sqlite:") {
-		return storage
-	}
-	path, hadScheme := strings.CutPrefix(storage, "sqlite:")
-	if strings.HasPrefix(path, "//") || filepath.IsAbs(path) {
-		return storage
-	}
-	path = filepath.Join(out, path)
-	if hadScheme {
-		return "sqlite:" + path
-	}
-	return path
 }
 
 // shortOptions are the sweep options of candidates' short sweeps: one
@@ -466,8 +474,8 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 			levels[l.Users] = ev
 		}
 	}
-	res, err := SweepConfig(ctx, p.ev, params, func(u int) Load { return sweepLoad(cfg, u) }, opts, func(users int) (io.WriteCloser, error) {
-		return newAtomicFile(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", users)))
+	res, err := SweepConfig(ctx, p.ev, params, func(u int) Load { return SweepLoad(cfg, u) }, opts, func(users int) (io.WriteCloser, error) {
+		return CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", users)))
 	})
 	if err != nil {
 		return "", err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -17,7 +16,7 @@ import (
 	"github.com/spoc-project/spoc/trace/roofline"
 )
 
-// readTrace reads an nsys SQLite export or an nsys stats CSV.
+// readTrace reads the configured nsys SQLite export or stats CSV.
 func readTrace(ctx context.Context, t config.Trace) (*trace.Profile, error) {
 	var opt nsys.Options
 	if t.Window != "" {
@@ -29,19 +28,7 @@ func readTrace(ctx context.Context, t config.Trace) (*trace.Profile, error) {
 		opt.Window = w
 	}
 	opt.NVTX = t.NVTX
-	isDB, err := nsys.IsSQLite(t.File)
-	if err != nil {
-		return nil, err
-	}
-	if isDB || strings.EqualFold(filepath.Ext(t.File), ".sqlite") {
-		return nsys.ReadSQLite(ctx, t.File, opt)
-	}
-	f, err := os.Open(t.File)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return nsys.ReadStatsCSV(f, t.File)
+	return nsys.ReadFile(ctx, t.File, opt)
 }
 
 func (p *planner) trace(ctx context.Context) (string, error) {
@@ -71,7 +58,7 @@ func (p *planner) trace(ctx context.Context) (string, error) {
 		return "", err
 	}
 	k := &report.Kernels{File: t.File, Breakdown: b, Mix: p.batchMix()}
-	dep, err := Deployment(p.cfg, p.data.Capacity.Config)
+	dep, err := p.ev.Deployment(p.data.Capacity.Config)
 	if err == nil {
 		preds, perr := roofline.Predict(dep.Model, dep.GPU, perfmodel.SystemOptions{TensorParallel: dep.TensorParallelSize, CUDAGraphs: true}, k.Mix, nil)
 		if perr == nil {
@@ -107,7 +94,7 @@ func (p *planner) batchMix() roofline.BatchMix {
 	if w := p.data.Workload; w != nil && w.Requests > 0 {
 		mix.DecodeContext = int(w.Prefix.PromptTokens / int64(w.Requests))
 	}
-	if dep, err := Deployment(p.cfg, p.data.Capacity.Config); err == nil {
+	if dep, err := p.ev.Deployment(p.data.Capacity.Config); err == nil {
 		mix.PrefillTokens = dep.Params.MaxNumBatchedTokens
 	}
 	mix.PrefillContext = mix.DecodeContext
@@ -134,7 +121,7 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 			return "", err
 		}
 		p.logf("   target %s (%d× %s, TP %d)", t.Name, t.GPUs, t.GPU, t.TensorParallelSize)
-		res, err := SweepConfig(ctx, ev, p.data.Capacity.Config, func(u int) Load { return sweepLoad(&cfg, u) }, SweepOptionsFrom(&cfg), nil)
+		res, err := SweepConfig(ctx, ev, p.data.Capacity.Config, func(u int) Load { return SweepLoad(&cfg, u) }, SweepOptionsFrom(&cfg), nil)
 		if err != nil {
 			return "", fmt.Errorf("target %s: %w", t.Name, err)
 		}

@@ -1,16 +1,18 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/report"
 )
 
@@ -47,6 +49,10 @@ sweep's records. With no configuration it plans the reference case
 				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version,
 				Render: func(dir string, d *report.Data) error { return renderReport(dir, d, cfg.Report.Formats) },
 			})
+			var bad *config.Errors
+			if errors.As(err, &bad) {
+				return usageError(err)
+			}
 			if err != nil {
 				return err
 			}
@@ -95,21 +101,4 @@ func renderReport(dir string, d *report.Data, formats []string) error {
 }
 
 // writeAtomic writes path through a temporary file in the same folder.
-func writeAtomic(path string, fn func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	err = fn(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+func writeAtomic(path string, fn func(io.Writer) error) error { return atomicfile.Write(path, fn) }

@@ -77,6 +77,12 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 			if err != nil {
 				return usageError(err)
 			}
+			// Refuse flags the engine cannot take before any run starts.
+			if cfg.Engine.Kind == config.EngineSim {
+				if _, err := ev.Deployment(params); err != nil {
+					return usageErrorf("--params: %v", err)
+				}
+			}
 			progress := cmd.ErrOrStderr()
 			opts := capacity.SweepOptionsFrom(cfg)
 			if !quiet {
@@ -100,17 +106,7 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 					return capacity.CreateAtomic(filepath.Join(dir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
 				}
 			}
-			load := func(u int) capacity.Load {
-				l := capacity.RunLoad(cfg, u)
-				if cfg.Sweep.Duration > 0 {
-					l.Duration = cfg.Sweep.Duration.D()
-				}
-				if cfg.Sweep.Warmup > 0 {
-					l.Warmup = cfg.Sweep.Warmup.D()
-				}
-				l.Ramp = min(l.Ramp, l.Warmup)
-				return l
-			}
+			load := func(u int) capacity.Load { return capacity.SweepLoad(cfg, u) }
 			res, err := capacity.SweepConfig(cmd.Context(), ev, params, load, opts, records)
 			if err != nil {
 				return err
@@ -142,7 +138,7 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 	f := cmd.Flags()
 	f.StringVarP(&file, "config", "c", "", "plan configuration; the reference case when empty")
 	f.StringVar(&paramsFlag, "params", "", "engine flags over engine.params, e.g. max-num-batched-tokens=2048,enable-prefix-caching=false")
-	f.IntVar(&trial, "trial", -1, "use the parameters of this trial of the study (search.storage, relative to --out)")
+	f.IntVar(&trial, "trial", -1, "use the parameters of this trial number of the study (search.storage, relative to --out); unset: engine.params")
 	f.StringVar(&usersFlag, "users", "", "coarse grid of user counts, e.g. 50,100,200,400")
 	f.IntVar(&repeats, "repeats", 1, "runs per user count")
 	f.StringVar(&out, "out", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
@@ -190,11 +186,7 @@ func parseParams(s string) (map[string]any, error) {
 }
 
 func trialParams(ctx context.Context, cfg *config.Config, out string, n int) (map[string]any, error) {
-	storage := cfg.Search.Storage
-	if path, ok := strings.CutPrefix(storage, "sqlite:"); ok && !filepath.IsAbs(path) {
-		storage = "sqlite:" + filepath.Join(out, path)
-	}
-	db, err := study.Open(ctx, storage)
+	db, err := study.Open(ctx, cfg.Search.StorageIn(out))
 	if err != nil {
 		return nil, err
 	}

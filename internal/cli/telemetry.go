@@ -2,17 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/telemetry"
 )
 
@@ -90,9 +87,9 @@ func newTelemetryScrapeCmd() *cobra.Command {
 				ts = append(ts, t)
 			}
 			opts := telemetry.Options{Derive: dopts}
-			var file *atomicFile
+			var file *atomicfile.File
 			if out != "" {
-				if file, err = createAtomic(out); err != nil {
+				if file, err = atomicfile.Create(out); err != nil {
 					return err
 				}
 				defer file.Abort()
@@ -295,61 +292,4 @@ func noTargetAnswered(targets []telemetry.Target, c *telemetry.Collector) error 
 		msgs = append(msgs, e)
 	}
 	return fmt.Errorf("telemetry scrape: no target answered: %s", strings.Join(msgs, "; "))
-}
-
-// atomicFile is written under a temporary name beside its destination and
-// renamed into place on Commit, so no reader ever sees half a file under the
-// final name.
-type atomicFile struct {
-	*os.File
-	dest string
-	done bool
-}
-
-func createAtomic(dest string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", dest, err)
-	}
-	// CreateTemp makes the file 0600; the result is an ordinary output file,
-	// readable like one made by os.Create.
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("create %s: %w", dest, err)
-	}
-	return &atomicFile{File: f, dest: dest}, nil
-}
-
-var _ io.Writer = (*atomicFile)(nil)
-
-// Commit syncs, closes and renames the file into place.
-func (a *atomicFile) Commit() error {
-	if a.done {
-		return errors.New("commit " + a.dest + ": already done")
-	}
-	a.done = true
-	if err := a.Sync(); err != nil {
-		a.Close()
-		os.Remove(a.Name())
-		return fmt.Errorf("write %s: %w", a.dest, err)
-	}
-	if err := a.Close(); err != nil {
-		os.Remove(a.Name())
-		return fmt.Errorf("write %s: %w", a.dest, err)
-	}
-	if err := os.Rename(a.Name(), a.dest); err != nil {
-		os.Remove(a.Name())
-		return fmt.Errorf("write %s: %w", a.dest, err)
-	}
-	return nil
-}
-
-// Abort removes the temporary file unless Commit ran.
-func (a *atomicFile) Abort() {
-	if !a.done {
-		a.done = true
-		a.Close()
-		os.Remove(a.Name())
-	}
 }

@@ -224,3 +224,16 @@ func TestWriteText(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteTextWithoutWindow(t *testing.T) {
+	s := NewSummary(config.DefaultSLA(), Window{})
+	t0 := time.Unix(100, 0)
+	s.Add(&Record{Profile: "P0", Scheduled: t0, Sent: t0, Done: t0.Add(time.Second), Status: StatusOK, Warmup: true})
+	var b strings.Builder
+	if err := WriteText(&b, s.Result()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "0001-01-01") || !strings.Contains(b.String(), "no records in a measured window (1 outside it") {
+		t.Errorf("all-warm-up summary:\n%s", b.String())
+	}
+}

@@ -13,11 +13,16 @@ import (
 // overall, then the client check and the SLA verdict.
 func WriteText(w io.Writer, res *Result) error {
 	ew := &errWriter{w: w}
-	ew.printf("window %s → %s (%.1fs", res.Window.Start.Format(time.RFC3339), res.Window.End.Format(time.RFC3339), res.Window.Seconds)
-	if res.Window.Inferred {
-		ew.printf(", inferred from the records")
+	if res.Window.Start.IsZero() {
+		// every record was warm-up (or there were none): there is no window
+		ew.printf("no records in a measured window (%d outside it, e.g. warm-up)\n\n", res.Excluded)
+	} else {
+		ew.printf("window %s → %s (%.1fs", res.Window.Start.Format(time.RFC3339), res.Window.End.Format(time.RFC3339), res.Window.Seconds)
+		if res.Window.Inferred {
+			ew.printf(", inferred from the records")
+		}
+		ew.printf("), %d records outside it\n\n", res.Excluded)
 	}
-	ew.printf("), %d records outside it\n\n", res.Excluded)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scope\treq\tok\terr\tcancel\tTTFT p50\tp95\tp99\tITL p50\tp95\tp99\tTPOT p95\tE2E p95\tout tok/s\ttot tok/s\treq/s\tgoodput/s\t")
 	rows := append([]Stats(nil), res.Profiles...)

@@ -59,6 +59,9 @@ type stream struct {
 	cached    int
 	completed int
 	done      bool
+	// sse is the stream's reader, reset for each request so its buffers
+	// are reused (see SSEReader.Reset).
+	sse *SSEReader
 }
 
 // readStream consumes an OpenAI SSE stream until [DONE], an error, or EOF.

@@ -61,7 +61,7 @@ type client struct {
 // fills rec. It returns the reply text (valid until the next do on the same
 // stream value). runCtx ends the whole run: a request cut by it is cancelled.
 func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st *stream) {
-	*st = stream{gapsUS: st.gapsUS[:0], counts: st.counts[:0], reply: st.reply[:0]}
+	*st = stream{gapsUS: st.gapsUS[:0], counts: st.counts[:0], reply: st.reply[:0], sse: st.sse}
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
 	reqTimer := time.AfterFunc(c.requestTimeout, func() { cancel(errRequestTimeout) })
@@ -98,7 +98,12 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 			fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
-	sr := NewSSEReader(resp.Body)
+	if st.sse == nil {
+		st.sse = NewSSEReader(resp.Body)
+	} else {
+		st.sse.Reset(resp.Body)
+	}
+	sr := st.sse
 	sr.OnFirstByte(func(time.Time) { fbTimer.Stop() })
 	err = readStream(sr, st)
 	c.fill(rec, st)
@@ -111,7 +116,15 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 		rec.Done = st.end
 	}
 	rec.Status = result.StatusOK
+	// Read the body to its end (the chunked terminator that follows
+	// [DONE]) so the transport can reuse the connection: a body closed
+	// early makes it dial a new one, with fresh buffers, for the next turn.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 }
+
+// drainLimit bounds what is read after [DONE] to keep a connection reusable;
+// a server sending more than that loses the connection instead.
+const drainLimit = 4 << 10
 
 // fill copies what the stream delivered into rec, including after failures.
 func (c *client) fill(rec *result.Record, st *stream) {

@@ -47,7 +47,27 @@ type SSEReader struct {
 
 // NewSSEReader returns a reader of the event stream r.
 func NewSSEReader(r io.Reader) *SSEReader {
-	return &SSEReader{r: r, buf: make([]byte, 16<<10), now: time.Now}
+	return &SSEReader{r: r, buf: make([]byte, sseBufSize), now: time.Now}
+}
+
+// sseBufSize is the reader's initial buffer: many events per read, and
+// enough for any line short of a huge one.
+const sseBufSize = 16 << 10
+
+// Reset makes s read the new stream r, as a fresh reader would, keeping its
+// buffers so that a client reading one stream after another does not
+// allocate per stream (less garbage, fewer GC cycles disturbing timing). A
+// buffer grown past the initial size by a long line is dropped, so one huge
+// event does not pin memory for the rest of the run.
+func (s *SSEReader) Reset(r io.Reader) {
+	buf, data := s.buf, s.data[:0]
+	if len(buf) != sseBufSize {
+		buf = make([]byte, sseBufSize)
+	}
+	if cap(data) > sseBufSize {
+		data = nil
+	}
+	*s = SSEReader{r: r, buf: buf, data: data, now: time.Now}
 }
 
 // OnFirstByte registers f to be called once, when the first bytes arrive.

@@ -224,3 +224,50 @@ func BenchmarkDecodeChunk(b *testing.B) {
 		}
 	})
 }
+
+// TestSSEReaderReset checks that a reset reader starts the next stream fresh:
+// no leftover bytes, partial event, error or first-byte callback from the
+// previous one, and a buffer grown by a long line is not kept.
+func TestSSEReaderReset(t *testing.T) {
+	long := strings.Repeat("x", 3*sseBufSize)
+	cases := []struct {
+		name  string
+		first string // read until its error
+		want  []string
+	}{
+		{"after clean end", "data: a\n\ndata: [DONE]\n\n", []string{"b"}},
+		{"after partial event", "data: a\n\ndata: half\n", []string{"b"}},
+		{"after cr line end", "data: a\r", []string{"b"}},
+		{"after long line", "data: " + long + "\n\n", []string{"b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sr := NewSSEReader(strings.NewReader(c.first))
+			called := 0
+			sr.OnFirstByte(func(time.Time) { called++ })
+			for {
+				if _, err := sr.Next(); err != nil {
+					break
+				}
+			}
+			sr.Reset(strings.NewReader("\ndata: b\n\n"))
+			if len(sr.buf) != sseBufSize || cap(sr.data) > sseBufSize {
+				t.Fatalf("buffers kept after reset: buf %d, data cap %d", len(sr.buf), cap(sr.data))
+			}
+			var got []string
+			for {
+				ev, err := sr.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(ev.Data))
+			}
+			if strings.Join(got, "|") != strings.Join(c.want, "|") || called != 1 {
+				t.Fatalf("after reset got %q (first-byte callbacks %d), want %q", got, called, c.want)
+			}
+		})
+	}
+}

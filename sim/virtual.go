@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/spoc-project/spoc/perfmodel"
@@ -272,7 +271,7 @@ func (r *runner) due(vu *vuser, t float64) error {
 	r.stats.Scheduled++
 	rec := &result.Record{
 		RunID: r.o.RunID, User: vu.id, Session: vu.session, Profile: vu.script.Profile, Turn: turn.Index,
-		RequestID:          requestID(r.o.RunID, vu.id, vu.session, turn.Index),
+		RequestID:          result.RequestID(r.o.RunID, vu.id, vu.session, turn.Index),
 		Scheduled:          r.at(t),
 		Sent:               r.at(t),
 		Warmup:             t < r.warm,
@@ -407,21 +406,6 @@ func (r *runner) finish() {
 // practice (64-bit mixing).
 func replyKey(user, session, turn int) uint64 {
 	return fmix(mix(mix(mix(0x7265706c79, uint64(user)), uint64(session)), uint64(turn)))
-}
-
-// requestID matches the load runner's request ids: run-user-session-turn.
-func requestID(run string, user, session, turn int) string {
-	b := make([]byte, 0, len(run)+24)
-	if run != "" {
-		b = append(b, run...)
-		b = append(b, '-')
-	}
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(session), 10)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(turn), 10)
-	return string(b)
 }
 
 // userHeap is a min-heap of user indices by their next event time, ties by

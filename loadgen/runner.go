@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -293,7 +292,7 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 			}
 			rec := &result.Record{
 				RunID: o.RunID, User: u.id, Session: session, Profile: script.Profile, Turn: turn.Index,
-				RequestID:          requestID(o.RunID, u.id, session, turn.Index),
+				RequestID:          result.RequestID(o.RunID, u.id, session, turn.Index),
 				Scheduled:          due,
 				Warmup:             due.Before(u.measured),
 				PromptTokensTarget: turn.PromptTokens,
@@ -360,16 +359,3 @@ func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 	}
 }
 
-func requestID(run string, user, session, turn int) string {
-	b := make([]byte, 0, len(run)+24)
-	if run != "" {
-		b = append(b, run...)
-		b = append(b, '-')
-	}
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(session), 10)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(turn), 10)
-	return string(b)
-}

@@ -358,4 +358,3 @@ func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 		return ctx.Err() == nil
 	}
 }
-

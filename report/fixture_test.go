@@ -54,7 +54,11 @@ func addKernels(t testing.TB, d *report.Data) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		t.Fatalf("testdata/breakdown.json: %v", err)
 	}
-	dep, err := capacity.Deployment(config.Default(), d.Capacity.Config)
+	ev, err := capacity.NewEvaluator(config.Default(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := ev.Deployment(d.Capacity.Config)
 	if err != nil {
 		t.Fatalf("deployment of the chosen configuration: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spoc-project/spoc/search"
 )
@@ -97,4 +98,19 @@ func artifactsDir(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("create server artefact directory: %w", err)
 	}
 	return dir, nil
+}
+
+// createServerLog opens server.log in this start's artefact directory
+// (ArtifactsDir, or a new temporary one) for a launcher of the given kind.
+func createServerLog(ctx context.Context, kind string) (path string, f *os.File, err error) {
+	dir, err := artifactsDir(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "server.log")
+	f, err = os.Create(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s engine: create server log: %w", kind, err)
+	}
+	return path, f, nil
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -211,14 +210,9 @@ func (p *Process) Start(ctx context.Context, params search.Params) (Endpoint, er
 	if err != nil {
 		return Endpoint{}, err
 	}
-	dir, err := artifactsDir(ctx)
+	logPath, logFile, err := createServerLog(ctx, "process")
 	if err != nil {
 		return Endpoint{}, err
-	}
-	logPath := filepath.Join(dir, "server.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("process engine: create server log: %w", err)
 	}
 	fmt.Fprintf(logFile, "# spoc: exec %s\n", quoteArgv(argv))
 

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -162,14 +161,9 @@ func (s *Sim) Start(ctx context.Context, p search.Params) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	dir, err := artifactsDir(ctx)
+	logPath, logFile, err := createServerLog(ctx, "sim")
 	if err != nil {
 		return Endpoint{}, err
-	}
-	logPath := filepath.Join(dir, "server.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("sim engine: create server log: %w", err)
 	}
 	flags, _ := Flags(p)
 	fmt.Fprintf(logFile, "# spoc: simulated %s on %d× %s %s\n", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, quoteArgv(flags))

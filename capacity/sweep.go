@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -157,9 +156,6 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 	res.Spread = spread(res.Levels)
 	return res, nil
 }
-
-// ErrNoLevels is returned by analyses that need at least one level.
-var ErrNoLevels = errors.New("capacity: no levels")
 
 func meanThroughput(l Level) float64 {
 	s := 0.0

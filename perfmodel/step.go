@@ -105,6 +105,18 @@ func (t Terms) Sum() float64 {
 	return t.Attention + t.DenseGEMM + t.MoE + t.Communication + t.Overhead + t.Other
 }
 
+// Plus returns t + o term by term (summing the costs of several steps).
+func (t Terms) Plus(o Terms) Terms {
+	return Terms{Attention: t.Attention + o.Attention, DenseGEMM: t.DenseGEMM + o.DenseGEMM, MoE: t.MoE + o.MoE,
+		Communication: t.Communication + o.Communication, Overhead: t.Overhead + o.Overhead, Other: t.Other + o.Other}
+}
+
+// Scaled returns every term multiplied by f.
+func (t Terms) Scaled(f float64) Terms {
+	return Terms{Attention: t.Attention * f, DenseGEMM: t.DenseGEMM * f, MoE: t.MoE * f,
+		Communication: t.Communication * f, Overhead: t.Overhead * f, Other: t.Other * f}
+}
+
 // Largest names the largest term ("attention", "dense_gemm", "moe",
 // "communication", "overhead", "other") and returns its seconds.
 func (t Terms) Largest() (string, float64) {

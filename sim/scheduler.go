@@ -204,14 +204,7 @@ func (e *Engine) Complete(end float64) []*Request {
 	}
 	e.stats.Steps++
 	e.stats.BusySeconds += e.step.Seconds
-	t := &e.stats.Terms
-	c := &e.step.Cost.Terms
-	t.Attention += c.Attention
-	t.DenseGEMM += c.DenseGEMM
-	t.MoE += c.MoE
-	t.Communication += c.Communication
-	t.Overhead += c.Overhead
-	t.Other += c.Other
+	e.stats.Terms = e.stats.Terms.Plus(e.step.Cost.Terms)
 	return e.out
 }
 

@@ -71,8 +71,7 @@ func (s *RunStats) Share() perfmodel.Terms {
 	if sum == 0 {
 		return perfmodel.Terms{}
 	}
-	return perfmodel.Terms{Attention: t.Attention / sum, DenseGEMM: t.DenseGEMM / sum, MoE: t.MoE / sum,
-		Communication: t.Communication / sum, Overhead: t.Overhead / sum, Other: t.Other / sum}
+	return t.Scaled(1 / sum)
 }
 
 const (
@@ -385,12 +384,7 @@ func (r *runner) finish() {
 		t.Evictions += s.Evictions
 		t.Finished += s.Finished
 		t.Rejected += s.Rejected
-		t.Terms.Attention += s.Terms.Attention
-		t.Terms.DenseGEMM += s.Terms.DenseGEMM
-		t.Terms.MoE += s.Terms.MoE
-		t.Terms.Communication += s.Terms.Communication
-		t.Terms.Overhead += s.Terms.Overhead
-		t.Terms.Other += s.Terms.Other
+		t.Terms = t.Terms.Plus(s.Terms)
 	}
 	r.stats.Series = r.mon.series
 	if m := r.mon; m.n > 0 {

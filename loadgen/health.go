@@ -9,7 +9,12 @@ import (
 	"github.com/spoc-project/spoc/result"
 )
 
-const schedLatencyMetric = "/sched/latencies:seconds"
+const (
+	schedLatencyMetric = "/sched/latencies:seconds"
+	gcCyclesMetric     = "/gc/cycles/total:gc-cycles"
+	gcCPUMetric        = "/cpu/classes/gc/total:cpu-seconds"
+	totalCPUMetric     = "/cpu/classes/total:cpu-seconds"
+)
 
 // healthProbe measures the client process over the measured window: CPU
 // time used against the cores it may use, and the Go runtime's goroutine
@@ -21,6 +26,26 @@ type healthProbe struct {
 	wall    time.Time
 	cpu     time.Duration
 	sched   *metrics.Float64Histogram
+	gc      gcSample
+}
+
+// gcSample is the runtime's cumulative GC count and CPU estimates.
+type gcSample struct {
+	cycles        uint64
+	gcCPU, allCPU float64
+}
+
+func readGC() gcSample {
+	s := []metrics.Sample{{Name: gcCyclesMetric}, {Name: gcCPUMetric}, {Name: totalCPUMetric}}
+	metrics.Read(s)
+	var g gcSample
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		g.cycles = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindFloat64 && s[2].Value.Kind() == metrics.KindFloat64 {
+		g.gcCPU, g.allCPU = s[1].Value.Float64(), s[2].Value.Float64()
+	}
+	return g
 }
 
 func newHealthProbe() *healthProbe { return &healthProbe{} }
@@ -42,6 +67,7 @@ func (p *healthProbe) begin() {
 	p.wall = time.Now()
 	p.cpu = processCPUTime()
 	p.sched = readSched()
+	p.gc = readGC()
 }
 
 // end returns the measurement since begin (or an empty one when the run never
@@ -60,6 +86,11 @@ func (p *healthProbe) end() result.ClientHealth {
 	}
 	if now := readSched(); now != nil && p.sched != nil && len(now.Counts) == len(p.sched.Counts) {
 		h.SchedLatencyP99Ms = histQuantile(p.sched, now, 0.99) * 1000
+	}
+	g := readGC()
+	h.GCCycles = int64(g.cycles - p.gc.cycles)
+	if all := g.allCPU - p.gc.allCPU; all > 0 {
+		h.GCCPUShare = (g.gcCPU - p.gc.gcCPU) / all
 	}
 	return h
 }

@@ -78,6 +78,12 @@ type ClientHealth struct {
 	CPUUtilization float64 `json:"cpu_utilization"`
 	// SchedLatencyP99Ms is the Go runtime's goroutine scheduling latency p99.
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
+	// GCCycles counts the client's garbage collections in the window and
+	// GCCPUShare is the share of the client's cores (CPUCores × window) they
+	// took, as the Go runtime estimates it: each cycle delays chunk reads
+	// while it marks, so they explain timing error spikes.
+	GCCycles   int64   `json:"gc_cycles"`
+	GCCPUShare float64 `json:"gc_cpu_share"`
 }
 
 // Option configures a Summary.

@@ -56,7 +56,8 @@ func WriteText(w io.Writer, res *Result) error {
 	c := res.Client
 	ew.printf("\nclient: dispatch lag p99 %s (limit %s)", msText(c.DispatchLagP99Ms), msText(c.LagLimitMs))
 	if h := c.Health; h != nil {
-		ew.printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s", 100*h.CPUUtilization, h.CPUCores, msText(h.SchedLatencyP99Ms))
+		ew.printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s, %d GC cycles (%.1f%% of its cores)",
+			100*h.CPUUtilization, h.CPUCores, msText(h.SchedLatencyP99Ms), h.GCCycles, 100*h.GCCPUShare)
 	}
 	if c.Bound {
 		ew.printf("\nWARNING: client-bound run, latencies are not trustworthy: %s", strings.Join(c.Reasons, "; "))

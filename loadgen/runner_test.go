@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"strconv"
@@ -431,5 +432,37 @@ func TestEmptyScriptIsAnError(t *testing.T) {
 	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Duration: time.Second})
 	if _, err := r.Run(context.Background(), emptySource{}, &collect{}); err == nil || !strings.Contains(err.Error(), "no turns") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestHealthCountsGC checks that the run reports the collections of its
+// measured window and forces one during the warm-up.
+func TestHealthCountsGC(t *testing.T) {
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	srv := testserver.Start(testserver.Config{TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Warmup: 400 * time.Millisecond, Duration: 600 * time.Millisecond, GCPercent: 1 << 20})
+	before := forced()
+	done := make(chan struct{})
+	go func() { // two collections inside the measured window
+		defer close(done)
+		time.Sleep(600 * time.Millisecond)
+		runtime.GC()
+		runtime.GC()
+	}()
+	rep, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1, MaxTokens: 5}, &collect{})
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := forced() - before; n < 3 {
+		t.Errorf("%d forced collections during the run, want the warm-up's and the test's two", n)
+	}
+	if rep.Health.GCCycles < 2 || rep.Health.GCCPUShare <= 0 || rep.Health.GCCPUShare >= 1 {
+		t.Errorf("health %+v: want at least 2 GC cycles and a GC CPU share in (0,1)", rep.Health)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/loadgen/clientbench"
 	"github.com/spoc-project/spoc/loadgen/testserver"
 	"github.com/spoc-project/spoc/result"
@@ -39,6 +41,7 @@ type benchClientFlags struct {
 	external                     []string
 	asJSON                       bool
 	cpuProfile                   string
+	memProfile                   string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -79,6 +82,7 @@ JSON lines to {out}.`,
 	fl.StringArrayVar(&f.external, "external", nil, "NAME=COMMAND: also measure an external client (repeatable)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the levels as JSON")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) to this file")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write the client's allocation profile (pprof) to this file at the end")
 	bench.AddCommand(client)
 	return bench
 }
@@ -87,6 +91,12 @@ func serveBenchServer(cmd *cobra.Command, f *benchClientFlags) error {
 	ln, err := net.Listen("tcp", f.serve)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.serve, err)
+	}
+	// The server keeps a log of every emission; a GC cycle that stalls its
+	// writers makes bursts every client then has to absorb, so it runs with
+	// the same relaxed GC target as the client.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(loadgen.DefaultGCPercent)
 	}
 	srv := &http.Server{Handler: testserver.New(testserver.Config{
 		FirstTokenDelay: f.firstToken, TokenInterval: f.interval, KeepLog: true,
@@ -145,6 +155,13 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if f.memProfile != "" {
+		defer func() {
+			if err := writeAllocProfile(f.memProfile); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "spoc: warning: %v\n", err)
+			}
+		}()
+	}
 	ctx := cmd.Context()
 	url := f.target
 	if url == "" {
@@ -175,7 +192,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		}
 		levels = append(levels, lv)
 		if !f.asJSON {
-			fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, lag p99 %.2fms, %.0f tok/s\n", lv.Client, n, lv.ITLErrP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond)
+			fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s, %d GC cycles\n", lv.Client, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond, lv.GCCycles)
 		}
 	}
 	for _, spec := range f.external {
@@ -191,7 +208,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 			}
 			levels = append(levels, lv)
 			if !f.asJSON {
-				fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, lag p99 %.2fms, %.0f tok/s\n", name, n, lv.ITLErrP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond)
+				fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s\n", name, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond)
 			}
 		}
 	}
@@ -229,6 +246,19 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 
 // startBenchServer runs `spoc bench client --serve` pinned to the server CPUs
 // and returns its URL.
+// writeAllocProfile writes the allocation profile since the start.
+func writeAllocProfile(path string) error {
+	pf, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create allocation profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(pf, 0); err != nil {
+		pf.Close()
+		return fmt.Errorf("write allocation profile %s: %w", path, err)
+	}
+	return pf.Close()
+}
+
 func startBenchServer(ctx context.Context, stderr io.Writer, f *benchClientFlags) (string, func(), error) {
 	self, err := os.Executable()
 	if err != nil {

@@ -48,6 +48,13 @@ type Level struct {
 	ITLErrP90Ms  float64 `json:"itl_err_p90_ms"`
 	ITLErrP99Ms  float64 `json:"itl_err_p99_ms"`
 	ITLErrMaxMs  float64 `json:"itl_err_max_ms"`
+	// Arrival offsets are the client's read time of each chunk minus the
+	// server's emission time, signed: a negative offset means the server's
+	// timestamp came after the client had read the chunk (the server was
+	// late to record it), a positive one that the client was late to read.
+	ArrivalOffsetP01Ms float64 `json:"arrival_offset_p01_ms"`
+	ArrivalOffsetP50Ms float64 `json:"arrival_offset_p50_ms"`
+	ArrivalOffsetP99Ms float64 `json:"arrival_offset_p99_ms"`
 	// DispatchLagP99Ms is the client's sent-minus-scheduled p99.
 	DispatchLagP99Ms float64 `json:"dispatch_lag_p99_ms"`
 	// ClientCores is the CPU the client used, in cores (1 = one core busy),
@@ -55,6 +62,9 @@ type Level struct {
 	// microseconds: the load-independent cost of the client.
 	ClientCores   float64 `json:"client_cores,omitempty"`
 	CPUPerTokenUS float64 `json:"cpu_per_token_us,omitempty"`
+	// GCCycles counts the client's garbage collections in the window (Go
+	// client only).
+	GCCycles int64 `json:"gc_cycles,omitempty"`
 	// Accurate is true when ITL error p99 and dispatch lag p99 are within bounds.
 	Accurate bool `json:"accurate"`
 }
@@ -84,9 +94,13 @@ func RunGo(ctx context.Context, url string, w Workload) (*Level, error) {
 	if err != nil {
 		return nil, err
 	}
-	var recs []*result.Record
+	// Keep only the timing of each record, in a pointer-light form: spoc
+	// run streams its records to a file and keeps none, and a heap of
+	// retained records would make every GC cycle mark more than a real
+	// run's does.
+	var recs []timing
 	rep, err := r.Run(ctx, loadgen.SyntheticSource{Turns: 1, PrefixTokens: w.PromptTokens, MaxTokens: w.MaxTokens},
-		result.SinkFunc(func(rec *result.Record) error { recs = append(recs, rec); return nil }))
+		result.SinkFunc(func(rec *result.Record) error { recs = append(recs, newTiming(rec)); return nil }))
 	if err != nil {
 		return nil, fmt.Errorf("run loadgen: %w", err)
 	}
@@ -94,8 +108,9 @@ func RunGo(ctx context.Context, url string, w Workload) (*Level, error) {
 	if err != nil {
 		return nil, err
 	}
-	lv := Compare("spoc (Go)", w.Streams, recs, log, rep.Window)
+	lv := compare("spoc (Go)", w.Streams, recs, log, rep.Window)
 	lv.SetCPU(rep.Health.CPUUtilization * rep.Health.CPUCores)
+	lv.GCCycles = rep.Health.GCCycles
 	return lv, nil
 }
 
@@ -139,42 +154,77 @@ func FetchLog(ctx context.Context, url string) ([]testserver.Request, error) {
 	return log, nil
 }
 
+// timing is what Compare needs of a record; times are Unix nanoseconds.
+type timing struct {
+	id                     string
+	scheduled, sent, first int64
+	status                 result.Status
+	tokens                 int
+	gapsUS                 []int64
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func newTiming(r *result.Record) timing {
+	return timing{id: r.RequestID, scheduled: unixNano(r.Scheduled), sent: unixNano(r.Sent), first: unixNano(r.FirstToken),
+		status: r.Status, tokens: r.OutputTokens, gapsUS: r.TokenGapsUS}
+}
+
 // Compare joins records with the server log (by request id) and computes the
 // client's errors over the records scheduled in window.
 func Compare(client string, streams int, recs []*result.Record, log []testserver.Request, window result.Window) *Level {
+	ts := make([]timing, len(recs))
+	for i, r := range recs {
+		ts[i] = newTiming(r)
+	}
+	return compare(client, streams, ts, log, window)
+}
+
+func compare(client string, streams int, recs []timing, log []testserver.Request, window result.Window) *Level {
 	emitted := make(map[string][]time.Time, len(log))
 	for _, q := range log {
 		emitted[q.ID] = q.Emitted
 	}
 	lv := &Level{Client: client, Streams: streams}
-	var ttftErr, itlErr, lag []float64
+	var ttftErr, itlErr, lag, offset []float64
 	var tokens int64
 	for _, r := range recs {
-		if !window.Contains(r.Scheduled) {
+		if !window.Contains(time.Unix(0, r.scheduled)) {
 			continue
 		}
 		lv.Requests++
-		tokens += int64(r.OutputTokens)
-		if !r.Sent.IsZero() {
-			lag = append(lag, ms(r.Sent.Sub(r.Scheduled)))
+		tokens += int64(r.tokens)
+		if r.sent != 0 {
+			lag = append(lag, ms(time.Duration(r.sent-r.scheduled)))
 		}
-		if r.Status == result.StatusOK {
+		if r.status == result.StatusOK {
 			lv.OK++
 		}
 		// Streams cut at the window end are timed as well as finished ones:
 		// compare the chunks the client read with the first emissions.
-		if r.FirstToken.IsZero() || (r.Status != result.StatusOK && r.Status != result.StatusCancelled) {
+		if r.first == 0 || (r.status != result.StatusOK && r.status != result.StatusCancelled) {
 			continue
 		}
-		em, ok := emitted[r.RequestID]
-		if !ok || len(em) < len(r.TokenGapsUS)+1 || (r.Status == result.StatusOK && len(em) != len(r.TokenGapsUS)+1) {
+		em, ok := emitted[r.id]
+		if !ok || len(em) < len(r.gapsUS)+1 || (r.status == result.StatusOK && len(em) != len(r.gapsUS)+1) {
 			lv.Unmatched++
 			continue
 		}
 		lv.Timed++
-		ttftErr = append(ttftErr, abs(ms(r.FirstToken.Sub(em[0]))))
-		for i, g := range r.TokenGapsUS {
-			itlErr = append(itlErr, abs(ms(time.Duration(g)*time.Microsecond-em[i+1].Sub(em[i]))))
+		first := time.Unix(0, r.first)
+		ttftErr = append(ttftErr, abs(ms(first.Sub(em[0]))))
+		at := first
+		offset = append(offset, ms(at.Sub(em[0])))
+		for i, g := range r.gapsUS {
+			gap := time.Duration(g) * time.Microsecond
+			itlErr = append(itlErr, abs(ms(gap-em[i+1].Sub(em[i]))))
+			at = at.Add(gap)
+			offset = append(offset, ms(at.Sub(em[i+1])))
 		}
 	}
 	if secs := window.End.Sub(window.Start).Seconds(); secs > 0 {
@@ -184,6 +234,8 @@ func Compare(client string, streams int, recs []*result.Record, log []testserver
 	lv.ITLErrP50Ms, lv.ITLErrP90Ms = quantile(itlErr, 0.5), quantile(itlErr, 0.9)
 	lv.ITLErrP99Ms, lv.ITLErrMaxMs = quantile(itlErr, 0.99), quantile(itlErr, 1)
 	lv.DispatchLagP99Ms = quantile(lag, 0.99)
+	lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms = quantile(offset, 0.01), quantile(offset, 0.5)
+	lv.ArrivalOffsetP99Ms = quantile(offset, 0.99)
 	lv.Accurate = lv.Timed > 0 && lv.Unmatched*100 <= lv.Timed &&
 		lv.ITLErrP99Ms <= ms(DefaultITLErrorP99) && lv.DispatchLagP99Ms <= ms(DefaultDispatchLagP99)
 	return lv

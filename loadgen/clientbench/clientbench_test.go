@@ -34,4 +34,18 @@ func TestCompareErrors(t *testing.T) {
 	if lv.TTFTErrP99Ms != 0.5 || lv.ITLErrP99Ms != 3 || lv.DispatchLagP99Ms != 1 || lv.Accurate || lv.TokensPerSecond != 3 {
 		t.Fatalf("%+v", lv)
 	}
+	// Arrivals: first at +0.5 ms, second 23 ms later (emitted 20 ms later:
+	// +3.5 ms), third 17 ms after that (+0.5 ms).
+	if lv.ArrivalOffsetP01Ms != 0.5 || lv.ArrivalOffsetP50Ms != 0.5 || lv.ArrivalOffsetP99Ms != 3.5 {
+		t.Fatalf("arrival offsets %+v", lv)
+	}
+	// The server recording a chunk after the client read it shows as a
+	// negative offset.
+	rec.FirstToken = em[0].Add(-2 * time.Millisecond)
+	rec.TokenGapsUS = []int64{20000, 20000}
+	lv = clientbench.Compare("x", 1, []*result.Record{rec}, []testserver.Request{{ID: "a", Emitted: em}},
+		result.Window{Start: t0, End: t0.Add(time.Second)})
+	if lv.ArrivalOffsetP01Ms != -2 || lv.ArrivalOffsetP99Ms != -2 || lv.ITLErrP99Ms != 0 {
+		t.Fatalf("negative offsets %+v", lv)
+	}
 }

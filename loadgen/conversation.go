@@ -1,9 +1,9 @@
 package loadgen
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/spoc-project/spoc/workload"
 )
@@ -16,17 +16,26 @@ const (
 
 // conversation is one session's history as the server will see it. Chat
 // messages are JSON-encoded once, when added, so that a long history is not
-// re-escaped on every turn; the completions prompt is kept as raw text.
+// re-escaped on every turn; the completions prompt is kept as raw text. A
+// user reuses one conversation (and its buffers) for all its sessions: the
+// client allocates less, so its garbage collections, which delay chunk
+// reads, come less often.
 type conversation struct {
 	endpoint string
 	renderer workload.Renderer
-	msgs     [][]byte // encoded chat messages
-	prompt   []byte   // completions prompt text
+	msgs     []byte // encoded chat messages, comma-separated
+	n        int    // messages in msgs
+	prompt   []byte // completions prompt text
 	scratch  []byte
 }
 
 func newConversation(endpoint string, r workload.Renderer) *conversation {
 	return &conversation{endpoint: endpoint, renderer: r}
+}
+
+// reset empties the history for a new session, keeping the buffers.
+func (c *conversation) reset() {
+	c.msgs, c.n, c.prompt = c.msgs[:0], 0, c.prompt[:0]
 }
 
 func (c *conversation) render(segs []workload.Segment) ([]byte, error) {
@@ -47,7 +56,7 @@ func (c *conversation) render(segs []workload.Segment) ([]byte, error) {
 // rest of the prefix leads the first user message.
 func (c *conversation) addUser(s *workload.Script, t *workload.Turn) error {
 	var segs []workload.Segment
-	if len(c.msgs) == 0 && len(c.prompt) == 0 {
+	if c.n == 0 && len(c.prompt) == 0 {
 		var system []workload.Segment
 		for _, seg := range s.Prefix {
 			if seg.Kind == workload.KindSystem {
@@ -81,11 +90,66 @@ func (c *conversation) add(role string, text []byte) {
 		c.prompt = append(c.prompt, text...)
 		return
 	}
-	m, _ := json.Marshal(struct { // strings always marshal
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, string(text)})
-	c.msgs = append(c.msgs, m)
+	if c.n > 0 {
+		c.msgs = append(c.msgs, ',')
+	}
+	c.msgs = append(c.msgs, `{"role":`...)
+	c.msgs = appendJSONString(c.msgs, role)
+	c.msgs = append(c.msgs, `,"content":`...)
+	c.msgs = appendJSONString(c.msgs, text)
+	c.msgs = append(c.msgs, '}')
+	c.n++
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does). Unlike encoding/json it leaves <, > and & alone,
+// which is the same JSON value.
+func appendJSONString[T []byte | string](dst []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029': // valid JSON, but not JavaScript
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // requestParams are the per-request fields besides the history.
@@ -98,20 +162,13 @@ type requestParams struct {
 // body builds the JSON request body.
 func (c *conversation) body(dst []byte, p requestParams) []byte {
 	dst = append(dst, `{"model":`...)
-	model, _ := json.Marshal(p.model)
-	dst = append(dst, model...)
+	dst = appendJSONString(dst, p.model)
 	if c.endpoint == EndpointCompletions {
 		dst = append(dst, `,"prompt":`...)
-		q, _ := json.Marshal(string(c.prompt))
-		dst = append(dst, q...)
+		dst = appendJSONString(dst, c.prompt)
 	} else {
 		dst = append(dst, `,"messages":[`...)
-		for i, m := range c.msgs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, m...)
-		}
+		dst = append(dst, c.msgs...)
 		dst = append(dst, ']')
 	}
 	if p.maxTokens > 0 {

@@ -340,6 +340,7 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 	o := &u.r.opts
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	conv := newConversation(o.Endpoint, o.Renderer)
 	for session := 0; ; session++ {
 		script, err := src.Session(u.id, session)
 		if err != nil {
@@ -348,7 +349,7 @@ func (u *user) run(ctx context.Context, src workload.Source, due time.Time) erro
 		if len(script.Turns) == 0 {
 			return fmt.Errorf("user %d session %d: script has no turns", u.id, session)
 		}
-		conv := newConversation(o.Endpoint, o.Renderer)
+		conv.reset()
 		for i := range script.Turns {
 			turn := &script.Turns[i]
 			if !due.Before(u.end) {

@@ -1,0 +1,85 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// checkJSONString asserts appendJSONString(s) is valid JSON decoding to what
+// encoding/json's own encoding of s decodes to.
+func checkJSONString(t *testing.T, s string) {
+	t.Helper()
+	got := appendJSONString([]byte("x"), []byte(s))
+	if got[0] != 'x' {
+		t.Fatalf("prefix lost: %q", got)
+	}
+	var dec string
+	if err := json.Unmarshal(got[1:], &dec); err != nil {
+		t.Fatalf("appendJSONString(%q) = %s: not JSON: %v", s, got[1:], err)
+	}
+	ref, _ := json.Marshal(s)
+	var want string
+	if err := json.Unmarshal(ref, &want); err != nil {
+		t.Fatal(err)
+	}
+	if dec != want {
+		t.Fatalf("appendJSONString(%q) decodes to %q, encoding/json's to %q", s, dec, want)
+	}
+	if str := string(appendJSONString(nil, s)); str != string(got[1:]) {
+		t.Fatalf("string and []byte forms differ: %s vs %s", str, got[1:])
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", `quote " and \ backslash`, "tab\tnew\nline\rcr", "\x00\x01\x1f\x7f",
+		"<b>&amp;</b>", "héllo wörld 日本語 🙂", "bad \xff utf8 \xc3", "\u2028 and \u2029", "\xed\xa0\x80 surrogate"} {
+		checkJSONString(t, s)
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "\xff", "\u2028", "日本"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkJSONString)
+}
+
+func TestConversationBodyAndReuse(t *testing.T) {
+	c := newConversation(EndpointChat, FillerRenderer{})
+	c.add("system", []byte("be \"brief\""))
+	c.add("user", []byte("hi\n"))
+	c.addReply([]byte("hello <there>"))
+	body := c.body(nil, requestParams{model: "m\"x", maxTokens: 7, exact: true})
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role, Content string
+		} `json:"messages"`
+		MaxTokens int  `json:"max_tokens"`
+		MinTokens int  `json:"min_tokens"`
+		IgnoreEOS bool `json:"ignore_eos"`
+		Stream    bool `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	if req.Model != "m\"x" || len(req.Messages) != 3 || req.Messages[0].Content != "be \"brief\"" ||
+		req.Messages[2].Role != "assistant" || req.Messages[2].Content != "hello <there>" ||
+		req.MaxTokens != 7 || req.MinTokens != 7 || !req.IgnoreEOS || !req.Stream {
+		t.Fatalf("decoded %+v from %s", req, body)
+	}
+	c.reset()
+	c.add("user", []byte("next session"))
+	body = c.body(nil, requestParams{model: "m"})
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) != 1 || req.Messages[0].Content != "next session" {
+		t.Fatalf("after reset: %s (%v)", body, err)
+	}
+
+	p := newConversation(EndpointCompletions, FillerRenderer{})
+	p.add("user", []byte("a \"b\"\n"))
+	p.addReply([]byte(" c"))
+	var creq struct{ Prompt string }
+	if err := json.Unmarshal(p.body(nil, requestParams{model: "m"}), &creq); err != nil || creq.Prompt != "a \"b\"\n c" {
+		t.Fatalf("completions prompt %q (%v)", creq.Prompt, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -42,6 +43,7 @@ type benchClientFlags struct {
 	asJSON                       bool
 	cpuProfile                   string
 	memProfile                   string
+	skipSelf                     bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -80,6 +82,7 @@ JSON lines to {out}.`,
 	fl.StringVar(&f.clientCPU, "client-cpu", "1", "taskset CPU list for the client (empty: no pinning)")
 	fl.StringVar(&f.target, "target", "", "use an already running test server instead of starting one")
 	fl.StringArrayVar(&f.external, "external", nil, "NAME=COMMAND: also measure an external client (repeatable)")
+	fl.BoolVar(&f.skipSelf, "skip-self", false, "measure only the --external clients, not spoc's own")
 	fl.BoolVar(&f.asJSON, "json", false, "print the levels as JSON")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) to this file")
 	fl.StringVar(&f.memProfile, "memprofile", "", "write the client's allocation profile (pprof) to this file at the end")
@@ -184,7 +187,13 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		}
 	}
 	w := clientbench.Workload{Warmup: f.warmup, Duration: f.duration, PromptTokens: f.promptTokens, MaxTokens: f.maxTokens}
+	if f.skipSelf && len(f.external) == 0 {
+		return usageErrorf("--skip-self needs at least one --external client")
+	}
 	for _, n := range f.levels {
+		if f.skipSelf {
+			break
+		}
 		w.Streams = n
 		lv, err := clientbench.RunGo(ctx, url, w)
 		if err != nil {
@@ -217,19 +226,18 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "client\tstreams\treq\tok\ttok/s\tTTFT err p50\tp99\tITL err p50\tp90\tp99\tmax\tlag p99\tCPU\taccurate\t")
-	ceiling := map[string]int{}
+	ceiling := clientbench.Ceilings(levels)
 	var order []string
 	for _, l := range levels {
-		if _, seen := ceiling[l.Client]; !seen {
+		if !slices.Contains(order, l.Client) {
 			order = append(order, l.Client)
-			ceiling[l.Client] = 0
-		}
-		if l.Accurate && l.Streams > ceiling[l.Client] {
-			ceiling[l.Client] = l.Streams
 		}
 		cpu := "-"
 		if l.ClientCores > 0 {
 			cpu = fmt.Sprintf("%.2f cores, %.1fµs/tok", l.ClientCores, l.CPUPerTokenUS)
+			if l.Client == clientbench.GoClient {
+				cpu += fmt.Sprintf(", %d GC", l.GCCycles)
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.1fms\t%.2fms\t%s\t%v\t\n", l.Client, l.Streams, l.Requests, l.OK,
 			l.TokensPerSecond, l.TTFTErrP50Ms, l.TTFTErrP99Ms, l.ITLErrP50Ms, l.ITLErrP90Ms, l.ITLErrP99Ms, l.ITLErrMaxMs, l.DispatchLagP99Ms, cpu, l.Accurate)
@@ -238,7 +246,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		return err
 	}
 	for _, c := range order {
-		fmt.Fprintf(out, "accurate ceiling of %s: %d streams (ITL error p99 <= %s, dispatch lag p99 <= %s)\n",
+		fmt.Fprintf(out, "accurate ceiling of %s: %d streams (ITL error p99 <= %s and dispatch lag p99 <= %s at this level and every lower one measured)\n",
 			c, ceiling[c], clientbench.DefaultITLErrorP99, clientbench.DefaultDispatchLagP99)
 	}
 	return nil

@@ -78,6 +78,32 @@ type Workload struct {
 	MaxTokens    int
 }
 
+// GoClient names spoc's own client in levels.
+const GoClient = "spoc (Go)"
+
+// Ceilings returns each client's accurate ceiling: the most streams at which
+// it was accurate with every lower level measured accurate too (0 when its
+// lowest level was not). A level that passes above a failing one is noise
+// in the client's favour, not a ceiling.
+func Ceilings(levels []*Level) map[string]int {
+	byClient := map[string][]*Level{}
+	for _, l := range levels {
+		byClient[l.Client] = append(byClient[l.Client], l)
+	}
+	out := make(map[string]int, len(byClient))
+	for c, ls := range byClient {
+		sort.SliceStable(ls, func(i, j int) bool { return ls[i].Streams < ls[j].Streams })
+		out[c] = 0
+		for _, l := range ls {
+			if !l.Accurate {
+				break
+			}
+			out[c] = l.Streams
+		}
+	}
+	return out
+}
+
 // RunGo measures loadgen itself against the server at url.
 func RunGo(ctx context.Context, url string, w Workload) (*Level, error) {
 	if err := ResetLog(ctx, url); err != nil {
@@ -108,7 +134,7 @@ func RunGo(ctx context.Context, url string, w Workload) (*Level, error) {
 	if err != nil {
 		return nil, err
 	}
-	lv := compare("spoc (Go)", w.Streams, recs, log, rep.Window)
+	lv := compare(GoClient, w.Streams, recs, log, rep.Window)
 	lv.SetCPU(rep.Health.CPUUtilization * rep.Health.CPUCores)
 	lv.GCCycles = rep.Health.GCCycles
 	return lv, nil

@@ -49,3 +49,17 @@ func TestCompareErrors(t *testing.T) {
 		t.Fatalf("negative offsets %+v", lv)
 	}
 }
+
+func TestCeilingsNeedEveryLowerLevelAccurate(t *testing.T) {
+	lv := func(c string, n int, ok bool) *clientbench.Level {
+		return &clientbench.Level{Client: c, Streams: n, Accurate: ok}
+	}
+	got := clientbench.Ceilings([]*clientbench.Level{
+		lv("a", 1500, false), lv("a", 1000, true), lv("a", 2000, true), // 2000 passing above a failure is not the ceiling
+		lv("b", 100, false), lv("b", 200, true),
+		lv("c", 10, true), lv("c", 20, true),
+	})
+	if got["a"] != 1000 || got["b"] != 0 || got["c"] != 20 || len(got) != 3 {
+		t.Fatalf("ceilings %v, want a 1000, b 0, c 20", got)
+	}
+}

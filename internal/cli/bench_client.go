@@ -90,7 +90,28 @@ JSON lines to {out}.`,
 	return bench
 }
 
+// startCPUProfile starts a CPU profile to path (none when path is empty).
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("start CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); pf.Close() }, nil
+}
+
 func serveBenchServer(cmd *cobra.Command, f *benchClientFlags) error {
+	stopProfile, err := startCPUProfile(f.cpuProfile) // with --serve: the server's profile
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ln, err := net.Listen("tcp", f.serve)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", f.serve, err)
@@ -147,17 +168,11 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 	if done, err := reexecPinned(cmd, f.clientCPU); done {
 		return err
 	}
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("create CPU profile: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("start CPU profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if f.memProfile != "" {
 		defer func() {
 			if err := writeAllocProfile(f.memProfile); err != nil {

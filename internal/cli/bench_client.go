@@ -90,6 +90,11 @@ JSON lines to {out}.`,
 	return bench
 }
 
+// serverBound is the test server's CPU use (cores) from which a level
+// measures the server as much as the client: the kernel throttles real-time
+// tasks at 95 % of a core, and the server's timers slip before that.
+const serverBound = 0.9
+
 // startCPUProfile starts a CPU profile to path (none when path is empty).
 func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
@@ -181,14 +186,21 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		}()
 	}
 	ctx := cmd.Context()
-	url := f.target
+	url, serverPID := f.target, 0
 	if url == "" {
-		u, stop, err := startBenchServer(ctx, cmd.ErrOrStderr(), f)
+		u, pid, stop, err := startBenchServer(ctx, cmd.ErrOrStderr(), f)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		url = u
+		url, serverPID = u, pid
+	}
+	// meter measures the server's CPU over a level's measured window.
+	meter := func(w clientbench.Workload) func() float64 {
+		if serverPID == 0 {
+			return func() float64 { return 0 }
+		}
+		return clientbench.MeterCPU(serverPID, w.Warmup+20*time.Millisecond, w.Duration).Cores
 	}
 	var levels []*clientbench.Level
 	out := cmd.OutOrStdout()
@@ -210,10 +222,12 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 			break
 		}
 		w.Streams = n
+		serverCores := meter(w)
 		lv, err := clientbench.RunGo(ctx, url, w)
 		if err != nil {
 			return fmt.Errorf("level %d: %w", n, err)
 		}
+		lv.ServerCores = serverCores()
 		levels = append(levels, lv)
 		if !f.asJSON {
 			fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s, %d GC cycles\n", lv.Client, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond, lv.GCCycles)
@@ -226,10 +240,12 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		}
 		for _, n := range f.levels {
 			w.Streams = n
+			serverCores := meter(w) // the window starts after the client's start-up, so this is approximate
 			lv, err := runExternal(ctx, url, name, command, f.clientCPU, w)
 			if err != nil {
 				return fmt.Errorf("%s at %d streams: %w", name, n, err)
 			}
+			lv.ServerCores = serverCores()
 			levels = append(levels, lv)
 			if !f.asJSON {
 				fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s\n", name, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond)
@@ -240,7 +256,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		return writeJSON(out, levels)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "client\tstreams\treq\tok\ttok/s\tTTFT err p50\tp99\tITL err p50\tp90\tp99\tmax\tlag p99\tCPU\taccurate\t")
+	fmt.Fprintln(tw, "client\tstreams\treq\tok\ttok/s\tTTFT err p50\tp99\tITL err p50\tp90\tp99\tmax\tlag p99\tCPU\tserver\taccurate\t")
 	ceiling := clientbench.Ceilings(levels)
 	var order []string
 	for _, l := range levels {
@@ -254,8 +270,15 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 				cpu += fmt.Sprintf(", %d GC", l.GCCycles)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.1fms\t%.2fms\t%s\t%v\t\n", l.Client, l.Streams, l.Requests, l.OK,
-			l.TokensPerSecond, l.TTFTErrP50Ms, l.TTFTErrP99Ms, l.ITLErrP50Ms, l.ITLErrP90Ms, l.ITLErrP99Ms, l.ITLErrMaxMs, l.DispatchLagP99Ms, cpu, l.Accurate)
+		server := "-"
+		if l.ServerCores > 0 {
+			server = fmt.Sprintf("%.2f cores", l.ServerCores)
+			if l.ServerCores >= serverBound {
+				server += " (server-bound)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.2fms\t%.1fms\t%.2fms\t%s\t%s\t%v\t\n", l.Client, l.Streams, l.Requests, l.OK,
+			l.TokensPerSecond, l.TTFTErrP50Ms, l.TTFTErrP99Ms, l.ITLErrP50Ms, l.ITLErrP90Ms, l.ITLErrP99Ms, l.ITLErrMaxMs, l.DispatchLagP99Ms, cpu, server, l.Accurate)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -282,10 +305,10 @@ func writeAllocProfile(path string) error {
 	return pf.Close()
 }
 
-func startBenchServer(ctx context.Context, stderr io.Writer, f *benchClientFlags) (string, func(), error) {
+func startBenchServer(ctx context.Context, stderr io.Writer, f *benchClientFlags) (string, int, func(), error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, fmt.Errorf("find own executable: %w", err)
+		return "", 0, nil, fmt.Errorf("find own executable: %w", err)
 	}
 	args := []string{self, "bench", "client", "--serve", "127.0.0.1:0",
 		"--first-token-delay", f.firstToken.String(), "--token-interval", f.interval.String()}
@@ -303,19 +326,20 @@ func startBenchServer(ctx context.Context, stderr io.Writer, f *benchClientFlags
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		cancel()
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	if err := c.Start(); err != nil {
 		cancel()
-		return "", nil, fmt.Errorf("start test server: %w", err)
+		return "", 0, nil, fmt.Errorf("start test server: %w", err)
 	}
 	stop := func() { cancel(); _ = c.Wait() }
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		stop()
-		return "", nil, fmt.Errorf("read test server address: %w", err)
+		return "", 0, nil, fmt.Errorf("read test server address: %w", err)
 	}
-	return strings.TrimSpace(line), stop, nil
+	// taskset execs the server in place, so the child's pid is the server's.
+	return strings.TrimSpace(line), c.Process.Pid, stop, nil
 }
 
 func runExternal(ctx context.Context, url, name, command, cpus string, w clientbench.Workload) (*clientbench.Level, error) {

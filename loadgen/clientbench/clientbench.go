@@ -62,6 +62,11 @@ type Level struct {
 	// microseconds: the load-independent cost of the client.
 	ClientCores   float64 `json:"client_cores,omitempty"`
 	CPUPerTokenUS float64 `json:"cpu_per_token_us,omitempty"`
+	// ServerCores is the test server's CPU use over the window, in cores,
+	// when the bench started the server itself. Near one core the server,
+	// not the client, limits the level: at 95 % of a core the kernel's
+	// real-time throttle (sched_rt_runtime_us) stalls it for 50 ms.
+	ServerCores float64 `json:"server_cores,omitempty"`
 	// GCCycles counts the client's garbage collections in the window (Go
 	// client only).
 	GCCycles int64 `json:"gc_cycles,omitempty"`

@@ -2,6 +2,7 @@ package clientbench_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -61,5 +62,30 @@ func TestCeilingsNeedEveryLowerLevelAccurate(t *testing.T) {
 	})
 	if got["a"] != 1000 || got["b"] != 0 || got["c"] != 20 || len(got) != 3 {
 		t.Fatalf("ceilings %v, want a 1000, b 0, c 20", got)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// pid (comm with ") (" inside) state ppid ... utime=250 stime=50 ...
+	stat := "4242 (spoc ) (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 9 0 100 1000 200"
+	got, err := clientbench.ParseStatCPU(stat)
+	if err != nil || got != 3*time.Second {
+		t.Fatalf("ParseStatCPU = %v, %v; want 3s (300 ticks)", got, err)
+	}
+	if _, err := clientbench.ParseStatCPU("4242 (x) S 1 2"); err == nil {
+		t.Fatal("short stat line accepted")
+	}
+}
+
+func TestMeterCPUOwnProcess(t *testing.T) {
+	if _, err := clientbench.ProcessCPU(os.Getpid()); err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	m := clientbench.MeterCPU(os.Getpid(), 10*time.Millisecond, 300*time.Millisecond)
+	deadline := time.Now().Add(320 * time.Millisecond)
+	for time.Now().Before(deadline) { // keep one core busy through the window
+	}
+	if c := m.Cores(); c < 0.3 || c > 2.5 {
+		t.Fatalf("busy loop measured at %.2f cores", c)
 	}
 }

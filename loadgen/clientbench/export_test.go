@@ -1,0 +1,3 @@
+package clientbench
+
+var ParseStatCPU = parseStatCPU

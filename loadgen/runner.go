@@ -71,11 +71,12 @@ type Options struct {
 
 // DefaultGCPercent is the client's GC target during a run. Every collection
 // takes CPU from the goroutines reading streams while it marks, which shows
-// up as inter-token timing error: with Go's default of 100 one cycle every
-// ~10 s at 1,500 streams on one core pushed ITL error p99 to 3-6 ms; at 400
-// the cycles are four times rarer and it stayed under 1.5 ms
-// (docs/loadgen.md). The cost is memory: the heap grows to about five times
-// its live size (roughly 1 GB at 1,500 streams).
+// up as inter-token timing error: at 1,500 streams on one core, Go's default
+// of 100 (a cycle every ~10 s) gave ITL error p99 of 2.3-6.1 ms against
+// 0.5 ms with GC off. At 400, with a collection forced in the warm-up and
+// reused per-user buffers, a cycle comes every ~90 s and 60 s and 120 s
+// windows stayed accurate (docs/loadgen.md). The cost is memory: the heap
+// grows to about five times its live size (~1.2 GB at 1,500 streams).
 const DefaultGCPercent = 400
 
 // gcLead is how long before the measured window the runner forces a
@@ -240,7 +241,7 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 	// Collect the ramp's garbage (connection buffers, first sessions)
 	// during the warm-up, so that the measured window does not start with
 	// a collection already due: with the relaxed GC target the next one is
-	// then about a minute away at 1,500 streams on one core.
+	// then ~90 s away at 1,500 streams on one core.
 	if lead := min(o.Warmup/2, gcLead); lead > 0 {
 		gcTimer := time.AfterFunc(time.Until(measured.Add(-lead)), runtime.GC)
 		defer gcTimer.Stop()

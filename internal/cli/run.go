@@ -175,6 +175,10 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if err := printSummary(cmd.OutOrStdout(), res, f.asJSON); err != nil {
 		return err
 	}
+	if !interrupted && res.Overall.Requests == 0 && res.Excluded > 0 {
+		fmt.Fprintf(stderr, "spoc: hint: no request was scheduled inside the %s window: every user was still in a turn it started during the warm-up (%d records, all outside it); lengthen --duration (and --warmup) beyond a whole turn's time, or shorten the replies\n",
+			rep.Window.End.Sub(rep.Window.Start).Round(time.Millisecond), res.Excluded)
+	}
 	if interrupted {
 		fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", rep.Scheduled, f.out)
 		return &ExitError{Code: ExitInterrupted}

@@ -54,7 +54,7 @@ func TestRunAndSummarize(t *testing.T) {
 	t.Setenv("SPOC_TEST_KEY", "sk-never-in-records")
 	code, stdout, stderr := runLoadCLI(t, "run", "-c", cfg, "--target", srv.URL, "--users", "4", "--duration", "700ms",
 		"--warmup", "200ms", "--ramp", "100ms", "--out", recs, "--json", "--api-key-env", "SPOC_TEST_KEY")
-	if code != 0 {
+	if code != 0 || strings.Contains(stderr, "hint:") {
 		t.Fatalf("run exit %d: %s", code, stderr)
 	}
 	var res result.Result
@@ -140,5 +140,22 @@ func TestSummarizeEmptyFile(t *testing.T) {
 	code, _, stderr := runLoadCLI(t, "summarize", empty)
 	if code != ExitFailure || !strings.Contains(stderr, "holds no records") || !strings.Contains(stderr, empty) {
 		t.Fatalf("exit %d, stderr %q; want exit 1 saying %s holds no records", code, stderr, empty)
+	}
+}
+
+// TestRunHintsWhenWindowIsEmpty: turns longer than warm-up plus window leave
+// no request scheduled inside the window; the run says why.
+func TestRunHintsWhenWindowIsEmpty(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 100 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	if err := os.WriteFile(cfg, []byte(smallWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runLoadCLI(t, "run", "-c", cfg, "--target", srv.URL, "--users", "2", "--duration", "300ms",
+		"--warmup", "200ms", "--ramp", "50ms", "--out", filepath.Join(dir, "r.jsonl"), "--quiet")
+	if code != 0 || !strings.Contains(stderr, "hint: no request was scheduled inside the 300ms window") || !strings.Contains(stderr, "lengthen --duration") {
+		t.Fatalf("run exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -56,8 +56,12 @@ func newBenchCmd() *cobra.Command {
 the load client on another, at each concurrency in --levels. For every level it
 joins the client's records with the server's log of when each chunk was
 actually written and reports the client's timing error, dispatch lag and
-throughput. The accurate ceiling is the most streams with ITL error p99 <= 2 ms
-and dispatch lag p99 <= 5 ms. --external NAME=COMMAND measures another client
+throughput, and the client's and the server's CPU. The accurate ceiling is the
+most streams at which ITL error p99 <= 2 ms and dispatch lag p99 <= 5 ms, at
+that level and every lower one measured, with the server below 0.9 of its
+core (above that the level is server-bound and measures the machine). On a
+shared machine run it at real-time priority (chrt -r 1 spoc bench client ...),
+see docs/loadgen.md. --external NAME=COMMAND measures another client
 the same way; the command gets {url} {streams} {warmup} {duration}
 {max_tokens} {prompt_tokens} {out} substituted and must write result.Record
 JSON lines to {out}.`,

@@ -9,12 +9,20 @@ import (
 func TestApplyGC(t *testing.T) {
 	t.Setenv("GOGC", "")
 	os.Unsetenv("GOGC") // t.Setenv restores the original value afterwards
+	t.Setenv("GOMEMLIMIT", "")
+	os.Unsetenv("GOMEMLIMIT")
 	before := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(before)
+	limitBefore := debug.SetMemoryLimit(-1)
 
 	r1 := applyGC(0)
 	if got := debug.SetGCPercent(DefaultGCPercent); got != DefaultGCPercent {
 		t.Fatalf("GC percent during a run = %d, want %d", got, DefaultGCPercent)
+	}
+	if budget := memoryBudget(); budget > 0 {
+		if got, want := debug.SetMemoryLimit(-1), int64(float64(budget)*memoryShare); got != want {
+			t.Fatalf("memory limit during a run = %d, want half of %d", got, budget)
+		}
 	}
 	r2 := applyGC(0) // a second, overlapping run
 	r1()
@@ -25,6 +33,18 @@ func TestApplyGC(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("GC percent after the runs = %d, want 100 restored", got)
 	}
+	if got := debug.SetMemoryLimit(-1); got != limitBefore {
+		t.Fatalf("memory limit after the runs = %d, want %d restored", got, limitBefore)
+	}
+
+	// GOMEMLIMIT in the environment keeps the limit as it is.
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	r3 := applyGC(0)
+	if got := debug.SetMemoryLimit(-1); got != limitBefore {
+		t.Fatalf("GOMEMLIMIT set: run changed the memory limit to %d", got)
+	}
+	r3()
+	os.Unsetenv("GOMEMLIMIT")
 
 	// An explicit GCPercent wins; a negative one leaves the setting alone.
 	restore := applyGC(250)
@@ -42,5 +62,23 @@ func TestApplyGC(t *testing.T) {
 	applyGC(0)
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("GOGC set: run changed the GC percent to %d", got)
+	}
+}
+
+func TestMemoryBudgetParsing(t *testing.T) {
+	meminfo := []byte("MemFree:         1000 kB\nMemTotal:       24684136 kB\nBuffers: 1 kB\n")
+	if got := parseMemTotal(meminfo); got != 24684136<<10 {
+		t.Errorf("parseMemTotal = %d", got)
+	}
+	if got := parseMemTotal([]byte("MemFree: 1 kB\n")); got != 0 {
+		t.Errorf("parseMemTotal without MemTotal = %d", got)
+	}
+	for in, want := range map[string]int64{"4294967296\n": 4 << 30, "max\n": 0, "9223372036854771712\n": 0, "": 0, "junk": 0} {
+		if got := parseCgroupLimit([]byte(in)); got != want {
+			t.Errorf("parseCgroupLimit(%q) = %d, want %d", in, got, want)
+		}
+	}
+	if _, err := os.Stat("/proc/meminfo"); err == nil && memoryBudget() <= 0 {
+		t.Error("memoryBudget found nothing on a machine with /proc/meminfo")
 	}
 }

@@ -84,14 +84,20 @@ const DefaultGCPercent = 400
 const gcLead = 5 * time.Second
 
 // applyGC sets the run's GC target and returns what restores the old one.
-// Runs in one process share the setting: the first sets it, the last
-// restores it.
+// With the default target it also sets a soft memory limit of half the
+// machine's or container's memory (unless GOMEMLIMIT is set), so that the
+// larger heap cannot outgrow it. Runs in one process share the setting: the
+// first sets it, the last restores it.
 func applyGC(pct int) (restore func()) {
+	limit := int64(0)
 	if pct == 0 {
 		if _, set := os.LookupEnv("GOGC"); set {
 			return func() {}
 		}
 		pct = DefaultGCPercent
+		if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+			limit = int64(float64(memoryBudget()) * memoryShare)
+		}
 	}
 	if pct < 0 {
 		return func() {}
@@ -100,6 +106,10 @@ func applyGC(pct int) (restore func()) {
 	defer gcMu.Unlock()
 	if gcRuns == 0 {
 		gcPrev = debug.SetGCPercent(pct)
+		gcPrevLimit = -1
+		if limit > 0 {
+			gcPrevLimit = debug.SetMemoryLimit(limit)
+		}
 	}
 	gcRuns++
 	return func() {
@@ -107,14 +117,18 @@ func applyGC(pct int) (restore func()) {
 		defer gcMu.Unlock()
 		if gcRuns--; gcRuns == 0 {
 			debug.SetGCPercent(gcPrev)
+			if gcPrevLimit >= 0 {
+				debug.SetMemoryLimit(gcPrevLimit)
+			}
 		}
 	}
 }
 
 var (
-	gcMu   sync.Mutex
-	gcRuns int // runs holding the GC target
-	gcPrev int // the target before the first of them
+	gcMu        sync.Mutex
+	gcRuns      int   // runs holding the GC target
+	gcPrev      int   // the target before the first of them
+	gcPrevLimit int64 // the memory limit before it, or -1 when not changed
 )
 
 // Report describes a finished run.

@@ -32,21 +32,21 @@ var Calibrations = []Calibration{
 		Engine: "vLLM 0.13.0 (Marlin MXFP4 MoE, async scheduling, CUDA graphs)",
 		Factors: Factors{
 			DenseCompute: 0.70, DenseMemory: 0.80, // not fitted (UncalibratedFactors)
-			AttentionCompute: 0.7642, AttentionMemory: 0.9555,
-			MoECompute: 0.1956, MoEMemory: 0.8657,
+			AttentionCompute: 0.7844, AttentionMemory: 0.8646,
+			MoECompute: 0.2088, MoEMemory: 0.8676,
 			ElementwiseMemory: 0.60, // not fitted
-			Network:           0.4680,
+			Network:           0.5567,
 			// CPU overheads: hidden by async scheduling in every reference
 			// run, so not identifiable there; first-principles values.
 			StepOverheadSeconds: 1e-3, PerSeqOverheadSeconds: 5e-6,
-			GraphKernelSeconds: 4.711e-6, EagerKernelSeconds: 6e-6, // eager: not fitted
-			AllReduceLatencySeconds: 7.699e-6,
-			RequestOverheadSeconds:  23.20e-3, PromptTokenOverheadSeconds: 1.834e-6,
+			GraphKernelSeconds: 4.079e-6, EagerKernelSeconds: 6e-6, // eager: not fitted
+			AllReduceLatencySeconds: 12.65e-6,
+			RequestOverheadSeconds:  15.61e-3, PromptTokenOverheadSeconds: 4.076e-6,
 		},
 		Source: "shared/data/calibration/inferencemax_gptoss120b_h100_vllm0.13.csv (86 points, gpt-oss-120b, 2/4/8×H100)",
 		Date:   "2026-11-30",
 		MAPE: map[string]float64{
-			"output_throughput_per_gpu": 2.2, "median_tpot": 2.4, "median_ttft": 10.7,
+			"output_throughput_per_gpu": 2.4, "median_tpot": 2.5, "median_ttft": 7.7,
 		},
 	},
 }

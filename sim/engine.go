@@ -100,6 +100,7 @@ type Engine struct {
 	hits    []int32
 
 	planned bool
+	stepped bool // a step has been planned (step describes the last one)
 	sched   []*Request
 	batch   []perfmodel.Seq
 	step    StepInfo

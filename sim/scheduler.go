@@ -25,6 +25,11 @@ var errStepPlanned = errors.New("engine: a step is already planned")
 //     prefill a prompt that does not fit the budget left waits for a later
 //     step and admission continues behind it.
 //
+// Under async scheduling vLLM plans step k+1 when step k starts, so a
+// request that arrived while step k ran joins step k+2: while requests are
+// running, only those that arrived by the previous step's start are
+// admitted (an idle engine admits on arrival).
+//
 // It returns the step's duration in seconds and false when there is nothing
 // to do. Complete must be called before the next Schedule.
 func (e *Engine) Schedule(now float64) (float64, bool) {
@@ -70,10 +75,17 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 		i++
 	}
 
+	cutoff := math.Inf(1)
+	if e.p.AsyncScheduling && e.stepped && len(e.running) > 0 {
+		cutoff = e.step.Start // the previous step's start
+	}
 	if !preempted {
 		e.skipped = e.skipped[:0]
 		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.p.MaxNumSeqs {
 			r := e.waiting.front()
+			if r.Arrival > cutoff {
+				break // FCFS: those behind arrived later still
+			}
 			e.hits = e.hits[:0]
 			if r.computed == 0 && e.pool.caching {
 				// A full hit still recomputes the last token to get logits.
@@ -141,6 +153,7 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 		info.Seconds = 1e-6
 	}
 	e.step = info
+	e.stepped = true
 	e.planned = true
 	return info.Seconds, true
 }

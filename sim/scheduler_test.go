@@ -317,3 +317,37 @@ func TestKVTooSmallForOneSequence(t *testing.T) {
 		t.Error("no error when one max-model-len sequence cannot fit the KV cache")
 	}
 }
+
+// TestAsyncSchedulingLookahead: with async scheduling a request arriving
+// while step k runs joins step k+2 (step k+1 was planned when k started);
+// without it, step k+1. An idle engine admits on arrival either way.
+func TestAsyncSchedulingLookahead(t *testing.T) {
+	for _, async := range []bool{true, false} {
+		e := newTestEngine(t, func(c *EngineConfig) { c.Params.AsyncScheduling = async })
+		a := req(1, 1, 4, 5, 4)
+		mustAdd(t, e, a)
+		got0, d0 := plan(t, e, 0)
+		if got0[1] != 4 {
+			t.Fatalf("async=%v: step 0 %v, want A's prefill", async, got0)
+		}
+		b := req(2, 2, 4, 5, 4)
+		b.Arrival = d0 / 2 // while step 0 ran
+		mustAdd(t, e, b)
+		got1, d1 := plan(t, e, d0)
+		got2, _ := plan(t, e, d0+d1)
+		if async {
+			if _, in := got1[2]; in || got2[2] != 4 {
+				t.Errorf("async: B in step 1 %v, step 2 %v; want it first in step 2", got1, got2)
+			}
+		} else if got1[2] != 4 {
+			t.Errorf("sync: step 1 %v, want B's prefill", got1)
+		}
+	}
+	e := newTestEngine(t, func(c *EngineConfig) { c.Params.AsyncScheduling = true })
+	idle := req(3, 3, 4, 2, 4)
+	idle.Arrival = 5
+	mustAdd(t, e, idle)
+	if got, _ := plan(t, e, 5); got[3] != 4 {
+		t.Errorf("idle async engine: %v, want the request admitted on arrival", got)
+	}
+}

@@ -37,14 +37,13 @@ type Replay struct {
 	// replays the same requests (common random numbers keep the fit's
 	// objective deterministic).
 	Seed uint64
-	// Lookahead models one more effect of vLLM's async scheduling: step k+1
-	// is scheduled when step k starts, so a request arriving while step k
-	// runs joins step k+2, not k+1. It is off by default because sim's
-	// engine does not model it yet and factors must mean the same in both;
-	// on the reference data it lowers the fitted TTFT MAPE from 10.7 % to
-	// 7.7 % and the held-out TP 8 TTFT error from 21.7 % to 12.3 %
-	// (docs/perfmodel.md).
-	Lookahead bool
+	// NoLookahead turns off one effect of vLLM's async scheduling that the
+	// replay (like sim's engine) models by default: step k+1 is scheduled
+	// when step k starts, so a request arriving while step k runs joins step
+	// k+2, not k+1. Factors fitted without it do not mean the same as in
+	// sim; on the reference data a fit without it had a TTFT MAPE of 10.7 %
+	// against 7.7 % with it (docs/perfmodel.md).
+	NoLookahead bool
 }
 
 var _ Predictor = Replay{}
@@ -187,7 +186,7 @@ func (r Replay) Run(ctx context.Context, p Point, sys *perfmodel.System) (Metric
 			budget -= q.scheduled
 		}
 		cutoff := t
-		if r.Lookahead && async && len(running) > 0 {
+		if !r.NoLookahead && async && len(running) > 0 {
 			cutoff = prevStart
 		}
 		for head < sent && len(running) < maxSeqs && budget > 0 && reqs[head].ready <= cutoff && kvUsed+reqs[head].kv <= capacity {
@@ -226,7 +225,7 @@ func (r Replay) Run(ctx context.Context, p Point, sys *perfmodel.System) (Metric
 					taken++
 					prevStart = start
 					cut := t
-					if r.Lookahead && async {
+					if !r.NoLookahead && async {
 						cut = start
 					}
 					if cut >= reqs[head].ready {

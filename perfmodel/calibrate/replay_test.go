@@ -52,9 +52,9 @@ func TestReplayByHand(t *testing.T) {
 		t.Errorf("replay %+v, want %+v", got, want)
 	}
 	// A lone user always finds the engine idle: lookahead changes nothing.
-	look, err := Replay{Seed: 1, Lookahead: true}.Run(context.Background(), p, sys)
-	if err != nil || look != got {
-		t.Errorf("lookahead with one user: %+v, %v; want %+v", look, err, got)
+	noLook, err := Replay{Seed: 1, NoLookahead: true}.Run(context.Background(), p, sys)
+	if err != nil || noLook != got {
+		t.Errorf("no lookahead with one user: %+v, %v; want %+v", noLook, err, got)
 	}
 	// Without async scheduling the CPU overhead adds to every step.
 	p.Server.SyncScheduling = true
@@ -142,13 +142,14 @@ func TestReplayDeterministicAndPhysical(t *testing.T) {
 	if c == a {
 		t.Error("a different seed replayed identical requests")
 	}
-	// With lookahead, arrivals wait for the step after the one in flight.
-	l, err := Replay{Seed: 3, Lookahead: true}.Predict(context.Background(), p, f)
+	// With lookahead (the default), arrivals wait for the step after the
+	// one in flight.
+	nl, err := Replay{Seed: 3, NoLookahead: true}.Predict(context.Background(), p, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.MedianTTFTSeconds <= a.MedianTTFTSeconds {
-		t.Errorf("lookahead TTFT %g not above %g", l.MedianTTFTSeconds, a.MedianTTFTSeconds)
+	if a.MedianTTFTSeconds <= nl.MedianTTFTSeconds {
+		t.Errorf("lookahead TTFT %g not above %g without it", a.MedianTTFTSeconds, nl.MedianTTFTSeconds)
 	}
 	// The same deployment on H200 (faster memory) serves faster.
 	h := p

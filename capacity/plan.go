@@ -295,7 +295,8 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 // shortOptions are the sweep options of candidates' short sweeps: one
 // repeat at the sweep's resolution. A coarser one (10 users) tied every
 // candidate with the baseline on the reference case, hiding a tuned
-// configuration whose full sweep served 168 users against the baseline's 156.
+// configuration whose full sweep served 168 users against the baseline's 156
+// (measured before the simulator modelled async scheduling's lookahead).
 func (p *planner) shortOptions() SweepOptions { return shortOptions(p.cfg) }
 
 func shortOptions(cfg *config.Config) SweepOptions {

@@ -367,6 +367,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	// user already runs); their short sweep is the baseline phase's.
 	cands = append([]cand{{trial: -1, params: map[string]any{}}}, cands...)
 	best, bestTput := -1, 0.0
+	var ran []map[string]any // params of each entry of p.data.Candidates
 	for _, c := range cands {
 		res, err := p.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
@@ -381,6 +382,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		}
 		rc := report.Candidate{Trial: c.trial, Params: withBase(cfg, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
 		p.data.Candidates = append(p.data.Candidates, rc)
+		ran = append(ran, c.params)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		tput := ceilingThroughput(res)
 		if best < 0 || better(cfg.Sweep.Choose, rc, p.data.Candidates[best], tput, bestTput) {
@@ -390,12 +392,84 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	if best < 0 {
 		return "", errors.New("no candidate configuration could run")
 	}
+	how := fmt.Sprintf("short-sweep ceiling %d users", p.data.Candidates[best].Ceiling)
+	if tied := tiedAtTop(cfg.Sweep.Choose, p.data.Candidates); len(tied) > 1 {
+		if cfg.Engine.Kind != config.EngineSim {
+			// Full sweeps of every tied candidate on a real deployment
+			// would multiply the plan's hours; say so instead.
+			p.logf("   %d candidates tied at %d users on the short sweep; keeping %s (compare the others with spoc sweep --trial N)",
+				len(tied), p.data.Candidates[best].Ceiling, trialName(p.data.Candidates[best].Trial))
+		} else {
+			w, err := breakTie(p.data.Candidates, tied, func(i int) (int, string, error) {
+				res, err := SweepConfig(ctx, p.ev, ran[i], func(u int) Load { return SweepLoad(cfg, u) }, SweepOptionsFrom(cfg), nil)
+				if err != nil {
+					return 0, "", err
+				}
+				p.logf("   tie-break: %s: full-sweep ceiling %d users", trialName(p.data.Candidates[i].Trial), res.Ceiling)
+				return res.Ceiling, res.FailedClause, nil
+			})
+			if err != nil {
+				return "", err
+			}
+			best = w
+			how = fmt.Sprintf("%d candidates tied at %d users on the short sweep; full-sweep ceiling %d users",
+				len(tied), p.data.Candidates[best].Ceiling, p.data.Candidates[best].FullCeiling)
+		}
+	}
 	p.data.Candidates[best].Chosen = true
 	ch := p.data.Candidates[best]
 	p.data.Capacity.Config = ch.Params
 	p.data.Capacity.ChosenTrial = ch.Trial
 	p.data.Capacity.ChosenBy = cfg.Sweep.Choose
-	return fmt.Sprintf("chose %s (short-sweep ceiling %d users)", trialName(ch.Trial), ch.Ceiling), nil
+	return fmt.Sprintf("chose %s (%s)", trialName(ch.Trial), how), nil
+}
+
+// tiedAtTop returns the candidates sharing the highest short-sweep ceiling
+// under the highest-ceiling rule (none under max-throughput, whose measure
+// rarely ties), in candidate order.
+func tiedAtTop(rule string, cands []report.Candidate) []int {
+	if rule == "max-throughput" || len(cands) == 0 {
+		return nil
+	}
+	top := cands[0].Ceiling
+	for _, c := range cands {
+		top = max(top, c.Ceiling)
+	}
+	var tied []int
+	for i, c := range cands {
+		if c.Ceiling == top {
+			tied = append(tied, i)
+		}
+	}
+	return tied
+}
+
+// breakTie separates candidates tied on their short sweeps by full sweeps
+// (the sweep's own windows, which short tuning windows cannot replace: on
+// the reference case four candidates tied at 175 users short, and their
+// full sweeps gave 156, 162, 159 and 159). It records each full-sweep
+// ceiling and returns the winner; a tie again keeps the earlier candidate
+// (the baseline first). A candidate whose full sweep is infeasible drops
+// out.
+func breakTie(cands []report.Candidate, tied []int, full func(i int) (ceiling int, failed string, err error)) (int, error) {
+	best := -1
+	for _, i := range tied {
+		ceiling, failed, err := full(i)
+		if err != nil {
+			if IsInfeasible(err) {
+				continue
+			}
+			return -1, err
+		}
+		cands[i].FullCeiling, cands[i].FullFailedClause = ceiling, failed
+		if best < 0 || ceiling > cands[best].FullCeiling {
+			best = i
+		}
+	}
+	if best < 0 {
+		return tied[0], nil
+	}
+	return best, nil
 }
 
 // better reports whether a beats b under the choice rule; ties on the

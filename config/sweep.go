@@ -13,7 +13,7 @@ type Sweep struct {
 	Duration           Duration `yaml:"duration" doc:"Measured window per level; 0 uses run.duration."`
 	Warmup             Duration `yaml:"warmup" doc:"Warm-up per level; 0 uses run.warmup."`
 	TopK               int      `yaml:"top_k" doc:"spoc plan: feasible Pareto-front members given a short sweep before the best is chosen."`
-	Choose             string   `yaml:"choose" doc:"spoc plan: how to pick among the candidates' short sweeps: highest-ceiling (most users within the SLA), or max-throughput (most output tokens/s at its ceiling). Ties keep engine.params."`
+	Choose             string   `yaml:"choose" doc:"spoc plan: how to pick among the candidates' short sweeps: highest-ceiling (most users within the SLA), or max-throughput (most output tokens/s at its ceiling). On the simulator, candidates tied at the highest ceiling get full sweeps to tell them apart; remaining ties keep engine.params (then the earlier candidate)."`
 }
 
 // DefaultSweep doubles from 25 users, bisects to max(5 users, 2 %).

@@ -134,7 +134,11 @@ type Candidate struct {
 	Ceiling int            `json:"ceiling"`
 	// FailedClause is what failed first above its ceiling.
 	FailedClause string `json:"failed_clause,omitempty"`
-	Chosen       bool   `json:"chosen"`
+	// FullCeiling (and FullFailedClause) come from a full sweep with the
+	// sweep's windows, run to separate candidates tied on the short sweep.
+	FullCeiling      int    `json:"full_ceiling,omitempty"`
+	FullFailedClause string `json:"full_failed_clause,omitempty"`
+	Chosen           bool   `json:"chosen"`
 }
 
 // Search is the study: objectives, every trial, hypervolume by generation

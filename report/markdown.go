@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -85,7 +86,7 @@ func Markdown(w io.Writer, d *Data) error {
 		b.WriteString("\n")
 	}
 	if len(d.Candidates) > 0 {
-		b.WriteString("## Candidates\n\n| candidate | short-sweep ceiling | fails first on |\n|---|---:|---|\n")
+		b.WriteString("## Candidates\n\n| candidate | short-sweep ceiling | fails first on | full-sweep ceiling (tie-break) |\n|---|---:|---|---:|\n")
 		for _, cd := range d.Candidates {
 			label := fmt.Sprintf("trial #%d", cd.Trial)
 			if cd.Trial < 0 {
@@ -94,7 +95,11 @@ func Markdown(w io.Writer, d *Data) error {
 			if cd.Chosen {
 				label += " (chosen)"
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause))
+			full := "–"
+			if cd.FullCeiling > 0 {
+				full = strconv.Itoa(cd.FullCeiling)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause), full)
 		}
 		b.WriteString("\n")
 	}

@@ -230,6 +230,9 @@ func newSearchView(d *Data) *searchView {
 			if cd.FailedClause != "" {
 				note += "; above it: " + cd.FailedClause
 			}
+			if cd.FullCeiling > 0 {
+				note += fmt.Sprintf("; tied, full sweep: %d users", cd.FullCeiling)
+			}
 			c.Rows = append(c.Rows, BarRow{Label: label, Values: []float64{float64(cd.Ceiling)}, Note: note})
 		}
 		v.Candidates = c.SVG()

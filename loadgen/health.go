@@ -13,7 +13,6 @@ const (
 	schedLatencyMetric = "/sched/latencies:seconds"
 	gcCyclesMetric     = "/gc/cycles/total:gc-cycles"
 	gcCPUMetric        = "/cpu/classes/gc/total:cpu-seconds"
-	totalCPUMetric     = "/cpu/classes/total:cpu-seconds"
 )
 
 // healthProbe measures the client process over the measured window: CPU
@@ -29,21 +28,21 @@ type healthProbe struct {
 	gc      gcSample
 }
 
-// gcSample is the runtime's cumulative GC count and CPU estimates.
+// gcSample is the runtime's cumulative GC count and GC CPU estimate.
 type gcSample struct {
-	cycles        uint64
-	gcCPU, allCPU float64
+	cycles uint64
+	gcCPU  float64
 }
 
 func readGC() gcSample {
-	s := []metrics.Sample{{Name: gcCyclesMetric}, {Name: gcCPUMetric}, {Name: totalCPUMetric}}
+	s := []metrics.Sample{{Name: gcCyclesMetric}, {Name: gcCPUMetric}}
 	metrics.Read(s)
 	var g gcSample
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		g.cycles = s[0].Value.Uint64()
 	}
-	if s[1].Value.Kind() == metrics.KindFloat64 && s[2].Value.Kind() == metrics.KindFloat64 {
-		g.gcCPU, g.allCPU = s[1].Value.Float64(), s[2].Value.Float64()
+	if s[1].Value.Kind() == metrics.KindFloat64 {
+		g.gcCPU = s[1].Value.Float64()
 	}
 	return g
 }
@@ -87,10 +86,14 @@ func (p *healthProbe) end() result.ClientHealth {
 	if now := readSched(); now != nil && p.sched != nil && len(now.Counts) == len(p.sched.Counts) {
 		h.SchedLatencyP99Ms = histQuantile(p.sched, now, 0.99) * 1000
 	}
+	// The runtime updates its CPU estimates when a cycle ends, so the GC CPU
+	// difference is that of the cycles completed in the window; it is
+	// divided by the window's own capacity (the runtime's total moves in
+	// steps at cycle ends, not with the window).
 	g := readGC()
 	h.GCCycles = int64(g.cycles - p.gc.cycles)
-	if all := g.allCPU - p.gc.allCPU; all > 0 {
-		h.GCCPUShare = (g.gcCPU - p.gc.gcCPU) / all
+	if capacity := wall.Seconds() * cores; capacity > 0 {
+		h.GCCPUShare = (g.gcCPU - p.gc.gcCPU) / capacity
 	}
 	return h
 }

@@ -79,9 +79,10 @@ type ClientHealth struct {
 	// SchedLatencyP99Ms is the Go runtime's goroutine scheduling latency p99.
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
 	// GCCycles counts the client's garbage collections in the window and
-	// GCCPUShare is the share of the client's cores (CPUCores × window) they
-	// took, as the Go runtime estimates it: each cycle delays chunk reads
-	// while it marks, so they explain timing error spikes.
+	// GCCPUShare is the CPU of the cycles completed in it (the Go runtime's
+	// estimate) over the client's capacity in the window (CPUCores × its
+	// length): each cycle delays chunk reads while it marks, so they explain
+	// timing error spikes.
 	GCCycles   int64   `json:"gc_cycles"`
 	GCCPUShare float64 `json:"gc_cpu_share"`
 }

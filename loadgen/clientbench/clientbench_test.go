@@ -3,6 +3,7 @@ package clientbench_test
 import (
 	"context"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -86,7 +87,9 @@ func TestMeterCPUOwnProcess(t *testing.T) {
 	deadline := time.Now().Add(320 * time.Millisecond)
 	for time.Now().Before(deadline) { // keep one core busy through the window
 	}
-	if c := m.Cores(); c < 0.3 || c > 2.5 {
+	// Plumbing, not timing: a busy loop must measure as some CPU (a loaded
+	// machine may give it little), never more than the machine has.
+	if c := m.Cores(); c <= 0.05 || c > float64(runtime.NumCPU())+0.5 {
 		t.Fatalf("busy loop measured at %.2f cores", c)
 	}
 }

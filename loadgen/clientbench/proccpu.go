@@ -52,6 +52,7 @@ type CPUMeter struct {
 	start *time.Timer
 	wall0 time.Time
 	cpu0  time.Duration
+	err0  error // reading the start failed
 	cores chan float64
 }
 
@@ -60,7 +61,7 @@ func MeterCPU(pid int, after, window time.Duration) *CPUMeter {
 	m := &CPUMeter{pid: pid, cores: make(chan float64, 1)}
 	m.start = time.AfterFunc(after, func() {
 		m.wall0 = time.Now()
-		m.cpu0, _ = ProcessCPU(pid)
+		m.cpu0, m.err0 = ProcessCPU(pid)
 		time.AfterFunc(window, m.sample)
 	})
 	return m
@@ -69,7 +70,7 @@ func MeterCPU(pid int, after, window time.Duration) *CPUMeter {
 func (m *CPUMeter) sample() {
 	cpu, err := ProcessCPU(m.pid)
 	wall := time.Since(m.wall0)
-	if err != nil || m.cpu0 == 0 || wall <= 0 {
+	if err != nil || m.err0 != nil || wall <= 0 {
 		m.cores <- 0
 		return
 	}

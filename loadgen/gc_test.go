@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"testing"
 )
@@ -80,5 +81,44 @@ func TestMemoryBudgetParsing(t *testing.T) {
 	}
 	if _, err := os.Stat("/proc/meminfo"); err == nil && memoryBudget() <= 0 {
 		t.Error("memoryBudget found nothing on a machine with /proc/meminfo")
+	}
+}
+
+func TestMemoryBudgetFollowsOwnCgroup(t *testing.T) {
+	write := func(root, name, content string) {
+		t.Helper()
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// cgroup v1: the limit sits on the process's own group, not the root.
+	v1 := t.TempDir()
+	write(v1, "proc/meminfo", "MemTotal: 16777216 kB\n")
+	write(v1, "proc/self/cgroup", "5:cpu,cpuacct:/\n4:memory:/jobs/job7\n0::/\n")
+	write(v1, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n")
+	write(v1, "sys/fs/cgroup/memory/jobs/memory.limit_in_bytes", "8589934592\n")
+	write(v1, "sys/fs/cgroup/memory/jobs/job7/memory.limit_in_bytes", "2147483648\n")
+	if got := memoryBudgetAt(v1); got != 2<<30 {
+		t.Errorf("v1 budget %d, want the job's 2 GiB", got)
+	}
+	// cgroup v2: a parent's memory.max binds when the leaf has none.
+	v2 := t.TempDir()
+	write(v2, "proc/meminfo", "MemTotal: 16777216 kB\n")
+	write(v2, "proc/self/cgroup", "0::/system.slice/bench.service\n")
+	write(v2, "sys/fs/cgroup/system.slice/memory.max", "3221225472\n")
+	write(v2, "sys/fs/cgroup/system.slice/bench.service/memory.max", "max\n")
+	if got := memoryBudgetAt(v2); got != 3<<30 {
+		t.Errorf("v2 budget %d, want the slice's 3 GiB", got)
+	}
+	// No limits anywhere: the machine's memory.
+	none := t.TempDir()
+	write(none, "proc/meminfo", "MemTotal: 16777216 kB\n")
+	write(none, "proc/self/cgroup", "0::/\n")
+	if got := memoryBudgetAt(none); got != 16<<30 {
+		t.Errorf("budget without limits %d, want 16 GiB", got)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"path"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,24 +19,64 @@ import (
 const memoryShare = 0.5
 
 // memoryBudget returns the memory available to this process: the smaller of
-// the machine's total and the cgroup's limit (v2 or v1), or 0 when neither
-// can be read.
-func memoryBudget() int64 {
+// the machine's total and its cgroup's limit, or 0 when neither can be read.
+func memoryBudget() int64 { return memoryBudgetAt("/") }
+
+// memoryBudgetAt is memoryBudget with /proc and /sys under root (tests).
+func memoryBudgetAt(root string) int64 {
 	budget := int64(0)
 	consider := func(n int64) {
 		if n > 0 && (budget == 0 || n < budget) {
 			budget = n
 		}
 	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+	if b, err := os.ReadFile(filepath.Join(root, "proc/meminfo")); err == nil {
 		consider(parseMemTotal(b))
 	}
-	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if b, err := os.ReadFile(p); err == nil {
-			consider(parseCgroupLimit(b))
-		}
+	for _, n := range cgroupMemoryLimits(root) {
+		consider(n)
 	}
 	return budget
+}
+
+// cgroupMemoryLimits returns the memory limits set on this process's own
+// cgroup and its ancestors: cgroup v2 memory.max, v1 memory.limit_in_bytes.
+// The path comes from /proc/self/cgroup, so a limit set on a systemd unit, a
+// batch job or a container without its own cgroup namespace is found too,
+// not only one at the hierarchy's root.
+func cgroupMemoryLimits(root string) []int64 {
+	b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
+	if err != nil {
+		return nil
+	}
+	var limits []int64
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), ":", 3) // hierarchy-ID:controllers:path
+		if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
+			continue
+		}
+		var dir, file string
+		switch {
+		case f[0] == "0" && f[1] == "": // v2 unified hierarchy
+			dir, file = "sys/fs/cgroup", "memory.max"
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			dir, file = "sys/fs/cgroup/memory", "memory.limit_in_bytes"
+		default:
+			continue
+		}
+		for p := path.Clean(f[2]); ; p = path.Dir(p) {
+			if v, err := os.ReadFile(filepath.Join(root, dir, p, file)); err == nil {
+				if n := parseCgroupLimit(v); n > 0 {
+					limits = append(limits, n)
+				}
+			}
+			if p == "/" {
+				break
+			}
+		}
+	}
+	return limits
 }
 
 // parseMemTotal reads MemTotal (kB) from /proc/meminfo, in bytes.

@@ -169,6 +169,17 @@ func reexecPinned(cmd *cobra.Command, cpus string) (bool, error) {
 }
 
 func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
+	if f.skipSelf && len(f.external) == 0 {
+		return usageErrorf("--skip-self needs at least one --external client")
+	}
+	serverCPUs := runtime.NumCPU()
+	if f.serverCPU != "" {
+		n, err := clientbench.CountCPUs(f.serverCPU)
+		if err != nil {
+			return usageErrorf("--server-cpu: %v", err)
+		}
+		serverCPUs = n
+	}
 	if done, err := reexecPinned(cmd, f.clientCPU); done {
 		return err
 	}
@@ -213,9 +224,6 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		}
 	}
 	w := clientbench.Workload{Warmup: f.warmup, Duration: f.duration, PromptTokens: f.promptTokens, MaxTokens: f.maxTokens}
-	if f.skipSelf && len(f.external) == 0 {
-		return usageErrorf("--skip-self needs at least one --external client")
-	}
 	for _, n := range f.levels {
 		if f.skipSelf {
 			break
@@ -226,7 +234,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		if err != nil {
 			return fmt.Errorf("level %d: %w", n, err)
 		}
-		lv.ServerCores = serverCores()
+		lv.ServerCores, lv.ServerCPUs = serverCores(), serverCPUs
 		levels = append(levels, lv)
 		if !f.asJSON {
 			fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s, %d GC cycles\n", lv.Client, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond, lv.GCCycles)
@@ -244,7 +252,7 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 			if err != nil {
 				return fmt.Errorf("%s at %d streams: %w", name, n, err)
 			}
-			lv.ServerCores = serverCores()
+			lv.ServerCores, lv.ServerCPUs = serverCores(), serverCPUs
 			levels = append(levels, lv)
 			if !f.asJSON {
 				fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s\n", name, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond)

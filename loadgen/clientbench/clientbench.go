@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spoc-project/spoc/loadgen"
@@ -67,6 +69,9 @@ type Level struct {
 	// not the client, limits the level: at 95 % of a core the kernel's
 	// real-time throttle (sched_rt_runtime_us) stalls it for 50 ms.
 	ServerCores float64 `json:"server_cores,omitempty"`
+	// ServerCPUs is how many CPUs the server could use (its taskset list,
+	// or all of them); 0 means one.
+	ServerCPUs int `json:"server_cpus,omitempty"`
 	// GCCycles counts the client's garbage collections in the window (Go
 	// client only).
 	GCCycles int64 `json:"gc_cycles,omitempty"`
@@ -86,13 +91,39 @@ type Workload struct {
 // GoClient names spoc's own client in levels.
 const GoClient = "spoc (Go)"
 
-// ServerBound is the test server's CPU use (cores) from which a level
-// measures the server as much as the client: the kernel throttles real-time
-// tasks at 95 % of a core, and the server's timers slip before that.
+// ServerBound is the test server's CPU use, per CPU it may use, from which
+// a level measures the server as much as the client: the kernel throttles
+// real-time tasks at 95 % of a core, and the server's timers slip before
+// that.
 const ServerBound = 0.9
 
 // ServerBound reports whether the test server was (nearly) saturated.
-func (l *Level) ServerBound() bool { return l.ServerCores >= ServerBound }
+func (l *Level) ServerBound() bool {
+	return l.ServerCores >= ServerBound*float64(max(1, l.ServerCPUs))
+}
+
+// CountCPUs counts the CPUs of a taskset list such as "0", "0-3" or "0,2-3".
+func CountCPUs(list string) (int, error) {
+	n := 0
+	for _, part := range strings.Split(list, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, fmt.Errorf("CPU list %q: %w", list, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return 0, fmt.Errorf("CPU list %q: %w", list, err)
+			}
+		}
+		if a < 0 || b < a {
+			return 0, fmt.Errorf("CPU list %q: bad range %q", list, part)
+		}
+		n += b - a + 1
+	}
+	return n, nil
+}
 
 // Ceilings returns each client's accurate ceiling: the most streams at which
 // it was accurate with every lower level measured accurate too (0 when its

@@ -93,3 +93,26 @@ func TestMeterCPUOwnProcess(t *testing.T) {
 		t.Fatalf("busy loop measured at %.2f cores", c)
 	}
 }
+
+func TestServerBoundScalesWithServerCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		cores float64
+		cpus  int
+		want  bool
+	}{{0.85, 1, false}, {0.95, 1, true}, {0.95, 0, true}, {1.2, 4, false}, {3.7, 4, true}} {
+		l := clientbench.Level{ServerCores: tc.cores, ServerCPUs: tc.cpus}
+		if got := l.ServerBound(); got != tc.want {
+			t.Errorf("%.2f cores of %d CPUs: server-bound %v, want %v", tc.cores, tc.cpus, got, tc.want)
+		}
+	}
+	for list, want := range map[string]int{"0": 1, "0-3": 4, "0,2-3": 3, " 1 , 5": 2} {
+		if n, err := clientbench.CountCPUs(list); err != nil || n != want {
+			t.Errorf("CountCPUs(%q) = %d, %v; want %d", list, n, err, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "3-1", "1-x"} {
+		if _, err := clientbench.CountCPUs(bad); err == nil {
+			t.Errorf("CountCPUs(%q) accepted", bad)
+		}
+	}
+}

@@ -397,8 +397,12 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		if cfg.Engine.Kind != config.EngineSim {
 			// Full sweeps of every tied candidate on a real deployment
 			// would multiply the plan's hours; say so instead.
-			p.logf("   %d candidates tied at %d users on the short sweep; keeping %s (compare the others with spoc sweep --trial N)",
-				len(tied), p.data.Candidates[best].Ceiling, trialName(p.data.Candidates[best].Trial))
+			names := make([]string, 0, len(tied))
+			for _, i := range tied {
+				names = append(names, trialName(p.data.Candidates[i].Trial))
+			}
+			p.logf("   %d candidates tied at %d users on the short sweep (%s); keeping %s — compare them with full sweeps: spoc sweep --trial N",
+				len(tied), p.data.Candidates[best].Ceiling, strings.Join(names, ", "), trialName(p.data.Candidates[best].Trial))
 		} else {
 			w, err := breakTie(p.data.Candidates, tied, func(i int) (int, string, error) {
 				res, err := SweepConfig(ctx, p.ev, ran[i], func(u int) Load { return SweepLoad(cfg, u) }, SweepOptionsFrom(cfg), nil)
@@ -450,7 +454,7 @@ func tiedAtTop(rule string, cands []report.Candidate) []int {
 // full sweeps gave 156, 162, 159 and 159). It records each full-sweep
 // ceiling and returns the winner; a tie again keeps the earlier candidate
 // (the baseline first). A candidate whose full sweep is infeasible drops
-// out.
+// out; when all do, that is an error.
 func breakTie(cands []report.Candidate, tied []int, full func(i int) (ceiling int, failed string, err error)) (int, error) {
 	best := -1
 	for _, i := range tied {
@@ -467,7 +471,7 @@ func breakTie(cands []report.Candidate, tied []int, full func(i int) (ceiling in
 		}
 	}
 	if best < 0 {
-		return tied[0], nil
+		return -1, fmt.Errorf("every candidate tied at %d users on the short sweep was infeasible in its full sweep", cands[tied[0]].Ceiling)
 	}
 	return best, nil
 }

@@ -150,4 +150,7 @@ func TestTieBreakByFullSweep(t *testing.T) {
 	if _, err := breakTie(cands, tied, func(int) (int, string, error) { return 0, "", errors.New("boom") }); err == nil {
 		t.Error("a failing full sweep was ignored")
 	}
+	if _, err := breakTie(cands, tied, func(int) (int, string, error) { return 0, "", search.ErrInfeasible }); err == nil {
+		t.Error("all tied candidates infeasible: no error")
+	}
 }

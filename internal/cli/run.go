@@ -176,7 +176,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	if !interrupted && res.Overall.Requests == 0 && res.Excluded > 0 {
-		fmt.Fprintf(stderr, "spoc: hint: no request was scheduled inside the %s window: every user was still in a turn it started during the warm-up (%d records, all outside it); lengthen --duration (and --warmup) beyond a whole turn's time, or shorten the replies\n",
+		fmt.Fprintf(stderr, "spoc: hint: no user started a turn inside the %s window: replies or think times are longer than it (%d records, all outside it); lengthen --duration (and --warmup) beyond a whole turn plus its think time\n",
 			rep.Window.End.Sub(rep.Window.Start).Round(time.Millisecond), res.Excluded)
 	}
 	if interrupted {

@@ -155,7 +155,7 @@ func TestRunHintsWhenWindowIsEmpty(t *testing.T) {
 	}
 	code, _, stderr := runLoadCLI(t, "run", "-c", cfg, "--target", srv.URL, "--users", "2", "--duration", "300ms",
 		"--warmup", "200ms", "--ramp", "50ms", "--out", filepath.Join(dir, "r.jsonl"), "--quiet")
-	if code != 0 || !strings.Contains(stderr, "hint: no request was scheduled inside the 300ms window") || !strings.Contains(stderr, "lengthen --duration") {
+	if code != 0 || !strings.Contains(stderr, "hint: no user started a turn inside the 300ms window") || !strings.Contains(stderr, "lengthen --duration") {
 		t.Fatalf("run exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -95,30 +95,32 @@ func TestMemoryBudgetFollowsOwnCgroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// cgroup v1: the limit sits on the process's own group, not the root.
-	v1 := t.TempDir()
-	write(v1, "proc/meminfo", "MemTotal: 16777216 kB\n")
-	write(v1, "proc/self/cgroup", "5:cpu,cpuacct:/\n4:memory:/jobs/job7\n0::/\n")
-	write(v1, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n")
-	write(v1, "sys/fs/cgroup/memory/jobs/memory.limit_in_bytes", "8589934592\n")
-	write(v1, "sys/fs/cgroup/memory/jobs/job7/memory.limit_in_bytes", "2147483648\n")
-	if got := memoryBudgetAt(v1); got != 2<<30 {
-		t.Errorf("v1 budget %d, want the job's 2 GiB", got)
-	}
-	// cgroup v2: a parent's memory.max binds when the leaf has none.
-	v2 := t.TempDir()
-	write(v2, "proc/meminfo", "MemTotal: 16777216 kB\n")
-	write(v2, "proc/self/cgroup", "0::/system.slice/bench.service\n")
-	write(v2, "sys/fs/cgroup/system.slice/memory.max", "3221225472\n")
-	write(v2, "sys/fs/cgroup/system.slice/bench.service/memory.max", "max\n")
-	if got := memoryBudgetAt(v2); got != 3<<30 {
-		t.Errorf("v2 budget %d, want the slice's 3 GiB", got)
-	}
-	// No limits anywhere: the machine's memory.
-	none := t.TempDir()
-	write(none, "proc/meminfo", "MemTotal: 16777216 kB\n")
-	write(none, "proc/self/cgroup", "0::/\n")
-	if got := memoryBudgetAt(none); got != 16<<30 {
-		t.Errorf("budget without limits %d, want 16 GiB", got)
+	const meminfo = "MemTotal: 16777216 kB\n" // 16 GiB
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"v1: the limit sits on the process's own group, not the root", map[string]string{
+			"proc/self/cgroup":                                     "5:cpu,cpuacct:/\n4:memory:/jobs/job7\n0::/\n",
+			"sys/fs/cgroup/memory/memory.limit_in_bytes":           "9223372036854771712\n",
+			"sys/fs/cgroup/memory/jobs/memory.limit_in_bytes":      "8589934592\n",
+			"sys/fs/cgroup/memory/jobs/job7/memory.limit_in_bytes": "2147483648\n",
+		}, 2 << 30},
+		{"v2: a parent's memory.max binds when the leaf has none", map[string]string{
+			"proc/self/cgroup":                                    "0::/system.slice/bench.service\n",
+			"sys/fs/cgroup/system.slice/memory.max":               "3221225472\n",
+			"sys/fs/cgroup/system.slice/bench.service/memory.max": "max\n",
+		}, 3 << 30},
+		{"no limits anywhere: the machine's memory", map[string]string{"proc/self/cgroup": "0::/\n"}, 16 << 30},
+	} {
+		root := t.TempDir()
+		write(root, "proc/meminfo", meminfo)
+		for name, content := range tc.files {
+			write(root, name, content)
+		}
+		if got := memoryBudgetAt(root); got != tc.want {
+			t.Errorf("%s: budget %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

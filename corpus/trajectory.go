@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/spoc-project/spoc/internal/chatmsg"
 )
 
 // Message is one message of a coding-agent trajectory, in OpenAI chat shape.
@@ -84,27 +86,6 @@ type openAIToolCall struct {
 }
 
 // contentText returns a message content that is a string, null, or a list
-// of {"type": "text", "text": ...} parts.
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("content is neither text nor a list of parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
 
 // parseToolCalls decodes a tool_calls value: a JSON list, JSON text holding
 // a list, or the literal None/null/empty meaning no calls.
@@ -144,7 +125,7 @@ func parseMessages(text string) ([]Message, error) {
 	}
 	out := make([]Message, 0, len(raw))
 	for i, m := range raw {
-		content, err := contentText(m.Content)
+		content, err := chatmsg.Text(m.Content)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}

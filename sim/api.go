@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/spoc-project/spoc/internal/chatmsg"
 )
 
 // maxBodyBytes bounds a request body (a 128k-token prompt is ~600 KB).
@@ -117,7 +119,7 @@ func (s *Server) promptIDs(req *completionRequest, chat bool) ([]int, error) {
 		}
 		var ids []int
 		for i, m := range req.Messages {
-			text, err := messageText(m.Content)
+			text, err := chatmsg.Text(m.Content)
 			if err != nil {
 				return nil, fmt.Errorf("messages[%d].content: %w", i, err)
 			}
@@ -154,29 +156,6 @@ func (s *Server) promptIDs(req *completionRequest, chat bool) ([]int, error) {
 		return nil, errors.New("prompt must not be empty")
 	}
 	return ids, nil
-}
-
-// messageText accepts a string or an array of {"type":"text","text":...}.
-func messageText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("want a string or an array of text parts")
-	}
-	var b []byte
-	for _, p := range parts {
-		b = append(b, p.Text...)
-	}
-	return string(b), nil
 }
 
 func (s *Server) serveTokenize(w http.ResponseWriter, r *http.Request) {

@@ -7,21 +7,23 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spoc-project/spoc/internal/errwriter"
 )
 
 // WriteText renders res as a human-readable table: one row per profile and
 // overall, then the client check and the SLA verdict.
 func WriteText(w io.Writer, res *Result) error {
-	ew := &errWriter{w: w}
+	ew := errwriter.New(w)
 	if res.Window.Start.IsZero() {
 		// every record was warm-up (or there were none): there is no window
-		ew.printf("no records in a measured window (%d outside it, e.g. warm-up)\n\n", res.Excluded)
+		ew.Printf("no records in a measured window (%d outside it, e.g. warm-up)\n\n", res.Excluded)
 	} else {
-		ew.printf("window %s → %s (%.1fs", res.Window.Start.Format(time.RFC3339), res.Window.End.Format(time.RFC3339), res.Window.Seconds)
+		ew.Printf("window %s → %s (%.1fs", res.Window.Start.Format(time.RFC3339), res.Window.End.Format(time.RFC3339), res.Window.Seconds)
 		if res.Window.Inferred {
-			ew.printf(", inferred from the records")
+			ew.Printf(", inferred from the records")
 		}
-		ew.printf("), %d records outside it\n\n", res.Excluded)
+		ew.Printf("), %d records outside it\n\n", res.Excluded)
 	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scope\treq\tok\terr\tcancel\tTTFT p50\tp95\tp99\tITL p50\tp95\tp99\tTPOT p95\tE2E p95\tout tok/s\ttot tok/s\treq/s\tgoodput/s\t")
@@ -51,19 +53,19 @@ func WriteText(w io.Writer, res *Result) error {
 		for _, c := range codes {
 			parts = append(parts, fmt.Sprintf("HTTP %d: %d", c, o.ErrorsByHTTPStatus[c]))
 		}
-		ew.printf("\nerrors: %s (rate %.2f%%)\n", strings.Join(parts, ", "), 100*o.ErrorRate)
+		ew.Printf("\nerrors: %s (rate %.2f%%)\n", strings.Join(parts, ", "), 100*o.ErrorRate)
 	}
 	c := res.Client
-	ew.printf("\nclient: dispatch lag p99 %s (limit %s)", msText(c.DispatchLagP99Ms), msText(c.LagLimitMs))
+	ew.Printf("\nclient: dispatch lag p99 %s (limit %s)", msText(c.DispatchLagP99Ms), msText(c.LagLimitMs))
 	if h := c.Health; h != nil {
-		ew.printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s, %d GC cycles (%.1f%% of its cores)",
+		ew.Printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s, %d GC cycles (%.1f%% of its cores)",
 			100*h.CPUUtilization, h.CPUCores, msText(h.SchedLatencyP99Ms), h.GCCycles, 100*h.GCCPUShare)
 	}
 	if c.Bound {
-		ew.printf("\nWARNING: client-bound run, latencies are not trustworthy: %s", strings.Join(c.Reasons, "; "))
+		ew.Printf("\nWARNING: client-bound run, latencies are not trustworthy: %s", strings.Join(c.Reasons, "; "))
 	}
-	ew.printf("\nSLA (%s): %s\n", res.SLA.Scope, res.SLA)
-	return ew.err
+	ew.Printf("\nSLA (%s): %s\n", res.SLA.Scope, res.SLA)
+	return ew.Err
 }
 
 func sortedStatus(m map[Status]int64) []Status {
@@ -82,19 +84,3 @@ func msText(v float64) string {
 	}
 	return fmtDuration(time.Duration(v * float64(time.Millisecond)))
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }

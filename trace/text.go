@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spoc-project/spoc/internal/errwriter"
 )
 
 // TextOptions tune WriteText.
@@ -23,19 +25,19 @@ func WriteText(w io.Writer, b *Breakdown, opt TextOptions) error {
 	if opt.NameWidth <= 0 {
 		opt.NameWidth = 100
 	}
-	ew := &errWriter{w: w}
-	ew.printf("trace %s\n", b.Source)
+	ew := errwriter.New(w)
+	ew.Printf("trace %s\n", b.Source)
 	if d := b.Window.DurationNS(); d > 0 {
-		ew.printf("window %.3f s .. %.3f s (%.3f s)", sec(b.Window.StartNS), sec(b.Window.EndNS), sec(d))
+		ew.Printf("window %.3f s .. %.3f s (%.3f s)", sec(b.Window.StartNS), sec(b.Window.EndNS), sec(d))
 		if b.Window.NVTX != "" {
-			ew.printf(", NVTX range %q", b.Window.NVTX)
+			ew.Printf(", NVTX range %q", b.Window.NVTX)
 		}
-		ew.printf("\n")
+		ew.Printf("\n")
 	}
 	for _, warn := range b.Warnings {
-		ew.printf("warning: %s\n", warn)
+		ew.Printf("warning: %s\n", warn)
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "category\ttime\tshare\tkernels\t")
@@ -67,33 +69,33 @@ func WriteText(w io.Writer, b *Breakdown, opt TextOptions) error {
 	}
 
 	if im := b.Imbalance; im != nil {
-		ew.printf("\nrank imbalance: %s\n", im.Note)
+		ew.Printf("\nrank imbalance: %s\n", im.Note)
 		for _, r := range im.Ranks {
-			ew.printf("  GPU %d  communication %10s  compute %10s\n", r.Device, FormatNS(r.CommunicationNS), FormatNS(r.ComputeNS))
+			ew.Printf("  GPU %d  communication %10s  compute %10s\n", r.Device, FormatNS(r.CommunicationNS), FormatNS(r.ComputeNS))
 		}
 	}
 
-	ew.printf("\ntop kernels per category\n")
+	ew.Printf("\ntop kernels per category\n")
 	for _, c := range b.Categories {
 		if len(c.TopKernels) == 0 {
 			continue
 		}
-		ew.printf("  %s\n", c.Name)
+		ew.Printf("  %s\n", c.Name)
 		for _, k := range c.TopKernels {
-			ew.printf("    %5.1f%%  %10s  %9d×  %s\n", 100*k.Share, FormatNS(k.TimeNS), k.Count, truncate(k.Name, opt.NameWidth))
+			ew.Printf("    %5.1f%%  %10s  %9d×  %s\n", 100*k.Share, FormatNS(k.TimeNS), k.Count, truncate(k.Name, opt.NameWidth))
 		}
 	}
 	if len(b.UnknownKernels) > 0 {
-		ew.printf("\nunknown kernels (category other; add a rule with --rules)\n")
+		ew.Printf("\nunknown kernels (category other; add a rule with --rules)\n")
 		for i, k := range b.UnknownKernels {
 			if i == opt.MaxUnknown {
-				ew.printf("    … %d more (see --json)\n", len(b.UnknownKernels)-i)
+				ew.Printf("    … %d more (see --json)\n", len(b.UnknownKernels)-i)
 				break
 			}
-			ew.printf("    %5.1f%%  %10s  %9d×  %s\n", 100*k.Share, FormatNS(k.TimeNS), k.Count, truncate(k.Name, opt.NameWidth))
+			ew.Printf("    %5.1f%%  %10s  %9d×  %s\n", 100*k.Share, FormatNS(k.TimeNS), k.Count, truncate(k.Name, opt.NameWidth))
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // WriteComparisonText renders comparisons of one measured breakdown against
@@ -128,22 +130,6 @@ func WriteComparisonText(w io.Writer, names []string, cmps []*Comparison) error 
 	}
 	return nil
 }
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
 
 // FormatNS renders a nanosecond duration with a unit that keeps three or four
 // significant digits: 950 ns, 12.3 µs, 4.56 ms, 1.23 s.

@@ -243,15 +243,20 @@ func (ev *evaluator) residuals(preds []Metrics, out []float64) []float64 {
 				continue
 			}
 			l := math.Log(pred / p.Measured.Get(name))
-			r := math.Abs(l)
-			h := 0.5 * r * r
-			if r > d {
-				h = d * (r - 0.5*d)
-			}
-			out = append(out, math.Copysign(math.Sqrt(2*w*h), l))
+			out = append(out, math.Copysign(math.Sqrt(2*w*huber(l, d)), l))
 		}
 	}
 	return out
+}
+
+// huber is the Huber function of x with threshold d: quadratic within d,
+// linear beyond.
+func huber(x, d float64) float64 {
+	r := math.Abs(x)
+	if r <= d {
+		return 0.5 * r * r
+	}
+	return d * (r - 0.5*d)
 }
 
 // weightSum is the loss's normaliser: the sum of metric weights over points.
@@ -277,12 +282,7 @@ func (ev *evaluator) loss(preds []Metrics) float64 {
 			if !(pred > 0) {
 				return math.Inf(1)
 			}
-			r := math.Abs(math.Log(pred / p.Measured.Get(name)))
-			if r <= d {
-				sum += w * 0.5 * r * r
-			} else {
-				sum += w * d * (r - 0.5*d)
-			}
+			sum += w * huber(math.Log(pred/p.Measured.Get(name)), d)
 			wsum += w
 		}
 	}

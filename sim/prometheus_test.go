@@ -1,18 +1,14 @@
 package sim
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/spoc-project/spoc/internal/promtest"
 )
 
 // TestPrometheusScrapesServer starts a real Prometheus (Debian package
@@ -22,52 +18,14 @@ func TestPrometheusScrapesServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus")
 	}
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prometheus not found: install it with apt-get install -y prometheus")
-		}
-		t.Skip("prometheus not found (apt-get install -y prometheus)")
-	}
 	_, ts := newTestServer(t, nil)
-	target := strings.TrimPrefix(ts.URL, "http://")
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: vllm
-    static_configs: [{targets: [%q]}]
-  - job_name: dcgm
-    metrics_path: /dcgm/metrics
-    static_configs: [{targets: [%q]}]
-`, target, target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
+	base := promtest.Start(t, map[string]string{"vllm": ts.URL + "/metrics", "dcgm": ts.URL + "/dcgm/metrics"}, time.Second)
 
 	// Some traffic so counters move.
 	streamChat(t, ts.URL, `{"messages":[{"role":"user","content":"hello"}],"max_tokens":8,"ignore_eos":true,"stream":true}`)
 
 	query := func(q string) (float64, bool) {
-		resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
+		resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
 		if err != nil {
 			return 0, false
 		}
@@ -101,7 +59,7 @@ scrape_configs:
 			if v, found := query(q); found && ok(v) {
 				break
 			} else if time.Now().After(deadline) {
-				t.Fatalf("query %s: got %v (found %v) after 30s; prometheus log:\n%s", q, v, found, logs.String())
+				t.Fatalf("query %s: got %v (found %v) after 30s", q, v, found)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

@@ -268,25 +268,18 @@ func (ev *evaluator) weightSum() float64 {
 	return w * float64(len(ev.points))
 }
 
-// loss is the weighted mean Huber loss of log(predicted/measured).
+// loss is the weighted mean Huber loss of log(predicted/measured): half the
+// residuals' sum of squares over the weights; +Inf when a prediction is not
+// positive.
 func (ev *evaluator) loss(preds []Metrics) float64 {
-	var sum, wsum float64
-	d := ev.opts.HuberDelta
-	for i, p := range ev.points {
-		for _, name := range MetricNames {
-			w := ev.opts.Weights[name]
-			if w == 0 {
-				continue
-			}
-			pred := preds[i].Get(name)
-			if !(pred > 0) {
-				return math.Inf(1)
-			}
-			sum += w * huber(math.Log(pred/p.Measured.Get(name)), d)
-			wsum += w
+	var sum float64
+	for _, r := range ev.residuals(preds, nil) {
+		if math.IsNaN(r) {
+			return math.Inf(1)
 		}
+		sum += r * r
 	}
-	return sum / wsum
+	return sum / 2 / ev.weightSum()
 }
 
 func (ev *evaluator) validation(preds []Metrics) Validation {

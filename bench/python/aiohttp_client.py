@@ -7,7 +7,6 @@ are cancelled and recorded as cancelled. Writes spoc result.Record JSON lines.
   python3 aiohttp_client.py --url URL --users N --warmup S --duration S \
       --max-tokens N --prompt-tokens N --out FILE
 """
-import argparse
 import asyncio
 import sys
 import time
@@ -54,15 +53,7 @@ async def user(idx, session, url, args, start_ns, warmup_ns, out):
 
 
 async def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
-    p.add_argument("--users", type=int, required=True)
-    p.add_argument("--warmup", type=float, default=1)
-    p.add_argument("--duration", type=float, required=True)
-    p.add_argument("--max-tokens", type=int, default=50)
-    p.add_argument("--prompt-tokens", type=int, default=100)
-    p.add_argument("--out", required=True)
-    args = p.parse_args()
+    args = records.parse_args()
     url = args.url.rstrip("/") + "/v1/chat/completions"
     out = []
     timeout = aiohttp.ClientTimeout(total=6 * 60 * 60)

@@ -8,7 +8,6 @@ cancelled.
   python3 locust_client.py --url URL --users N --warmup S --duration S \
       --max-tokens N --prompt-tokens N --out FILE
 """
-import argparse
 import time
 
 import gevent
@@ -76,15 +75,7 @@ class StreamUser(FastHttpUser):
 
 def main():
     global ARGS, START_NS
-    p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
-    p.add_argument("--users", type=int, required=True)
-    p.add_argument("--warmup", type=float, default=1)
-    p.add_argument("--duration", type=float, required=True)
-    p.add_argument("--max-tokens", type=int, default=50)
-    p.add_argument("--prompt-tokens", type=int, default=100)
-    p.add_argument("--out", required=True)
-    ARGS = p.parse_args()
+    ARGS = records.parse_args()
     env = Environment(user_classes=[StreamUser], host=ARGS.url.rstrip("/"))
     runner = env.create_local_runner()
     START_NS = time.time_ns()

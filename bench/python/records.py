@@ -3,6 +3,7 @@
 Timestamps are wall-clock nanoseconds (time.time_ns()) so that they can be
 compared with the spoc test server's emission log on the same machine.
 """
+import argparse
 import json
 import time
 
@@ -81,3 +82,16 @@ def write(path, run_id, recs):
         for r in recs:
             f.write(r.to_json(run_id))
             f.write("\n")
+
+
+def parse_args():
+    """The command line every bench client takes (spoc bench client --external)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--users", type=int, required=True)
+    p.add_argument("--warmup", type=float, default=1)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--max-tokens", type=int, default=50)
+    p.add_argument("--prompt-tokens", type=int, default=100)
+    p.add_argument("--out", required=True)
+    return p.parse_args()

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spoc-project/spoc/internal/testtool"
 )
 
 // browser is headless Chromium driven over the DevTools protocol on a pipe
@@ -47,16 +49,7 @@ type cdpMessage struct {
 // test with how to install it, elsewhere the test is skipped.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found: apt-get install -y chromium")
-	}
-	t.Skip("chromium not installed (apt-get install -y chromium)")
-	return ""
+	return testtool.Find(t, "apt-get install -y chromium", "chromium", "chromium-browser", "google-chrome")
 }
 
 // startBrowser starts headless Chromium with networking disabled: no

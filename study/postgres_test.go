@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/internal/testtool"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/search/nsga2"
 )
@@ -29,11 +30,7 @@ func postgresURL(t *testing.T) string {
 	}
 	bin := findPostgres()
 	if bin == "" {
-		msg := "PostgreSQL server binaries not found (initdb, postgres); install them with: apt-get install -y postgresql"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testtool.Missing(t, "PostgreSQL server binaries (initdb, postgres)", "apt-get install -y postgresql")
 	}
 	dir, err := os.MkdirTemp("", "spoc-pg-")
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/internal/promtest"
+	"github.com/spoc-project/spoc/internal/testtool"
 	"github.com/spoc-project/spoc/sim"
 )
 
@@ -253,13 +253,7 @@ func waitForScrapes(t *testing.T, base string, n int) {
 // configuration file.
 func startPrometheusConfigCheck(t *testing.T, path string) {
 	t.Helper()
-	bin, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is not installed: apt-get install -y prometheus")
-		}
-		t.Skip("promtool is not installed (apt-get install -y prometheus)")
-	}
+	bin := testtool.Find(t, "apt-get install -y prometheus", "promtool")
 	out, err := exec.Command(bin, "check", "config", path).CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool check config %s: %v\n%s", path, err, out)

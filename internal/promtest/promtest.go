@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spoc-project/spoc/internal/testtool"
 )
 
 // Start runs the Prometheus binary (Debian package prometheus) on a free
@@ -24,13 +26,7 @@ import (
 // is skipped, or fails under CI=true with the install command.
 func Start(t testing.TB, jobs map[string]string, interval time.Duration) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prometheus is not installed: apt-get install -y prometheus")
-		}
-		t.Skip("prometheus is not installed (apt-get install -y prometheus)")
-	}
+	bin := testtool.Find(t, "apt-get install -y prometheus", "prometheus")
 	dir := t.TempDir()
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\nscrape_configs:\n", interval, interval)

@@ -2,23 +2,18 @@ package nsys
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spoc-project/spoc/internal/testtool"
 )
 
 // TestAggregateMatchesSQLite3Shell checks ReadSQLite's streamed aggregation
 // against the real sqlite3 shell running KernelAggregateQuery on the fixture.
 func TestAggregateMatchesSQLite3Shell(t *testing.T) {
-	sqlite3, err := exec.LookPath("sqlite3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("sqlite3 shell not found; install it with: apt-get install -y sqlite3")
-		}
-		t.Skip("sqlite3 shell not found (apt-get install -y sqlite3)")
-	}
+	sqlite3 := testtool.Find(t, "apt-get install -y sqlite3", "sqlite3")
 	path := gptOSSFixture(t)
 	out, err := exec.Command(sqlite3, "-separator", "\t", path, KernelAggregateQuery).Output()
 	if err != nil {

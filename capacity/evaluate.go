@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,22 +90,48 @@ func (ev *Evaluation) Repeat() Repeat {
 	return r
 }
 
-// Evaluator runs one configuration at one load, on the simulator in virtual
-// time or on a real engine over HTTP.
+// Evaluator runs one configuration at one load on the configured engine:
+// the simulator's launcher runs it in virtual time (engine.Virtual), any
+// other launcher serves it over HTTP. Live servers are reused: a server is
+// started once per distinct flag set and kept while evaluations ask for the
+// same flags (its prefix cache reset between runs), restarted only when the
+// flags change or it died. Close stops the last one.
 type Evaluator struct {
-	cfg    *config.Config
-	gen    workload.Workload
-	engine engine.Engine
-	logger *slog.Logger
-	// mu serialises live evaluations: an engine runs one server at a time.
-	mu sync.Mutex
+	cfg      *config.Config
+	gen      workload.Workload
+	launcher engine.Launcher
+	logger   *slog.Logger
+
+	// mu serialises live evaluations: a launcher runs one server at a time.
+	mu      sync.Mutex
+	cur     engine.Server
+	curKey  string
+	curFrom time.Time
+	usage   EngineUsage
+	// warnedReset is set once a server said it cannot reset its cache.
+	warnedReset bool
 }
 
-// NewEvaluator builds the workload of cfg once. A nil engine means the
-// simulator launcher of cfg.Engine; the simulator (engine.Virtual) runs in
-// virtual time, any other engine is started per evaluation and loaded over
-// HTTP.
-func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*Evaluator, error) {
+// EngineUsage counts what live evaluations cost on the engine.
+type EngineUsage struct {
+	// Starts is the number of servers started (a reused server counts once).
+	Starts int `json:"starts"`
+	// Seconds is the time servers were up, start-up included.
+	Seconds float64 `json:"engine_seconds"`
+	// Resets is the number of prefix-cache resets between runs.
+	Resets int `json:"cache_resets"`
+}
+
+// ErrNoEngine is a programming error: an Evaluator needs the launcher the
+// configuration names; spoc never substitutes the simulator for it.
+var ErrNoEngine = errors.New("evaluator: no engine launcher given")
+
+// NewEvaluator builds the workload of cfg once. launcher is the engine
+// every evaluation runs on; nil is an error (ErrNoEngine).
+func NewEvaluator(cfg *config.Config, launcher engine.Launcher, logger *slog.Logger) (*Evaluator, error) {
+	if launcher == nil {
+		return nil, ErrNoEngine
+	}
 	gen, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
 	if err != nil {
 		return nil, fmt.Errorf("build workload: %w", err)
@@ -112,16 +139,7 @@ func NewEvaluator(cfg *config.Config, eng engine.Engine, logger *slog.Logger) (*
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if eng == nil {
-		// The simulator launcher prices deployments (and refuses those whose
-		// weights leave no KV cache) the same way for tune, sweep and plan.
-		s, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{Logger: logger})
-		if err != nil {
-			return nil, err
-		}
-		eng = s
-	}
-	return &Evaluator{cfg: cfg, gen: gen, engine: eng, logger: logger}, nil
+	return &Evaluator{cfg: cfg, gen: gen, launcher: launcher, logger: logger}, nil
 }
 
 // Workload is the session source shared by every evaluation.
@@ -130,31 +148,49 @@ func (e *Evaluator) Workload() workload.Workload { return e.gen }
 // Config is the plan configuration the evaluator was built with.
 func (e *Evaluator) Config() *config.Config { return e.cfg }
 
+// Launcher is the engine every evaluation runs on.
+func (e *Evaluator) Launcher() engine.Launcher { return e.launcher }
+
+// Virtual reports whether evaluations run in the simulator's virtual time.
+func (e *Evaluator) Virtual() bool {
+	_, ok := e.launcher.(engine.Virtual)
+	return ok
+}
+
+// Usage returns the engine starts and time spent so far (live engines).
+func (e *Evaluator) Usage() EngineUsage {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := e.usage
+	if e.cur != nil {
+		u.Seconds += time.Since(e.curFrom).Seconds()
+	}
+	return u
+}
+
 // Evaluate runs params at load and judges the run against the SLA. An
 // engine configuration that cannot run (weights or KV cache do not fit, the
 // server crashes or runs out of memory) returns an error wrapping
 // search.ErrInfeasible.
 func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
-	return e.evaluate(ctx, e.engine, params, load, out)
-}
-
-func (e *Evaluator) evaluate(ctx context.Context, eng engine.Engine, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	if load.Users < 1 {
 		return nil, fmt.Errorf("evaluate: users must be at least 1, got %d", load.Users)
 	}
 	start := time.Now()
 	var ev *Evaluation
 	var err error
-	switch v := eng.(type) {
-	case engine.Virtual:
+	if v, ok := e.launcher.(engine.Virtual); ok {
 		var dep sim.Deployment
-		if dep, err = v.VirtualDeployment(search.Params(params)); err == nil {
+		if dep, err = v.VirtualDeployment(engine.Params(params)); err == nil {
 			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
 		}
-	default:
-		ev, err = e.evaluateLive(ctx, eng, params, load, out)
+	} else {
+		ev, err = e.evaluateLive(ctx, params, load, out)
 	}
 	if err != nil {
+		if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
+			err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
+		}
 		return nil, err
 	}
 	ev.Wall = time.Since(start)
@@ -165,14 +201,76 @@ func (e *Evaluator) evaluate(ctx context.Context, eng engine.Engine, params map[
 // launcher's, or, for a real engine, the configuration priced by the cost
 // model (for roofline predictions).
 func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
-	if v, ok := e.engine.(engine.Virtual); ok {
-		return v.VirtualDeployment(search.Params(params))
+	if v, ok := e.launcher.(engine.Virtual); ok {
+		return v.VirtualDeployment(engine.Params(params))
 	}
 	dep, err := sim.DeploymentFromConfig(e.cfg.Engine)
 	if err != nil {
 		return dep, err
 	}
 	return dep, dep.Params.Apply(params)
+}
+
+// server returns a running server configured with params: the current one
+// when its flags are the same (prefix cache reset), else a new one. The
+// caller holds e.mu.
+func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
+	flags, err := engine.Flags(engine.Params(params))
+	if err != nil {
+		return nil, err
+	}
+	key := strings.Join(flags, " ")
+	if e.cur != nil && e.curKey == key {
+		err := e.cur.ResetCache(ctx)
+		switch {
+		case err == nil:
+			e.usage.Resets++
+			return e.cur, nil
+		case errors.Is(err, engine.ErrResetUnsupported):
+			if !e.warnedReset {
+				e.warnedReset = true
+				e.logger.Warn("the server cannot reset its prefix cache; each run starts with the cache the previous run left", "err", err)
+			}
+			return e.cur, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		e.logger.Warn("server did not answer the cache reset; restarting it", "err", err)
+	}
+	if err := e.stopLocked(ctx); err != nil {
+		return nil, err
+	}
+	srv, err := e.launcher.Start(ctx, engine.Params(params))
+	if err != nil {
+		return nil, fmt.Errorf("start engine: %w", err)
+	}
+	e.cur, e.curKey, e.curFrom = srv, key, time.Now()
+	e.usage.Starts++
+	return srv, nil
+}
+
+// stopLocked stops the current server, if any. The caller holds e.mu.
+func (e *Evaluator) stopLocked(ctx context.Context) error {
+	if e.cur == nil {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	err := e.cur.Stop(sctx)
+	e.usage.Seconds += time.Since(e.curFrom).Seconds()
+	e.cur, e.curKey = nil, ""
+	if err != nil {
+		return fmt.Errorf("stop engine: %w", err)
+	}
+	return nil
+}
+
+// Close stops the running server, if any. The Evaluator can be used
+// again afterwards (the next evaluation starts a server).
+func (e *Evaluator) Close(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stopLocked(ctx)
 }
 
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
@@ -219,18 +317,21 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	return ev, nil
 }
 
-func (e *Evaluator) evaluateLive(ctx context.Context, eng engine.Engine, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
+func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ep, err := eng.Start(ctx, search.Params(params))
+	srv, err := e.server(ctx, params)
 	if err != nil {
-		return nil, fmt.Errorf("start engine: %w", err)
+		return nil, err
 	}
+	ep := srv.Endpoint()
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if serr := eng.Stop(sctx); serr != nil && err == nil {
-			err = fmt.Errorf("stop engine: %w", serr)
+		// A run that failed may have killed the server: the next
+		// evaluation must not reuse it blindly.
+		if err != nil {
+			if serr := e.stopLocked(ctx); serr != nil {
+				e.logger.Warn("stop engine after a failed run", "err", serr)
+			}
 		}
 	}()
 

@@ -3,11 +3,13 @@ package capacity
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 )
 
 func quickConfig() *config.Config {
@@ -20,7 +22,7 @@ func quickConfig() *config.Config {
 
 func TestEvaluateVirtualAccountsEveryRequest(t *testing.T) {
 	cfg := quickConfig()
-	ev, err := NewEvaluator(cfg, nil, nil)
+	ev, err := NewEvaluator(cfg, simLauncher(t, cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestEvaluateVirtualAccountsEveryRequest(t *testing.T) {
 
 func TestEvaluateInfeasibleParams(t *testing.T) {
 	cfg := quickConfig()
-	ev, err := NewEvaluator(cfg, nil, nil)
+	ev, err := NewEvaluator(cfg, simLauncher(t, cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestEvaluateInfeasibleParams(t *testing.T) {
 
 func TestEvaluateDeterministic(t *testing.T) {
 	cfg := quickConfig()
-	ev, err := NewEvaluator(cfg, nil, nil)
+	ev, err := NewEvaluator(cfg, simLauncher(t, cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +81,22 @@ func TestEvaluateDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
 		t.Error("same config and seed gave different records")
+	}
+}
+
+// simLauncher is the simulator launcher of cfg's engine section.
+func simLauncher(t testing.TB, cfg *config.Config) engine.Launcher {
+	t.Helper()
+	l, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// A missing engine is a programming error, never a silent simulator.
+func TestNewEvaluatorRefusesMissingEngine(t *testing.T) {
+	if _, err := NewEvaluator(quickConfig(), nil, nil); !errors.Is(err, ErrNoEngine) {
+		t.Fatalf("NewEvaluator(nil engine) = %v, want ErrNoEngine", err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/report"
-	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -31,8 +30,10 @@ type PlanOptions struct {
 	// Compare sweeps the chosen configuration on every engine.compare target
 	// (4× H100 and 2× H200 when none are configured).
 	Compare bool
-	// Engine runs the trials; nil is the simulator in virtual time.
-	Engine engine.Engine
+	// Engine is the launcher every phase runs on (the simulator's launcher
+	// runs in virtual time). It is required: a plan never substitutes the
+	// simulator for a missing engine.
+	Engine engine.Launcher
 	// Progress receives one line per step of every phase.
 	Progress io.Writer
 	Logger   *slog.Logger
@@ -178,6 +179,11 @@ func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data,
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if cerr := ev.Close(ctx); cerr != nil {
+			o.Logger.Warn("stop engine at the end of the plan", "err", cerr)
+		}
+	}()
 	p := &planner{cfg: cfg, o: o, ev: ev, data: &report.Data{
 		Title: cfg.Report.Title, Generated: time.Now().UTC(), SpocVersion: o.Version, Quick: o.Quick,
 		Engine: report.Engine{Kind: cfg.Engine.Kind, Model: cfg.Engine.Model, GPU: cfg.Engine.GPU, GPUs: cfg.Engine.GPUs,
@@ -260,17 +266,9 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 func (p *planner) tune(ctx context.Context) (string, error) {
 	cfg := p.cfg
 	cfg.Search.Storage = cfg.Search.StorageIn(p.o.OutDir)
-	eng := p.o.Engine
-	if eng == nil {
-		var err error
-		eng, err = engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Logger: p.o.Logger})
-		if err != nil {
-			return "", err
-		}
-	}
 	p.logf("   study %q in %s: %d trials of %d users, %s each", cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Search.Users, cfg.Search.Duration)
 	res, err := tune.Run(ctx, cfg, tune.Options{
-		Engine: eng, Evaluate: p.ev.TuneEvaluator(), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
+		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
 		Progress: func(pr tune.Progress) {
 			if p.o.Progress != nil {
 				fmt.Fprint(p.o.Progress, "   ")
@@ -621,7 +619,7 @@ func serveCommand(cfg *config.Config, params map[string]any) string {
 		args = append(args, "--data-parallel-size", fmt.Sprint(dp))
 	}
 	args = append(args, "--max-model-len", fmt.Sprint(cfg.Engine.MaxModelLen))
-	flags, err := engine.Flags(search.Params(params))
+	flags, err := engine.Flags(engine.Params(params))
 	if err == nil {
 		args = append(args, flags...)
 	}

@@ -26,7 +26,8 @@ func TestQuickPlanWritesSummary(t *testing.T) {
 	dir := t.TempDir()
 	var progress bytes.Buffer
 	rendered := false
-	d, err := Plan(context.Background(), config.Default(), PlanOptions{OutDir: dir, Quick: true, Progress: &progress,
+	cfg := config.Default()
+	d, err := Plan(context.Background(), cfg, PlanOptions{OutDir: dir, Quick: true, Progress: &progress, Engine: simLauncher(t, cfg),
 		Render: func(dir string, d *report.Data) error {
 			rendered = true
 			return os.WriteFile(filepath.Join(dir, "report.html"), []byte("<html></html>"), 0o644)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/sim"
@@ -116,7 +117,14 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 	for _, t := range targets {
 		cfg := *p.cfg
 		cfg.Engine.GPU, cfg.Engine.GPUs, cfg.Engine.TensorParallelSize = t.GPU, t.GPUs, t.TensorParallelSize
-		ev, err := NewEvaluator(&cfg, nil, p.o.Logger)
+		// Hardware the user does not have can only be simulated: the
+		// comparison runs on the simulator by request (engine.compare,
+		// --compare) and is labelled so, whatever engine the plan uses.
+		simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{Logger: p.o.Logger})
+		if err != nil {
+			return "", fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		ev, err := NewEvaluator(&cfg, simLauncher, p.o.Logger)
 		if err != nil {
 			return "", err
 		}

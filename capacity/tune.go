@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
@@ -22,25 +21,23 @@ func TuneLoad(cfg *config.Config) Load {
 }
 
 // TuneEvaluator adapts the evaluator to package tune: each trial runs at
-// TuneLoad on the engine the study passes (virtual time for the simulator),
+// TuneLoad on the evaluator's engine (virtual time for the simulator),
 // keeps records and telemetry in the trial's artefact folder when the study
 // has one, and stores the numbers a report needs as trial attributes.
 func (e *Evaluator) TuneEvaluator() tune.Evaluator {
-	return func(ctx context.Context, eng engine.Engine, p search.Params) (*result.Result, error) {
-		out, closeOut, err := trialOutputs(ctx)
+	return func(ctx context.Context, t *search.TrialContext) (*result.Result, error) {
+		out, closeOut, err := trialOutputs(t)
 		if err != nil {
 			return nil, err
 		}
-		ev, err := e.evaluate(ctx, eng, map[string]any(p), TuneLoad(e.cfg), out)
+		ev, err := e.Evaluate(ctx, map[string]any(t.Params), TuneLoad(e.cfg), out)
 		if cerr := closeOut(); err == nil && cerr != nil {
 			err = cerr
 		}
 		if err != nil {
 			return nil, err
 		}
-		if tc := search.CurrentTrial(ctx); tc != nil {
-			recordAttrs(tc, ev)
-		}
+		recordAttrs(t, ev)
 		return ev.Summary, nil
 	}
 }
@@ -48,12 +45,12 @@ func (e *Evaluator) TuneEvaluator() tune.Evaluator {
 // CapacityFunc adapts a short sweep to package tune's "capacity" objective:
 // coarse resolution (max(10 users, 10 %)) over the tuning windows.
 func (e *Evaluator) CapacityFunc() tune.CapacityFunc {
-	return func(ctx context.Context, eng engine.Engine, p search.Params) (int, error) {
+	return func(ctx context.Context, t *search.TrialContext) (int, error) {
 		cfg := e.cfg
 		res, err := Sweep(ctx, func(ctx context.Context, users, _ int) (Repeat, error) {
 			l := TuneLoad(cfg)
 			l.Users = users
-			r, err := e.evaluate(ctx, eng, map[string]any(p), l, Outputs{})
+			r, err := e.Evaluate(ctx, map[string]any(t.Params), l, Outputs{})
 			if err != nil {
 				return Repeat{}, err
 			}
@@ -69,8 +66,7 @@ func (e *Evaluator) CapacityFunc() tune.CapacityFunc {
 
 // trialOutputs opens records.jsonl and telemetry.jsonl in the trial's
 // artefact directory when the study keeps artefacts.
-func trialOutputs(ctx context.Context) (Outputs, func() error, error) {
-	tc := search.CurrentTrial(ctx)
+func trialOutputs(tc *search.TrialContext) (Outputs, func() error, error) {
 	if tc == nil || tc.Artifacts == "" {
 		return Outputs{}, func() error { return nil }, nil
 	}

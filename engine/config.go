@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/search"
 )
 
 // Options are what FromConfig needs beyond the engine section.
@@ -17,6 +16,8 @@ type Options struct {
 	// ExtraMetricsURLs (GPU exporters from the telemetry section) are added
 	// to every Endpoint of process launchers.
 	ExtraMetricsURLs []string
+	// Dir receives one folder per started server (its log and files).
+	Dir string
 	// Runner replaces kubectl (tests, wrappers); nil runs the configured
 	// binary.
 	Runner Runner
@@ -28,8 +29,8 @@ type Options struct {
 // context limit and, for a local process on several tensor-parallel groups,
 // the data-parallel size. Kubernetes runs data-parallel replicas as pods
 // instead (see KubernetesOptions.Replicas).
-func BaseParams(e config.Engine) search.Params {
-	p := search.Params{}
+func BaseParams(e config.Engine) Params {
+	p := Params{}
 	if e.TensorParallelSize > 0 {
 		p["tensor-parallel-size"] = e.TensorParallelSize
 	}
@@ -44,7 +45,7 @@ func BaseParams(e config.Engine) search.Params {
 
 // FromConfig returns the launcher the engine section describes. The sim
 // kind needs package sim and is built by NewSimFromConfig.
-func FromConfig(e config.Engine, o Options) (Engine, error) {
+func FromConfig(e config.Engine, o Options) (Launcher, error) {
 	served := e.ServedModelName
 	if served == "" {
 		served = e.Model
@@ -65,6 +66,7 @@ func FromConfig(e config.Engine, o Options) (Engine, error) {
 			ExtraMetricsURLs: o.ExtraMetricsURLs,
 			HealthTimeout:    time.Duration(pe.HealthTimeout),
 			StopTimeout:      time.Duration(pe.StopTimeout),
+			Dir:              o.Dir,
 			Logger:           o.Logger,
 		})
 	case config.EngineExternal:
@@ -93,6 +95,7 @@ func FromConfig(e config.Engine, o Options) (Engine, error) {
 			StopTimeout:     time.Duration(e.Process.StopTimeout),
 			PortForward:     k.PortForward,
 			NamePrefix:      o.NamePrefix,
+			Dir:             o.Dir,
 			Runner:          runner,
 			Logger:          o.Logger,
 		})

@@ -2,21 +2,39 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
-
-	"github.com/spoc-project/spoc/search"
+	"sync"
+	"time"
 )
 
-// Engine starts one server per trial. Start and Stop are called in pairs from
-// one goroutine; an Engine runs at most one server at a time. Stop is safe to
-// call when Start failed or was never called.
-type Engine interface {
-	// Start launches a server configured with p and returns once it is ready
-	// to serve. On error nothing is left running.
-	Start(ctx context.Context, p search.Params) (Endpoint, error)
-	// Stop tears the server down, waiting at most until ctx is done.
+// Params are a server's engine flags by vLLM name ("max-num-batched-tokens":
+// 2048). A Launcher renders them as command-line flags over its base flags.
+type Params map[string]any
+
+// Launcher starts a server configured with a set of flags. A launcher runs
+// at most one server at a time: Start fails while a server it started is
+// still running (Stop it first).
+type Launcher interface {
+	// Start launches a server configured with p and returns once it is
+	// ready to serve. On error nothing is left running.
+	Start(ctx context.Context, p Params) (Server, error)
+}
+
+// Server is one started server.
+type Server interface {
+	// Endpoint is where the server is reached.
+	Endpoint() Endpoint
+	// ResetCache empties the server's prefix cache, so that a run does not
+	// start warm from the previous one. ErrResetUnsupported means the
+	// server has no such route (vLLM without VLLM_SERVER_DEV_MODE=1).
+	ResetCache(ctx context.Context) error
+	// Stop tears the server down, waiting at most until ctx is done. It is
+	// safe to call more than once.
 	Stop(ctx context.Context) error
 }
 
@@ -41,11 +59,17 @@ type Namer interface {
 	Kind() string
 }
 
+// Describer is implemented by launchers that can say in one line what they
+// launch (the command template, the image and namespace), for provenance.
+type Describer interface {
+	Describe() string
+}
+
 // DryRunner is implemented by launchers that can show what Start would
-// launch for a trial without launching anything: the command line of a
-// process, the manifests of a Kubernetes trial, the simulated deployment.
+// launch without launching anything: the command line of a process, the
+// manifests of a Kubernetes server, the simulated deployment.
 type DryRunner interface {
-	DryRun(p search.Params, trial int) (string, error)
+	DryRun(p Params) (string, error)
 }
 
 // Checker is implemented by launchers that can verify their setup before a
@@ -54,56 +78,79 @@ type Checker interface {
 	Check() error
 }
 
-// Reconfigurable reports whether an engine applies trial parameters. An
-// External engine does not (it is already running with its own flags), so a
+// Reconfigurable reports whether a launcher applies the flags it is given.
+// An External one does not (it is already running with its own flags), so a
 // study over it would evaluate the same server over and over.
-func Reconfigurable(e Engine) bool {
-	_, external := e.(*External)
+func Reconfigurable(l Launcher) bool {
+	_, external := l.(*External)
 	return !external
 }
 
-type artifactsKey struct{}
+// ErrResetUnsupported is returned by Server.ResetCache when the server has
+// no cache-reset route: the cache state carries over between runs.
+var ErrResetUnsupported = errors.New("server cannot reset its prefix cache")
 
-// WithArtifacts returns a context telling launchers where to put the
-// server's log and files. It takes precedence over the study's trial
-// directory (search.CurrentTrial).
-func WithArtifacts(ctx context.Context, dir string) context.Context {
-	return context.WithValue(ctx, artifactsKey{}, dir)
+// resetPrefixCache posts vLLM's /reset_prefix_cache to base. vLLM serves
+// the route only with VLLM_SERVER_DEV_MODE=1; a 404 (or 405) is
+// ErrResetUnsupported.
+func resetPrefixCache(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ResetPrefixCachePath, nil)
+	if err != nil {
+		return fmt.Errorf("reset prefix cache: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reset prefix cache: %w", err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		return fmt.Errorf("POST %s%s: HTTP %d: %w", base, ResetPrefixCachePath, resp.StatusCode, ErrResetUnsupported)
+	case resp.StatusCode/100 != 2:
+		return fmt.Errorf("reset prefix cache: POST %s%s: HTTP %d", base, ResetPrefixCachePath, resp.StatusCode)
+	}
+	return nil
 }
 
-// ArtifactsDir returns the directory for this start's files: the one set by
-// WithArtifacts, else the current trial's artefact directory, else "".
-func ArtifactsDir(ctx context.Context) string {
-	if d, ok := ctx.Value(artifactsKey{}).(string); ok && d != "" {
-		return d
-	}
-	if tc := search.CurrentTrial(ctx); tc != nil {
-		return tc.Artifacts
-	}
-	return ""
+// ResetPrefixCachePath is vLLM's development route that empties the prefix
+// cache.
+const ResetPrefixCachePath = "/reset_prefix_cache"
+
+// serverDirs hands out one directory per started server under a launcher's
+// Dir: server-001, server-002, … (a new temporary folder when Dir is empty,
+// so that a server log always exists somewhere).
+type serverDirs struct {
+	root string
+	mu   sync.Mutex
+	n    int
 }
 
-// artifactsDir returns ArtifactsDir(ctx), created, or a new temporary
-// directory when none is set, so that a server log always exists somewhere.
-func artifactsDir(ctx context.Context) (string, error) {
-	dir := ArtifactsDir(ctx)
-	if dir == "" {
-		d, err := os.MkdirTemp("", "spoc-server-")
+// next creates and returns the next server directory.
+func (d *serverDirs) next(kind string) (string, error) {
+	d.mu.Lock()
+	d.n++
+	n := d.n
+	d.mu.Unlock()
+	if d.root == "" {
+		dir, err := os.MkdirTemp("", "spoc-server-")
 		if err != nil {
-			return "", fmt.Errorf("create server artefact directory: %w", err)
+			return "", fmt.Errorf("%s engine: create server folder: %w", kind, err)
 		}
-		return d, nil
+		return dir, nil
 	}
+	dir := filepath.Join(d.root, fmt.Sprintf("server-%03d", n))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("create server artefact directory: %w", err)
+		return "", fmt.Errorf("%s engine: create server folder: %w", kind, err)
 	}
 	return dir, nil
 }
 
-// createServerLog opens server.log in this start's artefact directory
-// (ArtifactsDir, or a new temporary one) for a launcher of the given kind.
-func createServerLog(ctx context.Context, kind string) (path string, f *os.File, err error) {
-	dir, err := artifactsDir(ctx)
+// createServerLog opens server.log in the next server directory.
+func (d *serverDirs) createServerLog(kind string) (path string, f *os.File, err error) {
+	dir, err := d.next(kind)
 	if err != nil {
 		return "", nil, err
 	}
@@ -113,4 +160,26 @@ func createServerLog(ctx context.Context, kind string) (path string, f *os.File,
 		return "", nil, fmt.Errorf("%s engine: create server log: %w", kind, err)
 	}
 	return path, f, nil
+}
+
+// slot enforces one running server per launcher.
+type slot struct {
+	mu   sync.Mutex
+	busy bool
+}
+
+func (s *slot) take(kind string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy {
+		return fmt.Errorf("%s engine: a server is already running; Stop it first", kind)
+	}
+	s.busy = true
+	return nil
+}
+
+func (s *slot) release() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
 }

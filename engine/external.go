@@ -8,19 +8,17 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // External is a server spoc does not start: Start returns its address and
-// Stop does nothing. Parameters are not applied, so External serves run and
+// the server's Stop does nothing. Parameters are not applied, so External serves run and
 // sweep (one configuration) but not tune; see Reconfigurable.
 type External struct {
 	ep         Endpoint
 	healthPath string
 }
 
-var _ Engine = (*External)(nil)
+var _ Launcher = (*External)(nil)
 
 // NewExternal returns the launcher for the server at baseURL. healthPath,
 // when not empty, is probed on Start so that a server that is down fails
@@ -43,22 +41,37 @@ func NewExternal(baseURL, model, healthPath string, metricsURLs []string) (*Exte
 // Kind returns "external".
 func (e *External) Kind() string { return "external" }
 
-// Start checks the server's health path (when configured) and returns its
-// endpoint. The parameters describe the running server and are ignored.
-func (e *External) Start(ctx context.Context, _ search.Params) (Endpoint, error) {
+// Start checks the server's health path (when configured) and returns it.
+// The flags describe the running server and are ignored.
+func (e *External) Start(ctx context.Context, _ Params) (Server, error) {
 	if e.healthPath == "" {
-		return e.ep, nil
+		return &externalServer{ep: e.ep}, nil
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	u := e.ep.BaseURL + e.healthPath
 	if err := probe(ctx, client, u); err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return Endpoint{}, fmt.Errorf("external engine: check %s: %w", u, err)
+			return nil, fmt.Errorf("external engine: check %s: %w", u, err)
 		}
-		return Endpoint{}, fmt.Errorf("external engine: server at %s is not healthy: %w", e.ep.BaseURL, err)
+		return nil, fmt.Errorf("external engine: server at %s is not healthy: %w", e.ep.BaseURL, err)
 	}
-	return e.ep, nil
+	return &externalServer{ep: e.ep}, nil
+}
+
+// Describe is the server's address.
+func (e *External) Describe() string { return e.ep.BaseURL }
+
+// externalServer is a server spoc does not own.
+type externalServer struct{ ep Endpoint }
+
+// Endpoint returns the configured address.
+func (s *externalServer) Endpoint() Endpoint { return s.ep }
+
+// ResetCache asks the server to empty its prefix cache; a vLLM without
+// VLLM_SERVER_DEV_MODE=1 answers ErrResetUnsupported.
+func (s *externalServer) ResetCache(ctx context.Context) error {
+	return resetPrefixCache(ctx, s.ep.BaseURL)
 }
 
 // Stop does nothing: spoc does not own the server.
-func (e *External) Stop(context.Context) error { return nil }
+func (s *externalServer) Stop(context.Context) error { return nil }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // Reason classifies why a server did not come up.
@@ -29,6 +27,12 @@ const (
 	// ReasonHealthTimeout: the server did not become healthy in time.
 	ReasonHealthTimeout Reason = "health_timeout"
 )
+
+// ErrInfeasible is matched (errors.Is) by every failure caused by the
+// server's flags themselves (out of memory, no room for the KV cache, a
+// rejected flag combination): another set of flags may run. A study records
+// such a trial as INFEASIBLE instead of FAIL.
+var ErrInfeasible = errors.New("configuration cannot run")
 
 // Sentinel errors matching a *Failure of the corresponding Reason with
 // errors.Is.
@@ -63,8 +67,7 @@ func (r Reason) Infeasible() bool {
 }
 
 // Failure is a server that did not come up. errors.Is matches the Reason's
-// sentinel (ErrOutOfMemory, …) and, for infeasible reasons,
-// search.ErrInfeasible.
+// sentinel (ErrOutOfMemory, …) and, for infeasible reasons, ErrInfeasible.
 type Failure struct {
 	Reason Reason `json:"reason"`
 	// Detail is the log line that decided the reason, or what happened
@@ -93,12 +96,12 @@ func (f *Failure) Error() string {
 	return b.String()
 }
 
-// Is matches the reason's sentinel and, when infeasible, search.ErrInfeasible.
+// Is matches the reason's sentinel and, when infeasible, ErrInfeasible.
 func (f *Failure) Is(target error) bool {
 	if target == f.Reason.sentinel() {
 		return true
 	}
-	return target == search.ErrInfeasible && f.Reason.Infeasible()
+	return target == ErrInfeasible && f.Reason.Infeasible()
 }
 
 // logPattern maps a log substring (compared case-insensitively) to a reason.

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // FlagName returns the command-line spelling of a parameter name without
@@ -30,7 +28,7 @@ var flagNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 //
 // Values must be bool, int, int64, float64 or string. Two names that map to
 // the same flag (max_num_seqs and max-num-seqs) are an error.
-func Flags(p search.Params) ([]string, error) {
+func Flags(p Params) ([]string, error) {
 	names := make([]string, 0, len(p))
 	byFlag := make(map[string]string, len(p))
 	for k := range p {
@@ -83,10 +81,10 @@ func Flags(p search.Params) ([]string, error) {
 // Merge returns base overlaid with trial: a trial parameter replaces the
 // base parameter of the same flag name whatever its spelling. Neither input
 // is modified.
-func Merge(base, trial search.Params) search.Params {
-	out := make(search.Params, len(base)+len(trial))
+func Merge(base, trial Params) Params {
+	out := make(Params, len(base)+len(trial))
 	seen := make(map[string]string, len(base)+len(trial))
-	for _, src := range []search.Params{base, trial} {
+	for _, src := range []Params{base, trial} {
 		for k, v := range src {
 			f := FlagName(k)
 			if prev, ok := seen[f]; ok {
@@ -117,8 +115,8 @@ func HasFlag(argv []string, name string) bool {
 
 // withoutFlags removes from p every parameter whose flag argv already sets,
 // so a template that pins --tensor-parallel-size is not contradicted.
-func withoutFlags(p search.Params, argv []string) search.Params {
-	out := make(search.Params, len(p))
+func withoutFlags(p Params, argv []string) Params {
+	out := make(Params, len(p))
 	for k, v := range p {
 		if !HasFlag(argv, k) {
 			out[k] = v

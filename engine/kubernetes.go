@@ -14,9 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // Kubernetes defaults, used when the corresponding option is zero.
@@ -47,7 +46,7 @@ type KubernetesOptions struct {
 	ServedModelName string
 	// BaseParams are flags applied to every trial (tensor-parallel-size,
 	// engine.params); trial parameters override them.
-	BaseParams search.Params
+	BaseParams Params
 	// Replicas data-parallel pods with GPUsPerReplica GPUs each
 	// (gpus / tensor_parallel_size and tensor_parallel_size).
 	Replicas       int
@@ -67,8 +66,12 @@ type KubernetesOptions struct {
 	// loopback port instead of the Service's cluster DNS name (which works
 	// only when spoc itself runs in the cluster).
 	PortForward bool
-	// NamePrefix names the objects: NamePrefix-t<trial> (see ObjectName).
+	// NamePrefix names the objects: NamePrefix-s<n> for the launcher's n-th
+	// server (see ObjectName).
 	NamePrefix string
+	// Dir receives one folder per started server (manifests, server log,
+	// port-forward log); a temporary folder per server when empty.
+	Dir string
 	// Runner runs kubectl; nil means ExecRunner{}.
 	Runner Runner
 	Logger *slog.Logger
@@ -80,11 +83,12 @@ type Kubernetes struct {
 	opts KubernetesOptions
 	argv *Process // renders the args template exactly like the process launcher
 
-	mu  sync.Mutex
-	cur *kubeTrial
+	slot slot
+	dirs *serverDirs
+	seq  atomic.Int64
 }
 
-var _ Engine = (*Kubernetes)(nil)
+var _ Launcher = (*Kubernetes)(nil)
 
 type kubeTrial struct {
 	name        string
@@ -144,7 +148,7 @@ func NewKubernetes(opts KubernetesOptions) (*Kubernetes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes engine: args: %w", err)
 	}
-	return &Kubernetes{opts: opts, argv: argv}, nil
+	return &Kubernetes{opts: opts, argv: argv, dirs: &serverDirs{root: opts.Dir}}, nil
 }
 
 // Check verifies that kubectl can be found when the default runner is used.
@@ -177,40 +181,40 @@ func (k *Kubernetes) run(ctx context.Context, stdin []byte, args ...string) ([]b
 // ready, and returns the Service's address (or a port-forward to it). A pod
 // whose server crashes is classified from its log like a process; on any
 // error the objects are deleted again.
-func (k *Kubernetes) Start(ctx context.Context, params search.Params) (Endpoint, error) {
-	k.mu.Lock()
-	busy := k.cur != nil
-	k.mu.Unlock()
-	if busy {
-		return Endpoint{}, errors.New("kubernetes engine: a server is already running; Stop it first")
+func (k *Kubernetes) Start(ctx context.Context, params Params) (Server, error) {
+	if err := k.slot.take("kubernetes"); err != nil {
+		return nil, err
 	}
-	trial := -1
-	if tc := search.CurrentTrial(ctx); tc != nil {
-		trial = tc.Number
+	srv, err := k.start(ctx, params)
+	if err != nil {
+		k.slot.release()
+		return nil, err
 	}
-	name := ObjectName(k.opts.NamePrefix, trial)
+	return srv, nil
+}
+
+func (k *Kubernetes) start(ctx context.Context, params Params) (*kubeServer, error) {
+	name := ObjectName(k.opts.NamePrefix, int(k.seq.Add(1)))
 	manifests, err := k.Manifests(name, params)
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
-	dir, err := artifactsDir(ctx)
+	dir, err := k.dirs.next("kubernetes")
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "manifests.yaml"), manifests, 0o644); err != nil {
-		return Endpoint{}, fmt.Errorf("kubernetes engine: save manifests: %w", err)
+		return nil, fmt.Errorf("kubernetes engine: save manifests: %w", err)
 	}
 	t := &kubeTrial{name: name, logPath: filepath.Join(dir, "server.log")}
-	k.mu.Lock()
-	k.cur = t
-	k.mu.Unlock()
-	fail := func(err error) (Endpoint, error) {
+	srv := &kubeServer{k: k, t: t}
+	fail := func(err error) (*kubeServer, error) {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.opts.StopTimeout+time.Minute)
 		defer cancel()
-		if serr := k.Stop(stopCtx); serr != nil {
-			k.opts.Logger.Warn("clean up failed trial", "name", name, "err", serr)
+		if serr := k.stop(stopCtx, t); serr != nil {
+			k.opts.Logger.Warn("clean up failed server", "name", name, "err", serr)
 		}
-		return Endpoint{}, err
+		return nil, err
 	}
 	if _, err := k.run(ctx, manifests, "apply", "-f", "-"); err != nil {
 		return fail(fmt.Errorf("kubernetes engine: apply %s: %w", name, err))
@@ -219,21 +223,47 @@ func (k *Kubernetes) Start(ctx context.Context, params search.Params) (Endpoint,
 	if err := k.awaitReady(ctx, t); err != nil {
 		return fail(err)
 	}
-	ep := Endpoint{Model: k.opts.Model, Log: t.logPath}
+	srv.ep = Endpoint{Model: k.opts.Model, Log: t.logPath}
 	if k.opts.ServedModelName != "" {
-		ep.Model = k.opts.ServedModelName
+		srv.ep.Model = k.opts.ServedModelName
 	}
 	if k.opts.PortForward {
 		base, err := k.portForward(ctx, t, dir)
 		if err != nil {
 			return fail(err)
 		}
-		ep.BaseURL = base
+		srv.ep.BaseURL = base
 	} else {
-		ep.BaseURL = fmt.Sprintf("http://%s.%s.svc:%d", name, k.opts.Namespace, k.opts.ContainerPort)
+		srv.ep.BaseURL = fmt.Sprintf("http://%s.%s.svc:%d", name, k.opts.Namespace, k.opts.ContainerPort)
 	}
-	ep.MetricsURLs = []string{ep.BaseURL + k.opts.MetricsPath}
-	return ep, nil
+	srv.ep.MetricsURLs = []string{srv.ep.BaseURL + k.opts.MetricsPath}
+	return srv, nil
+}
+
+// kubeServer is one applied Deployment and Service.
+type kubeServer struct {
+	k    *Kubernetes
+	t    *kubeTrial
+	ep   Endpoint
+	once sync.Once
+	err  error
+}
+
+// Endpoint returns the Service's address (or the port-forward to it).
+func (s *kubeServer) Endpoint() Endpoint { return s.ep }
+
+// ResetCache posts /reset_prefix_cache through the Service.
+func (s *kubeServer) ResetCache(ctx context.Context) error {
+	return resetPrefixCache(ctx, s.ep.BaseURL)
+}
+
+// Stop deletes the server's objects once and frees the launcher.
+func (s *kubeServer) Stop(ctx context.Context) error {
+	s.once.Do(func() {
+		s.err = s.k.stop(ctx, s.t)
+		s.k.slot.release()
+	})
+	return s.err
 }
 
 // podList is the part of `kubectl get pods -o json` spoc reads.
@@ -408,17 +438,10 @@ func (k *Kubernetes) saveLogs(ctx context.Context, t *kubeTrial) {
 	}
 }
 
-// Stop ends the port-forward, saves the server log (unless a crash already
+// stop ends the port-forward, saves the server log (unless a crash already
 // saved it) and deletes the Deployment and Service, waiting until the pods
 // are gone so the next trial gets the GPUs.
-func (k *Kubernetes) Stop(ctx context.Context) error {
-	k.mu.Lock()
-	t := k.cur
-	k.cur = nil
-	k.mu.Unlock()
-	if t == nil {
-		return nil
-	}
+func (k *Kubernetes) stop(ctx context.Context, t *kubeTrial) error {
 	if t.stopForward != nil {
 		if err := t.stopForward(); err != nil {
 			k.opts.Logger.Warn("stop port-forward", "err", err)
@@ -450,8 +473,8 @@ func (k *Kubernetes) Describe() string {
 	return b.String()
 }
 
-// DryRun returns the manifests Start would apply for trial.
-func (k *Kubernetes) DryRun(p search.Params, trial int) (string, error) {
-	b, err := k.Manifests(ObjectName(k.opts.NamePrefix, trial), p)
+// DryRun returns the manifests Start would apply next.
+func (k *Kubernetes) DryRun(p Params) (string, error) {
+	b, err := k.Manifests(ObjectName(k.opts.NamePrefix, int(k.seq.Load())+1), p)
 	return string(b), err
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // Labels spoc puts on every object it creates, so that leftovers of an
@@ -114,13 +112,13 @@ type (
 
 // ContainerArgs returns the server container's args for params: the
 // rendered args template followed by the trial's flags, as for Process.
-func (k *Kubernetes) ContainerArgs(params search.Params) ([]string, error) {
+func (k *Kubernetes) ContainerArgs(params Params) ([]string, error) {
 	return k.argv.Argv(params, k.opts.ContainerPort)
 }
 
 // Manifests renders the Deployment and Service of the server named name
 // (a DNS label; see ObjectName) configured with params, as one YAML stream.
-func (k *Kubernetes) Manifests(name string, params search.Params) ([]byte, error) {
+func (k *Kubernetes) Manifests(name string, params Params) ([]byte, error) {
 	args, err := k.ContainerArgs(params)
 	if err != nil {
 		return nil, err
@@ -196,13 +194,13 @@ func (k *Kubernetes) Manifests(name string, params search.Params) ([]byte, error
 var nonLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // ObjectName returns a DNS-1123 label (lower case alphanumerics and '-',
-// at most 63 characters, alphanumeric at both ends) for the server of
-// trial number under prefix: "spoc-default-t12". A negative trial number
-// gives the prefix alone.
-func ObjectName(prefix string, trial int) string {
+// at most 63 characters, alphanumeric at both ends) for a launcher's
+// seq-th server under prefix: "spoc-default-s12". A negative seq gives the
+// prefix alone.
+func ObjectName(prefix string, seq int) string {
 	suffix := ""
-	if trial >= 0 {
-		suffix = "-t" + strconv.Itoa(trial)
+	if seq >= 0 {
+		suffix = "-s" + strconv.Itoa(seq)
 	}
 	p := nonLabel.ReplaceAllString(strings.ToLower(prefix), "-")
 	p = strings.Trim(p, "-")

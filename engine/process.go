@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"text/template"
 	"time"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // Process defaults, used when the corresponding ProcessOptions field is zero.
@@ -48,7 +46,7 @@ type ProcessOptions struct {
 	ServedModelName string
 	// BaseParams are flags applied to every start (engine.params of the
 	// configuration); the trial's parameters override them.
-	BaseParams search.Params
+	BaseParams Params
 	// HealthPath is polled until it answers 200; MetricsPath is the
 	// server's Prometheus endpoint. ExtraMetricsURLs (GPU exporters) are
 	// added to every Endpoint.
@@ -61,7 +59,10 @@ type ProcessOptions struct {
 	StopTimeout   time.Duration
 	PollInterval  time.Duration
 	// Host is the loopback address the server binds (default 127.0.0.1).
-	Host   string
+	Host string
+	// Dir receives one folder per started server (server-001, …) with its
+	// log; a temporary folder per server when empty.
+	Dir    string
 	Logger *slog.Logger
 }
 
@@ -77,11 +78,11 @@ type Process struct {
 	opts ProcessOptions
 	tmpl []*template.Template
 
-	mu  sync.Mutex
-	cur *running
+	slot slot
+	dirs *serverDirs
 }
 
-var _ Engine = (*Process)(nil)
+var _ Launcher = (*Process)(nil)
 
 // running is one started server.
 type running struct {
@@ -120,7 +121,7 @@ func NewProcess(opts ProcessOptions) (*Process, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Process{opts: opts}
+	p := &Process{opts: opts, dirs: &serverDirs{root: opts.Dir}}
 	for i, a := range opts.Command {
 		t, err := template.New(fmt.Sprintf("command[%d]", i)).Option("missingkey=error").Parse(a)
 		if err != nil {
@@ -154,13 +155,13 @@ func (p *Process) Kind() string { return "process" }
 // rendered template followed by the merged base and trial flags. A trial
 // parameter that the template already sets is an error, since the search
 // would silently not vary it.
-func (p *Process) Argv(params search.Params, port int) ([]string, error) {
+func (p *Process) Argv(params Params, port int) ([]string, error) {
 	return p.argv(params, TemplateData{Port: port, Host: p.opts.Host, Model: p.opts.Model})
 }
 
 // DryRun shows the command Start would run for params, with the port it
 // would pick at start as <port>.
-func (p *Process) DryRun(params search.Params, trial int) (string, error) {
+func (p *Process) DryRun(params Params) (string, error) {
 	argv, err := p.argv(params, struct {
 		Port, Host, Model string
 	}{"<port>", p.opts.Host, p.opts.Model})
@@ -170,7 +171,7 @@ func (p *Process) DryRun(params search.Params, trial int) (string, error) {
 	return quoteArgv(argv), nil
 }
 
-func (p *Process) argv(params search.Params, data any) ([]string, error) {
+func (p *Process) argv(params Params, data any) ([]string, error) {
 	argv := make([]string, 0, len(p.tmpl)+2*len(params))
 	for i, t := range p.tmpl {
 		var b bytes.Buffer
@@ -191,70 +192,128 @@ func (p *Process) argv(params search.Params, data any) ([]string, error) {
 	return append(argv, flags...), nil
 }
 
-// Start runs the command with the trial's flags, its output going to
-// server.log in the artefact directory, and waits until the health path
-// answers 200. If the process exits first, or health times out, the process
-// group is stopped and a *Failure says why.
-func (p *Process) Start(ctx context.Context, params search.Params) (Endpoint, error) {
-	p.mu.Lock()
-	busy := p.cur != nil
-	p.mu.Unlock()
-	if busy {
-		return Endpoint{}, errors.New("process engine: a server is already running; Stop it first")
+// Start runs the command with the flags p over the base flags, its output
+// going to server.log in a new server folder under ProcessOptions.Dir, and
+// waits until the health path answers 200. If the process exits first, or
+// health times out, the process group is stopped and a *Failure says why.
+func (p *Process) Start(ctx context.Context, params Params) (Server, error) {
+	if err := p.slot.take("process"); err != nil {
+		return nil, err
 	}
+	srv, err := p.start(ctx, params)
+	if err != nil {
+		p.slot.release()
+		return nil, err
+	}
+	return srv, nil
+}
+
+func (p *Process) start(ctx context.Context, params Params) (*processServer, error) {
 	port, err := freePort(p.opts.Host)
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
 	argv, err := p.Argv(params, port)
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
-	logPath, logFile, err := createServerLog(ctx, "process")
+	logPath, logFile, err := p.dirs.createServerLog("process")
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
 	fmt.Fprintf(logFile, "# spoc: exec %s\n", quoteArgv(argv))
 
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), sortedEnv(p.opts.Env)...)
+	cmd.Env = append(os.Environ(), sortedEnv(p.env())...)
 	// The log file itself (not a pipe) is the child's output, so that Wait
 	// never blocks on grandchildren that inherited the descriptors.
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return Endpoint{}, fmt.Errorf("process engine: start %q: %w", argv[0], err)
+		return nil, fmt.Errorf("process engine: start %q: %w", argv[0], err)
 	}
 	r := &running{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{}), logFile: logFile, logPath: logPath}
 	go func() {
 		r.waitErr = cmd.Wait()
 		close(r.done)
 	}()
-	p.mu.Lock()
-	p.cur = r
-	p.mu.Unlock()
 	p.opts.Logger.Info("server started", "engine", "process", "pid", r.pgid, "port", port, "log", logPath)
 
 	base := "http://" + net.JoinHostPort(p.opts.Host, strconv.Itoa(port))
-	ep := Endpoint{
+	srv := &processServer{p: p, r: r, ep: Endpoint{
 		BaseURL:     base,
 		MetricsURLs: append([]string{base + p.opts.MetricsPath}, p.opts.ExtraMetricsURLs...),
 		Model:       p.opts.Model,
 		Log:         logPath,
-	}
+	}}
 	if p.opts.ServedModelName != "" {
-		ep.Model = p.opts.ServedModelName
+		srv.ep.Model = p.opts.ServedModelName
 	}
 	if err := p.awaitHealthy(ctx, r, base+p.opts.HealthPath); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.StopTimeout+5*time.Second)
 		defer cancel()
-		if serr := p.Stop(stopCtx); serr != nil {
+		if serr := srv.stop(stopCtx); serr != nil {
 			p.opts.Logger.Warn("stop failed server", "err", serr)
 		}
-		return Endpoint{}, err
+		return nil, err
 	}
-	return ep, nil
+	return srv, nil
+}
+
+// env is the configured environment plus VLLM_SERVER_DEV_MODE=1, which
+// makes vLLM serve /reset_prefix_cache (spoc owns this server, so the
+// development routes are safe to open), unless the configuration sets it.
+func (p *Process) env() map[string]string {
+	env := make(map[string]string, len(p.opts.Env)+1)
+	for k, v := range p.opts.Env {
+		env[k] = v
+	}
+	if _, ok := env["VLLM_SERVER_DEV_MODE"]; !ok {
+		env["VLLM_SERVER_DEV_MODE"] = "1"
+	}
+	return env
+}
+
+// processServer is a running server process.
+type processServer struct {
+	p    *Process
+	r    *running
+	ep   Endpoint
+	once sync.Once
+	err  error
+}
+
+// Endpoint returns where the server listens.
+func (s *processServer) Endpoint() Endpoint { return s.ep }
+
+// ResetCache posts /reset_prefix_cache; a server that has exited says so.
+func (s *processServer) ResetCache(ctx context.Context) error {
+	select {
+	case <-s.r.done:
+		return fmt.Errorf("process engine: server (pid %d) has exited: %s", s.r.pgid, lastLine(readTail(s.r.logPath, logTailBytes)))
+	default:
+	}
+	return resetPrefixCache(ctx, s.ep.BaseURL)
+}
+
+// Exited reports whether the server process has ended.
+func (s *processServer) Exited() bool {
+	select {
+	case <-s.r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop stops the server once and frees the launcher for the next start.
+func (s *processServer) Stop(ctx context.Context) error {
+	s.once.Do(func() {
+		s.err = s.stop(ctx)
+		s.p.slot.release()
+	})
+	return s.err
 }
 
 // awaitHealthy polls url until it answers 200, the process exits, ctx ends
@@ -323,14 +382,8 @@ func probe(ctx context.Context, client *http.Client, url string) error {
 // Stop sends SIGTERM to the server's process group, waits up to the stop
 // timeout (or until ctx ends) for every process of the group to exit, then
 // sends SIGKILL. It returns once the group is gone.
-func (p *Process) Stop(ctx context.Context) error {
-	p.mu.Lock()
-	r := p.cur
-	p.cur = nil
-	p.mu.Unlock()
-	if r == nil {
-		return nil
-	}
+func (s *processServer) stop(ctx context.Context) error {
+	p, r := s.p, s.r
 	defer r.logFile.Close()
 	if err := signalGroup(r.pgid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("process engine: stop server (pid %d): %w", r.pgid, err)
@@ -425,3 +478,6 @@ func quoteArgv(argv []string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// Describe is the command template, as configured.
+func (p *Process) Describe() string { return quoteArgv(p.opts.Command) }

@@ -9,13 +9,12 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/result"
-	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -25,12 +24,12 @@ import (
 // whole load in virtual time (sim.RunVirtual) on VirtualDeployment(p),
 // which is what makes a simulated study take seconds.
 type Virtual interface {
-	Engine
+	Launcher
 	// VirtualDeployment returns the simulated deployment configured with
 	// p. Parameters the simulator refuses (an impossible value) give a
 	// *Failure with ReasonRejected; a deployment whose weights leave no
 	// room for KV cache gives ReasonKVCache. Both are INFEASIBLE.
-	VirtualDeployment(p search.Params) (sim.Deployment, error)
+	VirtualDeployment(p Params) (sim.Deployment, error)
 }
 
 // SimOptions configure the simulator launcher.
@@ -40,7 +39,10 @@ type SimOptions struct {
 	// ErrorRate injects HTTP 500s (engine.sim.error_rate); Seed draws them.
 	ErrorRate float64
 	Seed      uint64
-	Logger    *slog.Logger
+	// Dir receives one folder per started server with its log; a
+	// temporary folder per server when empty.
+	Dir    string
+	Logger *slog.Logger
 }
 
 // Sim is the built-in simulator as an engine: Start serves the simulated
@@ -49,9 +51,8 @@ type SimOptions struct {
 type Sim struct {
 	base sim.Deployment
 	opts SimOptions
-
-	mu  sync.Mutex
-	cur *simServer
+	slot slot
+	dirs *serverDirs
 }
 
 var _ Virtual = (*Sim)(nil)
@@ -65,7 +66,7 @@ func NewSim(base sim.Deployment, o SimOptions) (*Sim, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sim{base: base, opts: o}, nil
+	return &Sim{base: base, opts: o, dirs: &serverDirs{root: o.Dir}}, nil
 }
 
 // NewSimFromConfig resolves the engine section's model, GPU and flags into a
@@ -75,7 +76,7 @@ func NewSimFromConfig(e config.Engine, o Options) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim engine: %w", err)
 	}
-	return NewSim(d, SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, Logger: o.Logger})
+	return NewSim(d, SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, Dir: o.Dir, Logger: o.Logger})
 }
 
 // Kind returns "sim".
@@ -84,7 +85,7 @@ func (s *Sim) Kind() string { return "sim" }
 // VirtualDeployment applies p to the base deployment's engine flags. A flag
 // the simulator does not model is a plain error (the study's space is
 // wrong for this engine, every trial would fail alike).
-func (s *Sim) VirtualDeployment(p search.Params) (sim.Deployment, error) {
+func (s *Sim) VirtualDeployment(p Params) (sim.Deployment, error) {
 	known := sim.ParamNames()
 	for k := range p {
 		f := FlagName(k)
@@ -114,7 +115,7 @@ func checkDeployment(d sim.Deployment) error {
 	switch {
 	case err == nil || errors.Is(err, context.Canceled):
 		return nil
-	case strings.Contains(err.Error(), "kv cache size"):
+	case errors.Is(err, perfmodel.ErrNoKVCache):
 		return &Failure{Reason: ReasonKVCache, Detail: err.Error(), ExitCode: -1}
 	}
 	return fmt.Errorf("sim engine: %w", err)
@@ -140,30 +141,39 @@ func trimNo(f string) string {
 
 // simServer is a running simulator HTTP server.
 type simServer struct {
+	s       *Sim
 	sim     *sim.Server
 	http    *http.Server
+	ep      Endpoint
 	done    chan struct{} // closed when Serve returns
 	logFile *os.File
+	once    sync.Once
 }
 
 // Start serves the simulated deployment configured with p on a loopback
 // port: the OpenAI-compatible API, vLLM metrics on /metrics and DCGM-style
 // GPU metrics on /dcgm/metrics. Request-level events go to server.log in
-// the artefact directory.
-func (s *Sim) Start(ctx context.Context, p search.Params) (Endpoint, error) {
-	s.mu.Lock()
-	busy := s.cur != nil
-	s.mu.Unlock()
-	if busy {
-		return Endpoint{}, errors.New("sim engine: a server is already running; Stop it first")
+// a new server folder.
+func (s *Sim) Start(ctx context.Context, p Params) (Server, error) {
+	if err := s.slot.take("sim"); err != nil {
+		return nil, err
 	}
+	srv, err := s.start(p)
+	if err != nil {
+		s.slot.release()
+		return nil, err
+	}
+	return srv, nil
+}
+
+func (s *Sim) start(p Params) (*simServer, error) {
 	d, err := s.VirtualDeployment(p)
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
-	logPath, logFile, err := createServerLog(ctx, "sim")
+	logPath, logFile, err := s.dirs.createServerLog("sim")
 	if err != nil {
-		return Endpoint{}, err
+		return nil, err
 	}
 	flags, _ := Flags(p)
 	fmt.Fprintf(logFile, "# spoc: simulated %s on %d× %s %s\n", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, quoteArgv(flags))
@@ -173,56 +183,51 @@ func (s *Sim) Start(ctx context.Context, p search.Params) (Endpoint, error) {
 	})
 	if err != nil {
 		logFile.Close()
-		return Endpoint{}, fmt.Errorf("sim engine: %w", err)
+		return nil, fmt.Errorf("sim engine: %w", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()
 		logFile.Close()
-		return Endpoint{}, fmt.Errorf("sim engine: listen: %w", err)
+		return nil, fmt.Errorf("sim engine: listen: %w", err)
 	}
-	r := &simServer{sim: srv, http: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{}), logFile: logFile}
+	base := "http://" + l.Addr().String()
+	r := &simServer{s: s, sim: srv, http: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{}), logFile: logFile,
+		ep: Endpoint{BaseURL: base, MetricsURLs: []string{base + "/metrics", base + "/dcgm/metrics"}, Model: srv.Model(), Log: logPath}}
 	go func() {
 		defer close(r.done)
 		if err := r.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(logFile, "# spoc: serve: %v\n", err)
 		}
 	}()
-	s.mu.Lock()
-	s.cur = r
-	s.mu.Unlock()
-	base := "http://" + l.Addr().String()
 	s.opts.Logger.Info("server started", "engine", "sim", "url", base, "log", logPath)
-	return Endpoint{
-		BaseURL:     base,
-		MetricsURLs: []string{base + "/metrics", base + "/dcgm/metrics"},
-		Model:       srv.Model(),
-		Log:         logPath,
-	}, nil
+	return r, nil
 }
+
+// Endpoint returns the loopback address the simulator serves on.
+func (r *simServer) Endpoint() Endpoint { return r.ep }
+
+// ResetCache posts /reset_prefix_cache, as to a real server.
+func (r *simServer) ResetCache(ctx context.Context) error { return resetPrefixCache(ctx, r.ep.BaseURL) }
 
 // Stop ends the simulator (requests in flight fail, as on a real server
 // that goes away) and closes its listener.
-func (s *Sim) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	r := s.cur
-	s.cur = nil
-	s.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	defer r.logFile.Close()
-	r.sim.Close()
-	if err := r.http.Shutdown(ctx); err != nil {
-		r.http.Close()
-	}
-	<-r.done
+func (r *simServer) Stop(ctx context.Context) error {
+	r.once.Do(func() {
+		defer r.s.slot.release()
+		defer r.logFile.Close()
+		r.sim.Close()
+		if err := r.http.Shutdown(ctx); err != nil {
+			r.http.Close()
+		}
+		<-r.done
+	})
 	return nil
 }
 
-// DryRun describes the simulated server trial would get, and whether the
+// DryRun describes the simulated server p would get, and whether the
 // simulator would refuse it.
-func (s *Sim) DryRun(p search.Params, trial int) (string, error) {
+func (s *Sim) DryRun(p Params, trial int) (string, error) {
 	flags, err := Flags(p)
 	if err != nil {
 		return "", err
@@ -237,4 +242,10 @@ func (s *Sim) DryRun(p search.Params, trial int) (string, error) {
 		desc += " — would be INFEASIBLE: " + f.Error()
 	}
 	return desc, nil
+}
+
+// Describe names the simulated deployment.
+func (s *Sim) Describe() string {
+	d := s.base
+	return fmt.Sprintf("simulated %s on %d× %s (tensor parallel %d)", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, max(d.TensorParallelSize, 1))
 }

@@ -1,6 +1,7 @@
 package perfmodel
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -56,6 +57,10 @@ func (s *System) KVBytesPerToken() float64 {
 	return layers * s.c.kvBytesPerToken * s.c.tp
 }
 
+// ErrNoKVCache is matched by every error saying that a deployment leaves
+// no memory for the KV cache (vLLM's start-up failure of the same kind).
+var ErrNoKVCache = errors.New("kv cache size")
+
 // KVCacheTokens is how many tokens of full-attention KV cache fit in one
 // replica at the given gpu_memory_utilization: per GPU, utilization × HBM
 // minus weights minus the activation reserve, times the TP size, divided by
@@ -63,15 +68,15 @@ func (s *System) KVBytesPerToken() float64 {
 // reserve do not fit.
 func (s *System) KVCacheTokens(gpuMemoryUtilization float64) (int, error) {
 	if !(gpuMemoryUtilization > 0 && gpuMemoryUtilization <= 1) {
-		return 0, fmt.Errorf("kv cache size: gpu memory utilization %g is not in (0, 1]", gpuMemoryUtilization)
+		return 0, fmt.Errorf("%w: gpu memory utilization %g is not in (0, 1]", ErrNoKVCache, gpuMemoryUtilization)
 	}
 	budget := gpuMemoryUtilization * s.gpu.HBMBytes
 	w, r := s.WeightBytesPerGPU(), s.ActivationReserveBytesPerGPU()
 	free := budget - w - r
 	if free <= 0 {
-		return 0, fmt.Errorf("kv cache size: %s weights need %.1f GiB and activations %.1f GiB per GPU, "+
+		return 0, fmt.Errorf("%w: %s weights need %.1f GiB and activations %.1f GiB per GPU, "+
 			"more than %.2f × %.1f GiB on %s with tensor parallel size %d",
-			s.model.Name, w/gib, r/gib, gpuMemoryUtilization, s.gpu.HBMBytes/gib, s.gpu.Name, s.opts.TensorParallel)
+			ErrNoKVCache, s.model.Name, w/gib, r/gib, gpuMemoryUtilization, s.gpu.HBMBytes/gib, s.gpu.Name, s.opts.TensorParallel)
 	}
 	tokens := int(free * s.c.tp / s.KVBytesPerToken())
 	bs := s.opts.BlockSize

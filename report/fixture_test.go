@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/search"
@@ -54,7 +55,12 @@ func addKernels(t testing.TB, d *report.Data) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		t.Fatalf("testdata/breakdown.json: %v", err)
 	}
-	ev, err := capacity.NewEvaluator(config.Default(), nil, nil)
+	cfg := config.Default()
+	simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := capacity.NewEvaluator(cfg, simLauncher, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +201,13 @@ func quickPlanData(t testing.TB) *report.Data {
 		}
 		defer os.RemoveAll(dir)
 		start := time.Now()
-		quickPlan.d, quickPlan.err = capacity.Plan(context.Background(), config.Default(), capacity.PlanOptions{OutDir: dir, Quick: true, Compare: true, Version: "test"})
+		cfg := config.Default()
+		simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+		if err != nil {
+			quickPlan.err = err
+			return
+		}
+		quickPlan.d, quickPlan.err = capacity.Plan(context.Background(), cfg, capacity.PlanOptions{OutDir: dir, Quick: true, Compare: true, Version: "test", Engine: simLauncher})
 		quickPlan.took = time.Since(start)
 	})
 	if quickPlan.err != nil {

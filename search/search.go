@@ -18,9 +18,10 @@ var ErrInfeasible = errors.New("infeasible parameters")
 
 // Objective evaluates one parameter set. It returns one value per study
 // direction and, optionally, constraint values where c ≤ 0 means satisfied
-// (for an SLA: measured p95 TTFT minus the threshold). The trial that is being
-// evaluated is available through CurrentTrial(ctx).
-type Objective func(ctx context.Context, p Params) (values, constraints []float64, err error)
+// (for an SLA: measured p95 TTFT minus the threshold). The trial is an
+// explicit argument (goptuna's objective(trial)): its parameters, number and
+// artefact folder, and the attributes the objective records with it.
+type Objective func(ctx context.Context, t *TrialContext) (values, constraints []float64, err error)
 
 // Sampler proposes the next parameter set from the study's history (every
 // trial so far, in number order, whatever its state). Implementations are
@@ -180,9 +181,10 @@ func Violation(constraints []float64) float64 {
 }
 
 // TrialContext is what an Objective can see and record about the trial it
-// evaluates. The study loop attaches one to the context it passes to the
-// Objective (WithTrial); the objective reads it with CurrentTrial.
+// evaluates. The study loop passes one to the Objective.
 type TrialContext struct {
+	// Params are the trial's parameters.
+	Params Params
 	// Number and Generation identify the trial in its study.
 	Number     int
 	Generation int
@@ -223,18 +225,4 @@ func (tc *TrialContext) UserAttrs() map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-type trialKey struct{}
-
-// WithTrial returns a context carrying tc for the Objective.
-func WithTrial(ctx context.Context, tc *TrialContext) context.Context {
-	return context.WithValue(ctx, trialKey{}, tc)
-}
-
-// CurrentTrial returns the trial attached with WithTrial, or nil. The methods
-// of a nil *TrialContext are no-ops, so objectives may call them freely.
-func CurrentTrial(ctx context.Context) *TrialContext {
-	tc, _ := ctx.Value(trialKey{}).(*TrialContext)
-	return tc
 }

@@ -252,14 +252,13 @@ func TestDirectionText(t *testing.T) {
 }
 
 func TestTrialContextNilSafe(t *testing.T) {
-	tc := CurrentTrial(context.Background())
+	var tc *TrialContext
 	tc.SetUserAttr("x", 1) // must not panic
 	if tc.UserAttrs() != nil {
 		t.Fatal("nil trial has attributes")
 	}
 	real := &TrialContext{Number: 3}
-	ctx := WithTrial(context.Background(), real)
-	CurrentTrial(ctx).SetUserAttr("k", "v")
+	real.SetUserAttr("k", "v")
 	if got := real.UserAttrs(); got["k"] != "v" {
 		t.Fatalf("attrs = %v", got)
 	}

@@ -40,7 +40,7 @@ func BenchmarkTrialOverhead2000(b *testing.B) {
 		if _, err := st.Space.Check(p); err != nil {
 			p["mode"] = "a"
 		}
-		v, c, _ := objective(ctx, p)
+		v, c, _ := objective(ctx, &search.TrialContext{Params: p})
 		pj, _ := json.Marshal(p)
 		vj, _ := json.Marshal(v)
 		cj, _ := json.Marshal(c)
@@ -62,7 +62,7 @@ func BenchmarkTrialOverhead2000(b *testing.B) {
 		if err != nil || c.trial == nil {
 			b.Fatalf("claim: %+v %v", c, err)
 		}
-		c.trial.Values, c.trial.Constraints, _ = objective(ctx, c.trial.Params)
+		c.trial.Values, c.trial.Constraints, _ = objective(ctx, &search.TrialContext{Params: c.trial.Params})
 		c.trial.State, c.trial.Complete = search.StateComplete, time.Now()
 		if ok, err := w.finish(ctx, c.trial); !ok || err != nil {
 			b.Fatalf("finish: %v %v", ok, err)

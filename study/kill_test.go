@@ -38,8 +38,8 @@ func TestKillHelper(t *testing.T) {
 	_, err = Optimize(ctx, Options{
 		Study: st, Sampler: random.New(st.Seed), Trials: killTrials,
 		HeartbeatInterval: 50 * time.Millisecond, StaleAfter: 500 * time.Millisecond, PollInterval: 50 * time.Millisecond,
-		Objective: func(ctx context.Context, p search.Params) ([]float64, []float64, error) {
-			if search.CurrentTrial(ctx).Number == 4 {
+		Objective: func(ctx context.Context, tc *search.TrialContext) ([]float64, []float64, error) {
+			if tc.Number == 4 {
 				for {
 					if _, err := os.Stat(block); err != nil {
 						break
@@ -48,7 +48,7 @@ func TestKillHelper(t *testing.T) {
 				}
 			}
 			time.Sleep(20 * time.Millisecond)
-			return objective(ctx, p)
+			return objective(ctx, tc)
 		},
 	})
 	if err != nil {

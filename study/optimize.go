@@ -202,8 +202,8 @@ func (w *worker) run(ctx context.Context, t *storedTrial) (storedTrial, bool, er
 			return *t, false, fmt.Errorf("trial %d: create artefact directory: %w", t.Number, err)
 		}
 	}
-	tc := &search.TrialContext{Number: t.Number, Generation: t.Generation, Artifacts: t.Artifacts}
-	octx, cancel := context.WithCancel(search.WithTrial(ctx, tc))
+	tc := &search.TrialContext{Params: t.Params, Number: t.Number, Generation: t.Generation, Artifacts: t.Artifacts}
+	octx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lost := make(chan struct{})
 	hbDone := make(chan struct{})
@@ -230,7 +230,7 @@ func (w *worker) run(ctx context.Context, t *storedTrial) (storedTrial, bool, er
 		}
 	}()
 	log.Info("trial started", "params", t.Params)
-	values, cons, err := w.opt.Objective(octx, t.Params)
+	values, cons, err := w.opt.Objective(octx, tc)
 	cancel()
 	<-hbDone
 

@@ -181,9 +181,9 @@ func TestPostgresFourWorkers(t *testing.T) {
 			results[i], errs[i] = Optimize(ctx, Options{
 				Study: wst, Sampler: sampler, Trials: budget, Worker: fmt.Sprintf("worker-%d", i),
 				HeartbeatInterval: 100 * time.Millisecond, StaleAfter: 2 * time.Second, PollInterval: 50 * time.Millisecond,
-				Objective: func(ctx context.Context, p search.Params) ([]float64, []float64, error) {
+				Objective: func(ctx context.Context, tc *search.TrialContext) ([]float64, []float64, error) {
 					time.Sleep(2 * time.Millisecond)
-					return objective(ctx, p)
+					return objective(ctx, tc)
 				},
 			})
 		}()

@@ -37,7 +37,8 @@ func testConfig(name string) Config {
 }
 
 // objective is a cheap two-objective function of testSpace.
-func objective(_ context.Context, p search.Params) ([]float64, []float64, error) {
+func objective(_ context.Context, tc *search.TrialContext) ([]float64, []float64, error) {
+	p := tc.Params
 	x := p.Float("x")
 	g := 1 + float64(p.Int("n"))/64
 	if p.String("mode") == "b" {
@@ -212,9 +213,9 @@ func TestObjectiveOutcomes(t *testing.T) {
 	st, _ := db.CreateOrLoad(ctx, testConfig("s"))
 	calls := 0
 	opt := fastOptions(st, 5)
-	opt.Objective = func(ctx context.Context, p search.Params) ([]float64, []float64, error) {
+	opt.Objective = func(ctx context.Context, tc *search.TrialContext) ([]float64, []float64, error) {
 		calls++
-		search.CurrentTrial(ctx).SetUserAttr("call", calls)
+		tc.SetUserAttr("call", calls)
 		switch calls {
 		case 1:
 			return nil, nil, fmt.Errorf("server OOM: %w", search.ErrInfeasible)
@@ -225,7 +226,7 @@ func TestObjectiveOutcomes(t *testing.T) {
 		case 4:
 			return []float64{1, 1}, []float64{nanValue()}, nil
 		}
-		return objective(ctx, p)
+		return objective(ctx, tc)
 	}
 	res, err := Optimize(ctx, opt)
 	if err != nil {
@@ -291,7 +292,7 @@ func TestInterruptRequeues(t *testing.T) {
 	st, _ := db.CreateOrLoad(context.Background(), testConfig("s"))
 	ctx, cancel := context.WithCancel(context.Background())
 	opt := fastOptions(st, 3)
-	opt.Objective = func(ctx context.Context, p search.Params) ([]float64, []float64, error) {
+	opt.Objective = func(ctx context.Context, tc *search.TrialContext) ([]float64, []float64, error) {
 		cancel()
 		<-ctx.Done()
 		return nil, nil, ctx.Err()

@@ -22,13 +22,13 @@ type Launch struct {
 // population (the whole budget when smaller, or 10 trials for samplers
 // without generations), sampled exactly as the study loop samples, rules
 // included. Nothing is started and no storage is touched.
-func FirstGeneration(ctx context.Context, plan *Plan, eng engine.Engine, population, budget int) ([]Launch, error) {
+func FirstGeneration(ctx context.Context, plan *Plan, launcher engine.Launcher, population, budget int) ([]Launch, error) {
 	n := population
 	if _, ok := plan.Sampler.(*nsga2.Sampler); !ok {
 		n = 10
 	}
 	n = min(n, budget)
-	dr, _ := eng.(engine.DryRunner)
+	dr, _ := launcher.(engine.DryRunner)
 	history := make([]search.Trial, 0, n)
 	out := make([]Launch, 0, n)
 	for i := 0; i < n; i++ {
@@ -39,7 +39,7 @@ func FirstGeneration(ctx context.Context, plan *Plan, eng engine.Engine, populat
 		}
 		l := Launch{Trial: i, Params: p}
 		if dr != nil {
-			if l.Launch, err = dr.DryRun(p, i); err != nil {
+			if l.Launch, err = dr.DryRun(engine.Params(p)); err != nil {
 				return nil, fmt.Errorf("dry run: trial %d: %w", i, err)
 			}
 		}

@@ -20,22 +20,23 @@ import (
 // infeasible. It wraps search.ErrInfeasible.
 var ErrNoRequests = fmt.Errorf("no request completed in the measured window: %w", search.ErrInfeasible)
 
-// Evaluator measures one configuration at the study's load: it starts eng
-// with p (or runs it in virtual time when eng is an engine.Virtual), drives
-// the workload, stops the engine and returns the run's summary. Errors that
-// wrap search.ErrInfeasible (an *engine.Failure for OOM, say) make the trial
+// Evaluator measures one trial's configuration (t.Params) at the study's
+// load on the study's engine and returns the run's summary. Errors that
+// wrap search.ErrInfeasible (a server out of memory, say) make the trial
 // INFEASIBLE; others make it FAIL. spoc's is
-// capacity.Evaluator.TuneEvaluator.
-type Evaluator func(ctx context.Context, eng engine.Engine, p search.Params) (*result.Result, error)
+// capacity.Evaluator.TuneEvaluator, which also owns the servers.
+type Evaluator func(ctx context.Context, t *search.TrialContext) (*result.Result, error)
 
-// CapacityFunc finds the largest user count p serves within the SLA (a
-// short inner sweep); it is needed when "capacity" is an objective.
-type CapacityFunc func(ctx context.Context, eng engine.Engine, p search.Params) (users int, err error)
+// CapacityFunc finds the largest user count t.Params serve within the SLA
+// (a short inner sweep); it is needed when "capacity" is an objective.
+type CapacityFunc func(ctx context.Context, t *search.TrialContext) (users int, err error)
 
 // Options are the run-time pieces of a study; what to search comes from
 // the configuration.
 type Options struct {
-	Engine   engine.Engine
+	// Launcher is the study's engine; a study needs one that applies the
+	// trial's flags (not an external server).
+	Launcher engine.Launcher
 	Evaluate Evaluator
 	Capacity CapacityFunc
 	// ArtifactsRoot holds one directory per trial (server log, records):
@@ -86,7 +87,7 @@ type Plan struct {
 // NewPlan builds the space (with vLLM's start-up rules), directions and
 // sampler of cfg's search section.
 func NewPlan(cfg *config.Config) (*Plan, error) {
-	space, err := Space(cfg.Search.Space, engine.BaseParams(cfg.Engine), cfg.Engine.MaxModelLen)
+	space, err := Space(cfg.Search.Space, search.Params(engine.BaseParams(cfg.Engine)), cfg.Engine.MaxModelLen)
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +107,10 @@ func NewPlan(cfg *config.Config) (*Plan, error) {
 // On Ctrl-C the trial in flight is re-queued, its server stopped, and Run
 // returns ctx's error with the study's state; running it again continues.
 func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
-	if o.Engine == nil || o.Evaluate == nil {
+	if o.Launcher == nil || o.Evaluate == nil {
 		return nil, errors.New("tune: an engine and an evaluator are required")
 	}
-	if !engine.Reconfigurable(o.Engine) {
+	if !engine.Reconfigurable(o.Launcher) {
 		return nil, errors.New("tune: the external engine cannot apply trial parameters; use kind sim, process or kubernetes")
 	}
 	if o.Logger == nil {
@@ -209,29 +210,22 @@ type evaluation struct {
 }
 
 // objective evaluates one trial and turns the summary into objective and
-// constraint values. Whatever happens, the engine is stopped before it
-// returns (Stop is a no-op when nothing runs), so a failed or interrupted
-// evaluation never leaves a server behind.
-func (e *evaluation) objective(ctx context.Context, p search.Params) (values, constraints []float64, err error) {
-	tc := search.CurrentTrial(ctx)
+// constraint values. The evaluator owns the servers (it reuses one while
+// the flags stay the same); the objective records why a trial failed.
+func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (values, constraints []float64, err error) {
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if serr := e.o.Engine.Stop(sctx); serr != nil {
-			e.o.Logger.Warn("stop engine after trial", "err", serr)
-			if err == nil {
-				err = fmt.Errorf("stop engine: %w", serr)
-			}
-		}
 		if err != nil {
 			tc.SetUserAttr("error", err.Error())
 			var f *engine.Failure
 			if errors.As(err, &f) {
 				tc.SetUserAttr("failure_reason", string(f.Reason))
 			}
+			if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
+				err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
+			}
 		}
 	}()
-	res, err := e.o.Evaluate(ctx, e.o.Engine, p)
+	res, err := e.o.Evaluate(ctx, tc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,7 +235,7 @@ func (e *evaluation) objective(ctx context.Context, p search.Params) (values, co
 	metrics := Metrics(res)
 	for _, ob := range e.plan.Objectives {
 		if ob.Metric == MetricCapacity {
-			users, err := e.o.Capacity(ctx, e.o.Engine, p)
+			users, err := e.o.Capacity(ctx, tc)
 			if err != nil {
 				return nil, nil, fmt.Errorf("capacity search: %w", err)
 			}

@@ -41,13 +41,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// nopEngine records starts; the fake evaluator never needs a server.
-type nopEngine struct{ stops int }
+// nopEngine is a launcher the fake evaluators never use.
+type nopEngine struct{}
 
-func (e *nopEngine) Start(context.Context, search.Params) (engine.Endpoint, error) {
-	return engine.Endpoint{BaseURL: "http://127.0.0.1:1"}, nil
+func (e *nopEngine) Start(context.Context, engine.Params) (engine.Server, error) {
+	return nil, errors.New("nopEngine: not startable")
 }
-func (e *nopEngine) Stop(context.Context) error { e.stops++; return nil }
 
 // testConfig is a small study over two flags with a synthetic chunked
 // prefill trade-off.
@@ -68,7 +67,8 @@ func testConfig(t *testing.T, trials int) *config.Config {
 
 // synthetic: bigger token budgets cut TTFT and raise ITL; memory
 // utilisation above 0.93 "runs out of memory"; 0.80–0.81 fails outright.
-func synthetic(ctx context.Context, _ engine.Engine, p search.Params) (*result.Result, error) {
+func synthetic(ctx context.Context, tc *search.TrialContext) (*result.Result, error) {
+	p := tc.Params
 	b := float64(p.Int("max-num-batched-tokens"))
 	u := p.Float("gpu-memory-utilization")
 	switch {
@@ -89,7 +89,7 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 	eng := &nopEngine{}
 	var lines bytes.Buffer
 	var seen []Progress
-	o := Options{Engine: eng, Evaluate: synthetic, ArtifactsRoot: t.TempDir(), Progress: func(p Progress) {
+	o := Options{Launcher: eng, Evaluate: synthetic, ArtifactsRoot: t.TempDir(), Progress: func(p Progress) {
 		seen = append(seen, p)
 		if err := WriteProgress(&lines, p); err != nil {
 			t.Error(err)
@@ -101,9 +101,6 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 	}
 	if len(res.Trials) != 10 || len(seen) != 10 || seen[9].Finished != 10 || seen[9].Total != 10 {
 		t.Fatalf("ran %d trials, %d progress reports (last %+v)", len(res.Trials), len(seen), seen[len(seen)-1])
-	}
-	if eng.stops != 10 {
-		t.Errorf("engine stopped %d times for 10 trials", eng.stops)
 	}
 	for _, tr := range res.Trials {
 		u := tr.Params.Float("gpu-memory-utilization")
@@ -187,16 +184,16 @@ func TestRunRefusesExternalAndMissingCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), cfg, Options{Engine: ext, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "external") {
+	if _, err := Run(context.Background(), cfg, Options{Launcher: ext, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "external") {
 		t.Errorf("external engine: err = %v", err)
 	}
 	cfg.Search.Objectives = append(cfg.Search.Objectives, config.Objective{Metric: "capacity", Direction: "maximize"})
-	if _, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "capacity") {
+	if _, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "capacity") {
 		t.Errorf("capacity without CapacityFunc: err = %v", err)
 	}
 	users := 0
-	res, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: synthetic,
-		Capacity: func(ctx context.Context, _ engine.Engine, p search.Params) (int, error) {
+	res, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: synthetic,
+		Capacity: func(ctx context.Context, tc *search.TrialContext) (int, error) {
 			users += 10
 			return users, nil
 		}})
@@ -212,7 +209,7 @@ func TestRunRefusesExternalAndMissingCapacity(t *testing.T) {
 
 func TestRunNoRequestsIsInfeasible(t *testing.T) {
 	cfg := testConfig(t, 1)
-	res, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: func(context.Context, engine.Engine, search.Params) (*result.Result, error) {
+	res, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: func(context.Context, *search.TrialContext) (*result.Result, error) {
 		return &result.Result{}, nil
 	}})
 	if err != nil {
@@ -240,10 +237,14 @@ func TestInterruptStopsServerAndResumes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan struct{})
-	evaluate := func(ctx context.Context, e engine.Engine, p search.Params) (*result.Result, error) {
-		if _, err := e.Start(ctx, p); err != nil {
+	evaluate := func(ctx context.Context, tc *search.TrialContext) (*result.Result, error) {
+		// The evaluator owns the server it starts (capacity.Evaluator
+		// stops it when a run fails or is interrupted).
+		srv, err := eng.Start(ctx, engine.Params(tc.Params))
+		if err != nil {
 			return nil, err
 		}
+		defer srv.Stop(context.WithoutCancel(ctx))
 		close(started)
 		<-ctx.Done() // a long run, interrupted
 		return nil, ctx.Err()
@@ -252,7 +253,7 @@ func TestInterruptStopsServerAndResumes(t *testing.T) {
 		<-started
 		cancel() // what Ctrl-C does through signal.NotifyContext
 	}()
-	res, err := Run(ctx, cfg, Options{Engine: eng, Evaluate: evaluate, ArtifactsRoot: t.TempDir()})
+	res, err := Run(ctx, cfg, Options{Launcher: eng, Evaluate: evaluate, ArtifactsRoot: t.TempDir()})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
@@ -272,7 +273,7 @@ func TestInterruptStopsServerAndResumes(t *testing.T) {
 	if !res.Run.Interrupted || res.States[search.StateWaiting] != 1 {
 		t.Errorf("after interrupt: run %+v, states %v", res.Run, res.States)
 	}
-	res, err = Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: synthetic})
+	res, err = Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: synthetic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +300,12 @@ func BenchmarkStudy60(b *testing.B) {
 		cfg := config.Default()
 		cfg.Search.Users = 200
 		cfg.Search.Storage = "sqlite:" + filepath.Join(b.TempDir(), "study.db")
-		fast := func(ctx context.Context, e engine.Engine, p search.Params) (*result.Result, error) {
+		fast := func(ctx context.Context, tc *search.TrialContext) (*result.Result, error) {
+			p := tc.Params
 			s := result.Stats{OK: 1, OutputTokensPerSecond: float64(p.Int("max-num-seqs")), TTFT: result.Latency{P95: 1e6 / float64(p.Int("max-num-batched-tokens"))}, ITL: result.Latency{P95: p.Float("gpu-memory-utilization")}}
 			return &result.Result{Overall: s}, nil
 		}
-		if _, err := Run(context.Background(), cfg, Options{Engine: &nopEngine{}, Evaluate: fast, Progress: func(Progress) {}}); err != nil {
+		if _, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: fast, Progress: func(Progress) {}}); err != nil {
 			b.Fatal(err)
 		}
 	}

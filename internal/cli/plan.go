@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/report"
 )
@@ -45,8 +46,12 @@ sweep's records. With no configuration it plans the reference case
 				progress = nil
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Dir: filepath.Join(out, "servers"), Logger: logger})
+			if err != nil {
+				return usageError(err)
+			}
 			d, err := capacity.Plan(cmd.Context(), cfg, capacity.PlanOptions{
-				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version,
+				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version, Engine: eng,
 				Render: func(dir string, d *report.Data) error { return renderReport(dir, d, cfg.Report.Formats) },
 			})
 			var bad *config.Errors

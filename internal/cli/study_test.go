@@ -39,9 +39,10 @@ func studyMakeDemo(t *testing.T) string {
 		t.Fatal(err)
 	}
 	_, err = study.Optimize(ctx, study.Options{Study: st, Sampler: random.New(1), Trials: 5, HeartbeatInterval: time.Second, StaleAfter: time.Minute,
-		Objective: func(ctx context.Context, p search.Params) ([]float64, []float64, error) {
+		Objective: func(ctx context.Context, tc *search.TrialContext) ([]float64, []float64, error) {
+			p := tc.Params
 			n := float64(p.Int("max_num_seqs"))
-			search.CurrentTrial(ctx).SetUserAttr("note", "ok")
+			tc.SetUserAttr("note", "ok")
 			return []float64{n, n / 100}, []float64{n - 200}, nil
 		}})
 	if err != nil {

@@ -67,16 +67,15 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 				}
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			var eng engine.Engine
-			if cfg.Engine.Kind != config.EngineSim {
-				if eng, err = engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-sweep", Logger: logger}); err != nil {
-					return usageError(err)
-				}
+			eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-sweep", Dir: filepath.Join(out, "servers"), Logger: logger})
+			if err != nil {
+				return usageError(err)
 			}
 			ev, err := capacity.NewEvaluator(cfg, eng, logger)
 			if err != nil {
 				return usageError(err)
 			}
+			defer ev.Close(cmd.Context())
 			// Refuse flags the engine cannot take before any run starts.
 			if cfg.Engine.Kind == config.EngineSim {
 				if _, err := ev.Deployment(params); err != nil {

@@ -91,7 +91,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Logger: logger})
+	eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Dir: filepath.Join(f.out, "servers"), Logger: logger})
 	if err != nil {
 		return usageError(err)
 	}
@@ -123,6 +123,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	defer ev.Close(cmd.Context())
 	progressOut := stdout
 	if f.asJSON {
 		progressOut = stderr
@@ -147,7 +148,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	}
 	start := time.Now()
 	res, runErr := tune.Run(cmd.Context(), cfg, tune.Options{
-		Engine:        eng,
+		Launcher:      eng,
 		Evaluate:      ev.TuneEvaluator(),
 		Capacity:      ev.CapacityFunc(),
 		ArtifactsRoot: artifacts,

@@ -31,11 +31,11 @@ type Problem struct {
 
 // Objective adapts Evaluate to search.Objective.
 func (p Problem) Objective() search.Objective {
-	return func(ctx context.Context, params search.Params) ([]float64, []float64, error) {
+	return func(ctx context.Context, t *search.TrialContext) ([]float64, []float64, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		v, c := p.Evaluate(params)
+		v, c := p.Evaluate(t.Params)
 		return v, c, nil
 	}
 }

@@ -183,3 +183,17 @@ func (s *slot) release() {
 	s.busy = false
 	s.mu.Unlock()
 }
+
+// Every launcher can say what it would start and describe itself; those
+// that own their server can check their setup first.
+var (
+	_ DryRunner = (*Sim)(nil)
+	_ DryRunner = (*Process)(nil)
+	_ DryRunner = (*Kubernetes)(nil)
+	_ Describer = (*Sim)(nil)
+	_ Describer = (*Process)(nil)
+	_ Describer = (*Kubernetes)(nil)
+	_ Describer = (*External)(nil)
+	_ Checker   = (*Process)(nil)
+	_ Checker   = (*Kubernetes)(nil)
+)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 func TestClassify(t *testing.T) {
@@ -49,7 +47,7 @@ func TestFailureErrors(t *testing.T) {
 		if !errors.Is(err, r.sentinel()) {
 			t.Errorf("%s: errors.Is(sentinel) = false", r)
 		}
-		if got := errors.Is(err, search.ErrInfeasible); got != r.Infeasible() {
+		if got := errors.Is(err, ErrInfeasible); got != r.Infeasible() {
 			t.Errorf("%s: errors.Is(ErrInfeasible) = %v", r, got)
 		}
 		for _, other := range []Reason{ReasonOutOfMemory, ReasonExited} {

@@ -17,8 +17,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -89,28 +87,31 @@ const (
 	podsPull    = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Pending","containerStatuses":[{"name":"server","ready":false,"state":{"waiting":{"reason":"ImagePullBackOff","message":"Back-off pulling image \"vllm/nope\""}}}]}}]}`
 )
 
-func kubeOptions(r Runner) KubernetesOptions {
+// kubeOptions are the tests' launcher options; server folders go to a test
+// temporary directory.
+func kubeOptions(t *testing.T, r Runner) KubernetesOptions {
 	return KubernetesOptions{
 		Namespace:      "spoc",
 		Context:        "gpu",
 		Image:          "vllm/vllm-openai:v0.11.0",
 		Model:          "openai/gpt-oss-120b",
-		BaseParams:     search.Params{"tensor-parallel-size": 4, "max-model-len": 131072},
+		BaseParams:     Params{"tensor-parallel-size": 4, "max-model-len": 131072},
 		GPUsPerReplica: 4,
 		StopTimeout:    30 * time.Second,
 		PollInterval:   time.Millisecond,
 		NamePrefix:     "spoc-default",
+		Dir:            t.TempDir(),
 		Runner:         r,
 	}
 }
 
-func trialCtx(t *testing.T, n int) (context.Context, string) {
-	dir := t.TempDir()
-	return search.WithTrial(context.Background(), &search.TrialContext{Number: n, Artifacts: dir}), dir
+// serverDir is the n-th server's folder under a launcher's Dir.
+func serverDir(dir string, n int) string {
+	return filepath.Join(dir, fmt.Sprintf("server-%03d", n))
 }
 
 func TestKubernetesManifestsGolden(t *testing.T) {
-	params := search.Params{"max-num-batched-tokens": 2048, "enable-prefix-caching": true, "gpu-memory-utilization": 0.92}
+	params := Params{"max-num-batched-tokens": 2048, "enable-prefix-caching": true, "gpu-memory-utilization": 0.92}
 	for _, tc := range []struct {
 		name string
 		mod  func(*KubernetesOptions)
@@ -118,7 +119,7 @@ func TestKubernetesManifestsGolden(t *testing.T) {
 		{"default", func(*KubernetesOptions) {}},
 		{"data-parallel", func(o *KubernetesOptions) {
 			o.Replicas, o.GPUsPerReplica = 2, 2
-			o.BaseParams = search.Params{"tensor-parallel-size": 2}
+			o.BaseParams = Params{"tensor-parallel-size": 2}
 			o.Args = []string{"serve", "{{.Model}}", "--port={{.Port}}", "--served-model-name", "gpt-oss"}
 			o.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
 			o.Env = map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG", "HF_HUB_OFFLINE": "1"}
@@ -126,7 +127,7 @@ func TestKubernetesManifestsGolden(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := kubeOptions(&fakeRunner{})
+			o := kubeOptions(t, &fakeRunner{})
 			tc.mod(&o)
 			k, err := NewKubernetes(o)
 			if err != nil {
@@ -157,48 +158,94 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 	for _, forward := range []bool{false, true} {
 		t.Run(fmt.Sprintf("port-forward=%v", forward), func(t *testing.T) {
 			r := &fakeRunner{pods: []string{podsPending, podsLoading, podsReady}, logs: map[string]string{"all": "[pod/p1/server] INFO ready\n"}}
-			o := kubeOptions(r)
+			o := kubeOptions(t, r)
 			o.PortForward = forward
 			k, err := NewKubernetes(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, dir := trialCtx(t, 7)
-			params := search.Params{"max-num-seqs": 128}
-			ep, err := k.Start(ctx, params)
+			ctx := context.Background()
+			params := Params{"max-num-seqs": 128}
+			dry, err := k.DryRun(params)
+			if err != nil {
+				t.Fatalf("DryRun: %v", err)
+			}
+			srv, err := k.Start(ctx, params)
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
-			if err := k.Stop(context.Background()); err != nil {
+			ep := srv.Endpoint()
+			if s2, err := k.Start(ctx, params); err == nil {
+				s2.Stop(ctx)
+				t.Error("second Start without Stop succeeded")
+			}
+			if err := srv.Stop(ctx); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
+			if err := srv.Stop(ctx); err != nil {
+				t.Errorf("second Stop: %v", err)
+			}
 			pre := "--context gpu --namespace spoc "
-			get := pre + "get pods --selector spoc.dev/trial=spoc-default-t7 --output json"
+			get := pre + "get pods --selector spoc.dev/trial=spoc-default-s1 --output json"
 			want := []string{pre + "apply -f -", get, get, get}
 			if forward {
 				port := strings.TrimPrefix(ep.BaseURL, "http://127.0.0.1:")
-				want = append(want, "START "+pre+"port-forward service/spoc-default-t7 "+port+":8000 --address 127.0.0.1")
-			} else if ep.BaseURL != "http://spoc-default-t7.spoc.svc:8000" {
+				want = append(want, "START "+pre+"port-forward service/spoc-default-s1 "+port+":8000 --address 127.0.0.1")
+			} else if ep.BaseURL != "http://spoc-default-s1.spoc.svc:8000" {
 				t.Errorf("BaseURL = %q", ep.BaseURL)
 			}
 			want = append(want,
-				pre+"logs --selector spoc.dev/trial=spoc-default-t7 --all-containers --prefix --tail -1",
-				pre+"delete deployment/spoc-default-t7 service/spoc-default-t7 --ignore-not-found --cascade=foreground --wait=true --timeout=1m30s")
+				pre+"logs --selector spoc.dev/trial=spoc-default-s1 --all-containers --prefix --tail -1",
+				pre+"delete deployment/spoc-default-s1 service/spoc-default-s1 --ignore-not-found --cascade=foreground --wait=true --timeout=1m30s")
 			if !reflect.DeepEqual(r.calls, want) {
 				t.Errorf("kubectl calls:\n got %q\nwant %q", r.calls, want)
 			}
-			wantManifests, _ := k.Manifests("spoc-default-t7", params)
+			wantManifests, _ := k.Manifests("spoc-default-s1", params)
 			if !bytes.Equal(r.stdin[0], wantManifests) {
 				t.Errorf("apply stdin is not the rendered manifests:\n%s", r.stdin[0])
 			}
+			if dry != string(wantManifests) {
+				t.Errorf("DryRun before the first Start is not what it applied:\n%s", dry)
+			}
+			dir := serverDir(o.Dir, 1)
 			if saved, _ := os.ReadFile(filepath.Join(dir, "manifests.yaml")); !bytes.Equal(saved, wantManifests) {
-				t.Error("manifests.yaml in the artefact directory differs from what was applied")
+				t.Error("manifests.yaml in the server folder differs from what was applied")
+			}
+			if ep.Log != filepath.Join(dir, "server.log") {
+				t.Errorf("server log = %q, want it in %s", ep.Log, dir)
 			}
 			if log, _ := os.ReadFile(ep.Log); string(log) != "[pod/p1/server] INFO ready\n" {
 				t.Errorf("server.log = %q", log)
 			}
+			if _, err := os.Stat(filepath.Join(dir, "port-forward.log")); (err == nil) != forward {
+				t.Errorf("port-forward.log with port-forward=%v: %v", forward, err)
+			}
 			if ep.Model != "openai/gpt-oss-120b" || len(ep.MetricsURLs) != 1 || ep.MetricsURLs[0] != ep.BaseURL+"/metrics" {
 				t.Errorf("endpoint = %+v", ep)
+			}
+
+			// The launcher starts again after Stop: new objects, next folder.
+			r.calls, r.stdin = nil, nil
+			next, err := k.DryRun(params)
+			if err != nil || !strings.Contains(next, "name: spoc-default-s2\n") {
+				t.Errorf("DryRun after one server does not name the second: %v\n%s", err, next)
+			}
+			srv, err = k.Start(ctx, params)
+			if err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			stop(t, srv)
+			if !strings.Contains(r.calls[0], "apply") || string(r.stdin[0]) != next {
+				t.Errorf("restart applied:\n%s\nwant the dry run's\n%s", r.stdin[0], next)
+			}
+			if last := r.calls[len(r.calls)-1]; !strings.Contains(last, " delete deployment/spoc-default-s2 service/spoc-default-s2 ") {
+				t.Errorf("last call %q is not the delete of the second server", last)
+			}
+			if saved, _ := os.ReadFile(filepath.Join(serverDir(o.Dir, 2), "manifests.yaml")); string(saved) != next {
+				t.Error("server-002/manifests.yaml is not the second server's manifests")
+			}
+			if got := srv.Endpoint().Log; got != filepath.Join(serverDir(o.Dir, 2), "server.log") {
+				t.Errorf("second server log = %q", got)
 			}
 		})
 	}
@@ -206,8 +253,8 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 
 func TestKubernetesFailures(t *testing.T) {
 	pre := "--namespace spoc "
-	del := pre + "delete deployment/spoc-default-t3 service/spoc-default-t3 --ignore-not-found --cascade=foreground --wait=true --timeout=1m30s"
-	get := pre + "get pods --selector spoc.dev/trial=spoc-default-t3 --output json"
+	del := pre + "delete deployment/spoc-default-s1 service/spoc-default-s1 --ignore-not-found --cascade=foreground --wait=true --timeout=1m30s"
+	get := pre + "get pods --selector spoc.dev/trial=spoc-default-s1 --output json"
 	for _, tc := range []struct {
 		name       string
 		pods       []string
@@ -231,21 +278,23 @@ func TestKubernetesFailures(t *testing.T) {
 		},
 		{
 			name: "image pull", pods: []string{podsPull},
-			calls: []string{pre + "apply -f -", get, pre + "logs --selector spoc.dev/trial=spoc-default-t3 --all-containers --prefix --tail -1", del},
+			calls: []string{pre + "apply -f -", get, pre + "logs --selector spoc.dev/trial=spoc-default-s1 --all-containers --prefix --tail -1", del},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &fakeRunner{pods: tc.pods, logs: tc.logs}
-			o := kubeOptions(r)
+			o := kubeOptions(t, r)
 			o.Context = ""
 			k, err := NewKubernetes(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, dir := trialCtx(t, 3)
-			_, err = k.Start(ctx, nil)
+			srv, err := k.Start(context.Background(), nil)
 			if err == nil {
 				t.Fatal("Start succeeded")
+			}
+			if srv != nil {
+				t.Errorf("failed Start returned a server %+v", srv.Endpoint())
 			}
 			var f *Failure
 			if tc.reason == "" {
@@ -254,17 +303,25 @@ func TestKubernetesFailures(t *testing.T) {
 				}
 			} else if !errors.As(err, &f) || f.Reason != tc.reason || f.ExitCode != tc.exitCode {
 				t.Errorf("err = %#v, want reason %s exit %d", err, tc.reason, tc.exitCode)
-			} else if f.Log != filepath.Join(dir, "server.log") {
+			} else if f.Log != filepath.Join(serverDir(o.Dir, 1), "server.log") {
 				t.Errorf("failure log = %q", f.Log)
 			}
-			if got := errors.Is(err, search.ErrInfeasible); got != tc.infeasible {
+			if got := errors.Is(err, ErrInfeasible); got != tc.infeasible {
 				t.Errorf("infeasible = %v, want %v", got, tc.infeasible)
 			}
 			if !reflect.DeepEqual(r.calls, tc.calls) {
 				t.Errorf("kubectl calls:\n got %q\nwant %q", r.calls, tc.calls)
 			}
-			if err := k.Stop(context.Background()); err != nil {
-				t.Errorf("Stop after failed Start: %v", err)
+			// A failed Start leaves nothing to stop: the launcher is free
+			// and tries (and cleans up) the next server.
+			r.calls = nil
+			_, err2 := k.Start(context.Background(), nil)
+			var f2 *Failure
+			if errors.As(err2, &f2) != (tc.reason != "") || (f2 != nil && f2.Reason != tc.reason) {
+				t.Errorf("Start after a failed Start = %v, want the same failure as %v", err2, err)
+			}
+			if len(r.calls) == 0 || !strings.Contains(r.calls[len(r.calls)-1], " delete deployment/spoc-default-s2 ") {
+				t.Errorf("Start after a failed Start: kubectl calls %q, want the second server's, ending with its delete", r.calls)
 			}
 		})
 	}
@@ -272,19 +329,18 @@ func TestKubernetesFailures(t *testing.T) {
 
 func TestKubernetesReadyTimeout(t *testing.T) {
 	r := &fakeRunner{pods: []string{podsPending}, logs: map[string]string{"all": ""}}
-	o := kubeOptions(r)
+	o := kubeOptions(t, r)
 	o.ReadyTimeout = 30 * time.Millisecond
 	k, err := NewKubernetes(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, _ := trialCtx(t, 0)
-	_, err = k.Start(ctx, nil)
+	_, err = k.Start(context.Background(), nil)
 	var f *Failure
 	if !errors.As(err, &f) || f.Reason != ReasonHealthTimeout || !strings.Contains(f.Detail, "Insufficient nvidia.com/gpu") {
 		t.Fatalf("err = %v, want a health timeout naming the scheduling problem", err)
 	}
-	if last := r.calls[len(r.calls)-1]; !strings.Contains(last, " delete deployment/spoc-default-t0 ") {
+	if last := r.calls[len(r.calls)-1]; !strings.Contains(last, " delete deployment/spoc-default-s1 ") {
 		t.Errorf("last call %q is not the delete", last)
 	}
 }
@@ -292,22 +348,22 @@ func TestKubernetesReadyTimeout(t *testing.T) {
 func TestObjectName(t *testing.T) {
 	for _, tc := range []struct {
 		prefix string
-		trial  int
+		seq    int
 		want   string
 	}{
-		{"spoc-default", 12, "spoc-default-t12"},
-		{"Spoc_My Study!", 0, "spoc-my-study-t0"},
-		{"--", 1, "spoc-t1"},
+		{"spoc-default", 12, "spoc-default-s12"},
+		{"Spoc_My Study!", 1, "spoc-my-study-s1"},
+		{"--", 1, "spoc-s1"},
 		{"run", -1, "run"},
-		{strings.Repeat("a", 70), 123, strings.Repeat("a", 58) + "-t123"},
-		{strings.Repeat("a", 57) + "-b", 123, strings.Repeat("a", 57) + "-t123"},
+		{strings.Repeat("a", 70), 123, strings.Repeat("a", 58) + "-s123"},
+		{strings.Repeat("a", 57) + "-b", 123, strings.Repeat("a", 57) + "-s123"},
 	} {
-		got := ObjectName(tc.prefix, tc.trial)
+		got := ObjectName(tc.prefix, tc.seq)
 		if got != tc.want {
-			t.Errorf("ObjectName(%q, %d) = %q, want %q", tc.prefix, tc.trial, got, tc.want)
+			t.Errorf("ObjectName(%q, %d) = %q, want %q", tc.prefix, tc.seq, got, tc.want)
 		}
 		if len(got) > 63 || !regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`).MatchString(got) {
-			t.Errorf("ObjectName(%q, %d) = %q is not a DNS label", tc.prefix, tc.trial, got)
+			t.Errorf("ObjectName(%q, %d) = %q is not a DNS label", tc.prefix, tc.seq, got)
 		}
 	}
 }

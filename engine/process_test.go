@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,14 +13,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 // record is what fakeserver writes at start.
 type record struct {
 	PID  int      `json:"pid"`
 	Args []string `json:"args"`
+	// Env holds the server's VLLM_* environment variables.
+	Env map[string]string `json:"env"`
 }
 
 func readRecord(t *testing.T, path string) record {
@@ -35,12 +36,16 @@ func readRecord(t *testing.T, path string) record {
 	return r
 }
 
+// newFake returns a launcher of testdata/fakeserver, whose server folders
+// go to p.opts.Dir (a test temporary directory), and the path of the record
+// the server writes at start.
 func newFake(t *testing.T, extra []string, mod func(*ProcessOptions)) (*Process, string) {
 	t.Helper()
 	rec := filepath.Join(t.TempDir(), "record.json")
 	opts := ProcessOptions{
 		Command:       append([]string{fakeServer, "--port", "{{.Port}}", "--served-model-name", "{{.Model}}", "--fake-record", rec}, extra...),
 		Model:         "gpt-oss-120b",
+		Dir:           t.TempDir(),
 		HealthTimeout: time.Minute,
 		StopTimeout:   5 * time.Second,
 		PollInterval:  20 * time.Millisecond,
@@ -55,24 +60,30 @@ func newFake(t *testing.T, extra []string, mod func(*ProcessOptions)) (*Process,
 	return p, rec
 }
 
-func stop(t *testing.T, e Engine) {
+func stop(t *testing.T, s Server) {
 	t.Helper()
-	if err := e.Stop(context.Background()); err != nil {
+	if err := s.Stop(context.Background()); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
 }
 
+// serverLog is where a launcher with Dir dir puts the n-th server's log.
+func serverLog(dir string, n int) string {
+	return filepath.Join(dir, fmt.Sprintf("server-%03d", n), "server.log")
+}
+
 func TestProcessRendersFlagsAwaitsHealthAndStops(t *testing.T) {
 	p, rec := newFake(t, nil, func(o *ProcessOptions) {
-		o.BaseParams = search.Params{"tensor-parallel-size": 4, "max-num-seqs": 64}
+		o.BaseParams = Params{"tensor-parallel-size": 4, "max-num-seqs": 64}
 	})
-	dir := t.TempDir()
-	ctx := WithArtifacts(context.Background(), dir)
-	params := search.Params{"max-num-seqs": 128, "max-num-batched-tokens": 2048, "enable-prefix-caching": false, "gpu-memory-utilization": 0.9}
-	ep, err := p.Start(ctx, params)
+	dir := p.opts.Dir
+	ctx := context.Background()
+	params := Params{"max-num-seqs": 128, "max-num-batched-tokens": 2048, "enable-prefix-caching": false, "gpu-memory-utilization": 0.9}
+	srv, err := p.Start(ctx, params)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	ep := srv.Endpoint()
 	r := readRecord(t, rec)
 	u, _ := strings.CutPrefix(ep.BaseURL, "http://127.0.0.1:")
 	port, _ := strconv.Atoi(u)
@@ -81,7 +92,7 @@ func TestProcessRendersFlagsAwaitsHealthAndStops(t *testing.T) {
 	if !reflect.DeepEqual(r.Args, want) {
 		t.Errorf("server argv:\n got %q\nwant %q", r.Args, want)
 	}
-	if ep.Model != "gpt-oss-120b" || ep.Log != filepath.Join(dir, "server.log") || len(ep.MetricsURLs) != 1 || ep.MetricsURLs[0] != ep.BaseURL+"/metrics" {
+	if ep.Model != "gpt-oss-120b" || ep.Log != serverLog(dir, 1) || len(ep.MetricsURLs) != 1 || ep.MetricsURLs[0] != ep.BaseURL+"/metrics" {
 		t.Errorf("endpoint = %+v", ep)
 	}
 	resp, err := http.Get(ep.BaseURL + "/health")
@@ -89,10 +100,11 @@ func TestProcessRendersFlagsAwaitsHealthAndStops(t *testing.T) {
 		t.Fatalf("server not healthy after Start: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, err := p.Start(ctx, params); err == nil {
+	if s, err := p.Start(ctx, params); err == nil {
+		s.Stop(ctx)
 		t.Error("second Start without Stop succeeded")
 	}
-	stop(t, p)
+	stop(t, srv)
 	if processAlive(r.PID) {
 		t.Errorf("server pid %d alive after Stop", r.PID)
 	}
@@ -100,12 +112,59 @@ func TestProcessRendersFlagsAwaitsHealthAndStops(t *testing.T) {
 	if !strings.Contains(string(log), "fakeserver starting") || !strings.Contains(string(log), "# spoc: exec ") {
 		t.Errorf("server.log does not hold the command and the server output:\n%s", log)
 	}
-	// The engine can start again after Stop.
-	if _, err := p.Start(ctx, params); err != nil {
+	// The launcher can start again after Stop, in the next server folder.
+	srv2, err := p.Start(ctx, params)
+	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	stop(t, p)
-	stop(t, p) // idempotent
+	if got := srv2.Endpoint().Log; got != serverLog(dir, 2) {
+		t.Errorf("restarted server log = %q, want %q", got, serverLog(dir, 2))
+	}
+	// Stopping the first server again does nothing: it neither fails nor
+	// frees the launcher while the second server runs.
+	stop(t, srv)
+	if s, err := p.Start(ctx, params); err == nil {
+		s.Stop(ctx)
+		t.Error("Start succeeded while the restarted server runs (a repeated Stop freed the launcher)")
+	}
+	stop(t, srv2)
+	stop(t, srv2) // idempotent
+	if err := srv2.ResetCache(ctx); err == nil {
+		t.Error("ResetCache of a stopped server succeeded")
+	}
+}
+
+func TestProcessDevModeAndResetCache(t *testing.T) {
+	ctx := context.Background()
+	// spoc owns the server, so it opens vLLM's development routes; the
+	// fake server, like vLLM, serves /reset_prefix_cache only then.
+	p, rec := newFake(t, nil, func(o *ProcessOptions) { o.Env = map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG"} })
+	srv, err := p.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	env := readRecord(t, rec).Env
+	if env["VLLM_SERVER_DEV_MODE"] != "1" || env["VLLM_LOGGING_LEVEL"] != "DEBUG" {
+		t.Errorf("server environment VLLM_* = %v, want VLLM_SERVER_DEV_MODE=1 and the configured VLLM_LOGGING_LEVEL=DEBUG", env)
+	}
+	if err := srv.ResetCache(ctx); err != nil {
+		t.Errorf("ResetCache: %v", err)
+	}
+	stop(t, srv)
+
+	// A configured value wins.
+	p, rec = newFake(t, nil, func(o *ProcessOptions) { o.Env = map[string]string{"VLLM_SERVER_DEV_MODE": "0"} })
+	srv, err = p.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer stop(t, srv)
+	if got := readRecord(t, rec).Env["VLLM_SERVER_DEV_MODE"]; got != "0" {
+		t.Errorf("VLLM_SERVER_DEV_MODE = %q, want the configured 0", got)
+	}
+	if err := srv.ResetCache(ctx); !errors.Is(err, ErrResetUnsupported) {
+		t.Errorf("ResetCache without dev mode = %v, want ErrResetUnsupported", err)
+	}
 }
 
 func TestProcessStopKillsWholeGroup(t *testing.T) {
@@ -120,7 +179,8 @@ func TestProcessStopKillsWholeGroup(t *testing.T) {
 				extra = append(extra, "--fake-ignore-term")
 			}
 			p, rec := newFake(t, extra, func(o *ProcessOptions) { o.StopTimeout = 300 * time.Millisecond })
-			if _, err := p.Start(WithArtifacts(context.Background(), t.TempDir()), nil); err != nil {
+			srv, err := p.Start(context.Background(), nil)
+			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}
 			leader := readRecord(t, rec).PID
@@ -132,7 +192,7 @@ func TestProcessStopKillsWholeGroup(t *testing.T) {
 			if !processAlive(leader) || !processAlive(gc) {
 				t.Fatalf("leader %d or grandchild %d not running before Stop", leader, gc)
 			}
-			stop(t, p)
+			stop(t, srv)
 			if processAlive(leader) || processAlive(gc) {
 				t.Errorf("after Stop: leader %d alive=%v, grandchild %d alive=%v", leader, processAlive(leader), gc, processAlive(gc))
 			}
@@ -166,8 +226,10 @@ func TestProcessFailuresAreClassified(t *testing.T) {
 				timeout = 2 * time.Second // time for the fake to log its OOM line
 			}
 			p, rec := newFake(t, []string{"--fake-mode", tc.mode}, func(o *ProcessOptions) { o.HealthTimeout = timeout })
-			dir := t.TempDir()
-			_, err := p.Start(WithArtifacts(context.Background(), dir), search.Params{"max-num-seqs": 16})
+			srv, err := p.Start(context.Background(), Params{"max-num-seqs": 16})
+			if srv != nil {
+				t.Errorf("failed Start returned a server %+v", srv.Endpoint())
+			}
 			var f *Failure
 			if !errors.As(err, &f) {
 				t.Fatalf("Start error = %v, want a *Failure", err)
@@ -175,26 +237,34 @@ func TestProcessFailuresAreClassified(t *testing.T) {
 			if f.Reason != tc.reason || f.ExitCode != tc.exitCode {
 				t.Errorf("failure = %+v, want reason %s exit %d", f, tc.reason, tc.exitCode)
 			}
-			if got := errors.Is(err, search.ErrInfeasible); got != tc.infeasible {
-				t.Errorf("errors.Is(err, search.ErrInfeasible) = %v, want %v (%v)", got, tc.infeasible, err)
+			if got := errors.Is(err, ErrInfeasible); got != tc.infeasible {
+				t.Errorf("errors.Is(err, ErrInfeasible) = %v, want %v (%v)", got, tc.infeasible, err)
 			}
 			if !errors.Is(err, tc.reason.sentinel()) {
 				t.Errorf("errors.Is(err, %v) = false", tc.reason.sentinel())
 			}
-			if f.Log != filepath.Join(dir, "server.log") || f.Detail == "" {
+			if f.Log != serverLog(p.opts.Dir, 1) || f.Detail == "" {
 				t.Errorf("failure lacks log or detail: %+v", f)
 			}
 			if pid := readRecord(t, rec).PID; processAlive(pid) {
 				t.Errorf("failed server pid %d still running", pid)
 			}
-			stop(t, p) // nothing left to stop
+			if tc.exitCode < 0 {
+				return // the hanging modes take their health timeout again
+			}
+			// A failed Start leaves nothing to stop: the launcher is free
+			// and the next server gets the next folder.
+			_, err = p.Start(context.Background(), Params{"max-num-seqs": 16})
+			if !errors.As(err, &f) || f.Reason != tc.reason || f.Log != serverLog(p.opts.Dir, 2) {
+				t.Errorf("Start after a failed Start = %v, want the same %s failure logged in server-002", err, tc.reason)
+			}
 		})
 	}
 }
 
 func TestProcessStartCancelled(t *testing.T) {
 	p, rec := newFake(t, []string{"--fake-mode", "never-healthy"}, nil)
-	ctx, cancel := context.WithCancel(WithArtifacts(context.Background(), t.TempDir()))
+	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for {
 			if _, err := os.Stat(rec); err == nil {
@@ -227,16 +297,16 @@ func TestProcessCommandErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Argv(search.Params{"max_num_seqs": 16}, 1); err == nil || !strings.Contains(err.Error(), "--max-num-seqs") {
+	if _, err := p.Argv(Params{"max_num_seqs": 16}, 1); err == nil || !strings.Contains(err.Error(), "--max-num-seqs") {
 		t.Errorf("trial flag pinned by the command: err = %v", err)
 	}
-	missing, err := NewProcess(ProcessOptions{Command: []string{filepath.Join(t.TempDir(), "no-such-server")}})
+	missing, err := NewProcess(ProcessOptions{Command: []string{filepath.Join(t.TempDir(), "no-such-server")}, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = missing.Start(WithArtifacts(context.Background(), t.TempDir()), nil)
+	_, err = missing.Start(context.Background(), nil)
 	var f *Failure
-	if err == nil || errors.As(err, &f) || errors.Is(err, search.ErrInfeasible) {
+	if err == nil || errors.As(err, &f) || errors.Is(err, ErrInfeasible) {
 		t.Errorf("missing binary: err = %v, want a plain (FAIL) error", err)
 	}
 }
@@ -245,12 +315,12 @@ func TestArgvDropsBaseFlagsPinnedByCommand(t *testing.T) {
 	p, err := NewProcess(ProcessOptions{
 		Command:    []string{"vllm", "serve", "{{.Model}}", "--port={{.Port}}", "--tensor-parallel-size", "2"},
 		Model:      "m",
-		BaseParams: search.Params{"tensor-parallel-size": 4, "max-model-len": 8192},
+		BaseParams: Params{"tensor-parallel-size": 4, "max-model-len": 8192},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.Argv(search.Params{"enable-chunked-prefill": true}, 9000)
+	got, err := p.Argv(Params{"enable-chunked-prefill": true}, 9000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,16 +330,24 @@ func TestArgvDropsBaseFlagsPinnedByCommand(t *testing.T) {
 	}
 }
 
-func TestArtifactsDirFromTrial(t *testing.T) {
-	ctx := search.WithTrial(context.Background(), &search.TrialContext{Number: 3, Artifacts: "/tmp/trial-3"})
-	if got := ArtifactsDir(ctx); got != "/tmp/trial-3" {
-		t.Errorf("ArtifactsDir = %q", got)
+func TestProcessDryRun(t *testing.T) {
+	p, err := NewProcess(ProcessOptions{
+		Command:    []string{"vllm", "serve", "{{.Model}}", "--port", "{{.Port}}"},
+		Model:      "m",
+		BaseParams: Params{"max-model-len": 8192},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ArtifactsDir(WithArtifacts(ctx, "/x")); got != "/x" {
-		t.Errorf("WithArtifacts does not take precedence: %q", got)
+	got, err := p.DryRun(Params{"max-num-seqs": 8})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ArtifactsDir(context.Background()); got != "" {
-		t.Errorf("ArtifactsDir without trial = %q", got)
+	if want := `vllm serve m --port "<port>" --max-model-len 8192 --max-num-seqs 8`; got != want {
+		t.Errorf("DryRun:\n got %s\nwant %s", got, want)
+	}
+	if _, err := p.DryRun(Params{"x": nil}); err == nil {
+		t.Error("DryRun accepted an unsupported value")
 	}
 }
 

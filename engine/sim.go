@@ -227,7 +227,7 @@ func (r *simServer) Stop(ctx context.Context) error {
 
 // DryRun describes the simulated server p would get, and whether the
 // simulator would refuse it.
-func (s *Sim) DryRun(p Params, trial int) (string, error) {
+func (s *Sim) DryRun(p Params) (string, error) {
 	flags, err := Flags(p)
 	if err != nil {
 		return "", err

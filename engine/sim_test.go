@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/search"
 )
 
+// newTestSim returns the default simulated deployment's launcher, whose
+// server folders go to s.opts.Dir (a test temporary directory).
 func newTestSim(t *testing.T) *Sim {
 	t.Helper()
 	e := config.DefaultEngine()
-	s, err := NewSimFromConfig(e, Options{})
+	s, err := NewSimFromConfig(e, Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func newTestSim(t *testing.T) *Sim {
 
 func TestSimVirtualDeployment(t *testing.T) {
 	s := newTestSim(t)
-	d, err := s.VirtualDeployment(search.Params{"max-num-batched-tokens": 2048, "enable-prefix-caching": false, "block_size": 32})
+	d, err := s.VirtualDeployment(Params{"max-num-batched-tokens": 2048, "enable-prefix-caching": false, "block_size": 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +38,12 @@ func TestSimVirtualDeployment(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		p      search.Params
+		p      Params
 		reason Reason // "" for a plain error
 	}{
-		{"impossible value", search.Params{"block-size": 0}, ReasonRejected},
-		{"no memory for KV cache", search.Params{"gpu-memory-utilization": 0.05}, ReasonKVCache},
-		{"flag not modelled", search.Params{"swap-space": 4}, ""},
+		{"impossible value", Params{"block-size": 0}, ReasonRejected},
+		{"no memory for KV cache", Params{"gpu-memory-utilization": 0.05}, ReasonKVCache},
+		{"flag not modelled", Params{"swap-space": 4}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.VirtualDeployment(tc.p)
@@ -51,12 +52,12 @@ func TestSimVirtualDeployment(t *testing.T) {
 			}
 			var f *Failure
 			if tc.reason == "" {
-				if errors.As(err, &f) || errors.Is(err, search.ErrInfeasible) {
+				if errors.As(err, &f) || errors.Is(err, ErrInfeasible) {
 					t.Errorf("err = %v, want a plain error", err)
 				}
 				return
 			}
-			if !errors.As(err, &f) || f.Reason != tc.reason || !errors.Is(err, search.ErrInfeasible) {
+			if !errors.As(err, &f) || f.Reason != tc.reason || !errors.Is(err, ErrInfeasible) {
 				t.Errorf("err = %v, want an infeasible %s failure", err, tc.reason)
 			}
 		})
@@ -65,16 +66,17 @@ func TestSimVirtualDeployment(t *testing.T) {
 
 func TestSimServesAndStops(t *testing.T) {
 	s := newTestSim(t)
-	dir := t.TempDir()
-	ctx := WithArtifacts(context.Background(), dir)
-	ep, err := s.Start(ctx, search.Params{"max-num-seqs": 64})
+	ctx := context.Background()
+	srv, err := s.Start(ctx, Params{"max-num-seqs": 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Start(ctx, nil); err == nil {
+	ep := srv.Endpoint()
+	if s2, err := s.Start(ctx, nil); err == nil {
+		s2.Stop(ctx)
 		t.Error("second Start without Stop succeeded")
 	}
-	if ep.Model != "gpt-oss-120b" || len(ep.MetricsURLs) != 2 {
+	if ep.Model != "gpt-oss-120b" || len(ep.MetricsURLs) != 2 || ep.Log != serverLog(s.opts.Dir, 1) {
 		t.Errorf("endpoint = %+v", ep)
 	}
 	for _, u := range append([]string{ep.BaseURL + "/health", ep.BaseURL + "/v1/models"}, ep.MetricsURLs...) {
@@ -91,7 +93,7 @@ func TestSimServesAndStops(t *testing.T) {
 			t.Errorf("%s has no vLLM metrics", u)
 		}
 	}
-	if err := s.Stop(context.Background()); err != nil {
+	if err := srv.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := http.Get(ep.BaseURL + "/health"); err == nil {
@@ -100,17 +102,46 @@ func TestSimServesAndStops(t *testing.T) {
 	if b, err := os.ReadFile(ep.Log); err != nil || !strings.Contains(string(b), "--max-num-seqs 64") {
 		t.Errorf("server.log = %q, %v", b, err)
 	}
-	if err := s.Stop(context.Background()); err != nil {
+	if err := srv.Stop(ctx); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
-	if _, err := s.Start(ctx, search.Params{"gpu-memory-utilization": 0.05}); !errors.Is(err, search.ErrInfeasible) {
+	if _, err := s.Start(ctx, Params{"gpu-memory-utilization": 0.05}); !errors.Is(err, ErrInfeasible) {
 		t.Errorf("Start with no KV memory = %v, want infeasible", err)
+	}
+	// Neither the repeated Stop nor the infeasible Start holds the launcher.
+	srv, err = s.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	stop(t, srv)
+}
+
+func TestSimResetCache(t *testing.T) {
+	s := newTestSim(t)
+	ctx := context.Background()
+	srv, err := s.Start(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sim serves the route once package sim/serve lands
+	// (ResetCache returns nil then); until then it answers 404, which must
+	// read as ErrResetUnsupported.
+	if err := srv.ResetCache(ctx); err != nil && !errors.Is(err, ErrResetUnsupported) {
+		t.Errorf("ResetCache = %v, want nil or ErrResetUnsupported", err)
+	}
+	stop(t, srv)
+	if err := srv.ResetCache(ctx); err == nil || errors.Is(err, ErrResetUnsupported) {
+		t.Errorf("ResetCache of a stopped server = %v, want a connection error", err)
 	}
 }
 
 func TestSimDryRun(t *testing.T) {
-	s := newTestSim(t)
-	got, err := s.DryRun(search.Params{"max-num-batched-tokens": 1024, "enable-chunked-prefill": true}, 0)
+	var s any = newTestSim(t)
+	dr, ok := s.(DryRunner)
+	if !ok {
+		t.Fatalf("%T does not implement DryRunner (DryRun(Params) (string, error))", s)
+	}
+	got, err := dr.DryRun(Params{"max-num-batched-tokens": 1024, "enable-chunked-prefill": true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +149,7 @@ func TestSimDryRun(t *testing.T) {
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("DryRun = %q, want prefix %q", got, want)
 	}
-	got, _ = s.DryRun(search.Params{"gpu-memory-utilization": 0.05}, 1)
+	got, _ = dr.DryRun(Params{"gpu-memory-utilization": 0.05})
 	if !strings.Contains(got, "INFEASIBLE") {
 		t.Errorf("DryRun of an impossible deployment = %q", got)
 	}
@@ -152,6 +183,9 @@ func TestFromConfig(t *testing.T) {
 		if Reconfigurable(eng) != (tc.kind != config.EngineExternal) {
 			t.Errorf("%s: Reconfigurable = %v", tc.kind, Reconfigurable(eng))
 		}
+		if d, ok := eng.(Describer); !ok || d.Describe() == "" {
+			t.Errorf("%s: no description (Describer: %v)", tc.kind, ok)
+		}
 	}
 	c := e
 	c.Kind = config.EngineProcess
@@ -161,7 +195,7 @@ func TestFromConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := eng.(DryRunner).DryRun(search.Params{"max-num-seqs": 32}, 0)
+	got, err := eng.(DryRunner).DryRun(Params{"max-num-seqs": 32})
 	if err != nil {
 		t.Fatal(err)
 	}

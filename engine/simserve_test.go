@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/spoc-project/spoc/search"
 )
 
 var (
@@ -53,10 +51,11 @@ func simServe(t *testing.T) *Process {
 	p, err := NewProcess(ProcessOptions{
 		Command:       []string{spocBinary(t), "sim", "serve", "--port", "{{.Port}}", "--model", "{{.Model}}"},
 		Model:         "gpt-oss-120b",
-		BaseParams:    search.Params{"tensor-parallel-size": 4, "max-model-len": 131072},
+		BaseParams:    Params{"tensor-parallel-size": 4, "max-model-len": 131072},
 		HealthTimeout: time.Minute,
 		StopTimeout:   10 * time.Second,
 		PollInterval:  50 * time.Millisecond,
+		Dir:           t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +65,12 @@ func simServe(t *testing.T) *Process {
 
 func TestProcessRunsSpocSimServe(t *testing.T) {
 	p := simServe(t)
-	dir := t.TempDir()
-	ep, err := p.Start(WithArtifacts(context.Background(), dir), search.Params{"block-size": 32, "enable-prefix-caching": false, "max-num-batched-tokens": 2048})
+	srv, err := p.Start(context.Background(), Params{"block-size": 32, "enable-prefix-caching": false, "max-num-batched-tokens": 2048})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	defer stop(t, p)
+	defer stop(t, srv)
+	ep := srv.Endpoint()
 	resp, err := http.Get(ep.MetricsURLs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +83,10 @@ func TestProcessRunsSpocSimServe(t *testing.T) {
 			t.Errorf("the server did not get its flags: /metrics lacks %s", want)
 		}
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+	if ep.Log != serverLog(p.opts.Dir, 1) {
+		t.Errorf("server log = %q, want %q", ep.Log, serverLog(p.opts.Dir, 1))
+	}
+	log, _ := os.ReadFile(ep.Log)
 	if !strings.Contains(string(log), "--block-size 32 --no-enable-prefix-caching --max-model-len 131072 --max-num-batched-tokens 2048 --tensor-parallel-size 4") {
 		t.Errorf("server.log does not start with the command:\n%.300s", log)
 	}
@@ -94,20 +96,20 @@ func TestProcessClassifiesSpocSimServeFailures(t *testing.T) {
 	p := simServe(t)
 	for _, tc := range []struct {
 		name   string
-		params search.Params
+		params Params
 		reason Reason
 	}{
-		{"weights leave no KV cache", search.Params{"gpu-memory-utilization": 0.05}, ReasonKVCache},
-		{"impossible flag value", search.Params{"block-size": 0}, ReasonRejected},
-		{"unknown flag", search.Params{"swap-space": 4}, ReasonExited},
+		{"weights leave no KV cache", Params{"gpu-memory-utilization": 0.05}, ReasonKVCache},
+		{"impossible flag value", Params{"block-size": 0}, ReasonRejected},
+		{"unknown flag", Params{"swap-space": 4}, ReasonExited},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.Start(WithArtifacts(context.Background(), t.TempDir()), tc.params)
+			_, err := p.Start(context.Background(), tc.params)
 			var f *Failure
 			if !errors.As(err, &f) || f.Reason != tc.reason || f.ExitCode != 2 {
 				t.Fatalf("Start = %v, want a %s failure with exit status 2", err, tc.reason)
 			}
-			if errors.Is(err, search.ErrInfeasible) != tc.reason.Infeasible() {
+			if errors.Is(err, ErrInfeasible) != tc.reason.Infeasible() {
 				t.Errorf("infeasible = %v for %s", !tc.reason.Infeasible(), tc.reason)
 			}
 		})

@@ -229,7 +229,7 @@ func TestInterruptStopsServerAndResumes(t *testing.T) {
 	gc := filepath.Join(t.TempDir(), "grandchild.pid")
 	eng, err := engine.NewProcess(engine.ProcessOptions{
 		Command:       []string{fakeServer, "--port", "{{.Port}}", "--fake-record", rec, "--fake-grandchild", gc},
-		HealthTimeout: time.Minute, StopTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond,
+		HealthTimeout: time.Minute, StopTimeout: 5 * time.Second, PollInterval: 10 * time.Millisecond, Dir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)

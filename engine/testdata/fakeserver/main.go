@@ -3,12 +3,17 @@
 // recorded, not interpreted) and behaves according to its --fake-* flags:
 //
 //	--port N                listen on 127.0.0.1:N
-//	--fake-record FILE      write {"pid":…, "args":[…]} to FILE at start
+//	--fake-record FILE      write {"pid":…, "args":[…], "env":{…}} to FILE at
+//	                        start (env: the VLLM_* variables); the file appears
+//	                        complete or not at all
 //	--fake-mode MODE        healthy (default), crash, oom, kv, reject,
 //	                        never-healthy, hang-oom
 //	--fake-grandchild FILE  spawn a long-sleeping child, write its pid to FILE
 //	--fake-ignore-term      ignore SIGTERM (only SIGKILL stops it)
 //	--fake-sleep            sleep forever (the grandchild)
+//
+// Like vLLM, it serves POST /reset_prefix_cache only when
+// VLLM_SERVER_DEV_MODE=1.
 package main
 
 import (
@@ -18,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -50,8 +57,14 @@ func main() {
 		}
 	}
 	if f := get("--fake-record"); f != "" {
-		b, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "args": args})
-		if err := os.WriteFile(f, b, 0o644); err != nil {
+		env := map[string]string{}
+		for _, kv := range os.Environ() {
+			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "VLLM_") {
+				env[k] = v
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "args": args, "env": env})
+		if err := writeAtomic(f, b); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -66,7 +79,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		if err := os.WriteFile(f, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		if err := writeAtomic(f, []byte(strconv.Itoa(cmd.Process.Pid))); err != nil {
 			os.Exit(2)
 		}
 	}
@@ -97,8 +110,31 @@ func main() {
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "vllm:num_requests_running 0")
 	})
+	if os.Getenv("VLLM_SERVER_DEV_MODE") == "1" {
+		mux.HandleFunc("POST /reset_prefix_cache", func(w http.ResponseWriter, r *http.Request) {})
+	}
 	if err := http.ListenAndServe("127.0.0.1:"+get("--port"), mux); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// writeAtomic writes b to a temporary file next to path and renames it into
+// place, so that a reader (a test polling for the file) never sees it
+// half-written, even if this process is killed meanwhile.
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

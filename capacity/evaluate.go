@@ -41,6 +41,9 @@ type Outputs struct {
 	Records io.Writer
 	// Telemetry receives every scrape as a JSON line (live engines only).
 	Telemetry io.Writer
+	// Progress, when set, receives the live client's counters about once a
+	// second while a run over HTTP goes on.
+	Progress func(loadgen.Progress)
 }
 
 // Evaluation is one configuration measured at one load.
@@ -58,6 +61,11 @@ type Evaluation struct {
 	Sim *SimInfo `json:"sim,omitempty"`
 	// Wall is how long the evaluation took on this machine.
 	Wall time.Duration `json:"wall_ns"`
+	// Interrupted is set on the partial evaluation returned with ctx's
+	// error when a live run was stopped (Ctrl-C); Scheduled counts the
+	// requests it had scheduled.
+	Interrupted bool  `json:"interrupted,omitempty"`
+	Scheduled   int64 `json:"scheduled,omitempty"`
 }
 
 // SimInfo is what the simulator knows that a real server would not say.
@@ -246,6 +254,16 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.S
 	}
 	e.cur, e.curKey, e.curFrom = srv, key, time.Now()
 	e.usage.Starts++
+	ep := srv.Endpoint()
+	if ep.Model == "" {
+		ep.Model = e.model()
+	}
+	if err := Preflight(ctx, ep, e.cfg.Run.Endpoint, os.Getenv(e.cfg.Run.APIKeyEnv)); err != nil {
+		if serr := e.stopLocked(ctx); serr != nil {
+			e.logger.Warn("stop engine after a failed preflight", "err", serr)
+		}
+		return nil, err
+	}
 	return srv, nil
 }
 
@@ -363,10 +381,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 
 	model := ep.Model
 	if model == "" {
-		model = e.cfg.Engine.ServedModelName
-	}
-	if model == "" {
-		model = e.cfg.Engine.Model
+		model = e.model()
 	}
 	runner, err := loadgen.New(loadgen.Options{
 		Target: ep.BaseURL, Endpoint: e.cfg.Run.Endpoint, Model: model, APIKey: os.Getenv(e.cfg.Run.APIKeyEnv),
@@ -385,19 +400,28 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		w = result.NewWriter(out.Records)
 		sinks = append(sinks, w)
 	}
+	stopProgress := watchProgress(runner, out.Progress)
 	rep, err := runner.Run(ctx, e.gen, result.Tee(sinks...))
+	stopProgress()
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("write records: %w", cerr)
 		}
 	}
-	if err != nil {
+	interrupted := err != nil && rep != nil && rep.Interrupted && ctx.Err() != nil
+	if err != nil && !interrupted {
 		return nil, err
 	}
 	sum.SetWindow(rep.Window)
 	sum.SetClientHealth(rep.Health)
 	res := sum.Result()
-	ev = &Evaluation{Users: load.Users, Params: params, Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
+	ev = &Evaluation{Users: load.Users, Params: params, Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
+		Interrupted: interrupted, Scheduled: rep.Scheduled}
+	if interrupted {
+		// What was measured before Ctrl-C is returned with the error: a
+		// caller may print it, but it is no verdict.
+		return ev, err
+	}
 	derive := telemetry.DeriveOptions{ClockFraction: e.cfg.Telemetry.StragglerClockDrop, TPSize: e.cfg.Engine.TensorParallelSize}
 	switch {
 	case coll != nil:
@@ -421,3 +445,36 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 
 // IsInfeasible reports whether err means the configuration cannot run.
 func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) }
+
+// model is the name requests use when the server does not say: the served
+// name, else the model.
+func (e *Evaluator) model() string {
+	if e.cfg.Engine.ServedModelName != "" {
+		return e.cfg.Engine.ServedModelName
+	}
+	return e.cfg.Engine.Model
+}
+
+// watchProgress calls fn with the runner's counters every second until the
+// returned stop is called; a nil fn watches nothing.
+func watchProgress(r *loadgen.Runner, fn func(loadgen.Progress)) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fn(r.Progress())
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

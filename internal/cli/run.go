@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -13,10 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
-	"github.com/spoc-project/spoc/workload"
 )
 
 func init() { register(newRunCmd) }
@@ -117,48 +116,36 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if f.model != "" {
 		model = f.model
 	}
-	apiKey := ""
-	if rc.APIKeyEnv != "" {
-		apiKey = os.Getenv(rc.APIKeyEnv)
+	cfg.Run = rc
+	if err := cfg.Validate(); err != nil {
+		return usageError(err)
 	}
-
-	gen, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
-	if err != nil {
-		return usageError(fmt.Errorf("workload: %w", err))
-	}
-	runner, err := loadgen.New(loadgen.Options{
-		Target: rc.Target, Endpoint: rc.Endpoint, Model: model, APIKey: apiKey,
-		Users: rc.Users, Ramp: rc.Ramp.D(), Warmup: rc.Warmup.D(), Duration: rc.Duration.D(),
-		ThinkTimeScale: rc.ThinkTimeScale, RequestTimeout: rc.RequestTimeout.D(), FirstByteTimeout: rc.FirstByteTimeout.D(),
-		ExactOutputLength: cfg.Workload.ExactOutputLength,
-		RunID:             "run-" + time.Now().UTC().Format("20060102T150405Z"),
-		Renderer:          gen,
-	})
+	// The server is not spoc's: an external launcher checks and returns
+	// it; the evaluator runs the load against it like any other engine.
+	ext, err := engine.NewExternal(rc.Target, model, "", cfg.Engine.External.MetricsURL)
 	if err != nil {
 		return usageError(err)
 	}
-
-	if err := probeTarget(cmd.Context(), rc.Target); err != nil {
-		return err
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ev, err := capacity.NewEvaluator(cfg, ext, logger)
+	if err != nil {
+		return usageError(err)
 	}
+	defer ev.Close(cmd.Context())
 	file, err := os.Create(f.out)
 	if err != nil {
 		return fmt.Errorf("create records file: %w", err)
 	}
-	jw := result.NewWriter(file)
-	sum := result.NewSummary(cfg.SLA, result.Window{}, result.WithClientBoundLag(rc.ClientBoundLagP99.D()))
-
-	stopProgress := func() {}
+	out := capacity.Outputs{Records: file}
+	var progress *progressLine
 	if !f.quiet && isTerminal(cmd.OutOrStdout()) {
-		stopProgress = showProgress(stderr, runner, rc.Users)
+		progress = &progressLine{w: stderr, users: rc.Users}
+		out.Progress = progress.show
 	}
-	rep, runErr := runner.Run(cmd.Context(), gen, result.Tee(jw, sum))
-	stopProgress()
-	closeErr := jw.Close()
-	if err := file.Close(); closeErr == nil && err != nil {
-		closeErr = fmt.Errorf("close records file: %w", err)
-	}
-	interrupted := runErr != nil && errors.Is(runErr, context.Canceled) && rep != nil && rep.Interrupted
+	res, runErr := ev.Evaluate(cmd.Context(), nil, capacity.RunLoad(cfg, rc.Users), out)
+	progress.clear()
+	closeErr := file.Close()
+	interrupted := runErr != nil && res != nil && res.Interrupted
 	if runErr != nil && !interrupted {
 		// A run that failed before its first record leaves no empty file.
 		if st, err := os.Stat(f.out); err == nil && st.Size() == 0 {
@@ -169,21 +156,19 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if closeErr != nil {
 		return fmt.Errorf("records %s: %w", f.out, closeErr)
 	}
-	sum.SetWindow(rep.Window)
-	sum.SetClientHealth(rep.Health)
-	res := sum.Result()
-	if err := printSummary(cmd.OutOrStdout(), res, f.asJSON); err != nil {
+	if err := printSummary(cmd.OutOrStdout(), res.Summary, f.asJSON); err != nil {
 		return err
 	}
-	if !interrupted && res.Overall.Requests == 0 && res.Excluded > 0 {
+	if !interrupted && res.Summary.Overall.Requests == 0 && res.Summary.Excluded > 0 {
+		w := res.Summary.Window
 		fmt.Fprintf(stderr, "spoc: hint: no user started a turn inside the %s window: replies or think times are longer than it (%d records, all outside it); lengthen --duration (and --warmup) beyond a whole turn plus its think time\n",
-			rep.Window.End.Sub(rep.Window.Start).Round(time.Millisecond), res.Excluded)
+			w.End.Sub(w.Start).Round(time.Millisecond), res.Summary.Excluded)
 	}
 	if interrupted {
-		fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", rep.Scheduled, f.out)
+		fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", res.Scheduled, f.out)
 		return &ExitError{Code: ExitInterrupted}
 	}
-	if f.check && !res.SLA.Pass {
+	if f.check && !res.Pass {
 		return &ExitError{Code: ExitSLANotMet}
 	}
 	return nil
@@ -200,29 +185,6 @@ func checkTargetURL(target string) error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--target %q: want an http:// or https:// base URL, e.g. http://localhost:8000", target)
 	}
-	return nil
-}
-
-// probeTimeout bounds the reachability check before a run.
-const probeTimeout = 10 * time.Second
-
-// probeTarget checks that something answers HTTP at target before the run
-// starts, so an unreachable server is one clear error (exit 1) rather than a
-// run whose every request failed and a records file of connection errors.
-// Any HTTP response counts, whatever its status: only the transport matters.
-func probeTarget(ctx context.Context, target string) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	probe := strings.TrimRight(target, "/") + "/v1/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
-	if err != nil {
-		return usageError(fmt.Errorf("--target %q: %w", target, err))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("target %s is not reachable (GET %s): %w", target, probe, err)
-	}
-	resp.Body.Close()
 	return nil
 }
 
@@ -243,28 +205,25 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// showProgress redraws one status line on w every second until stopped.
-func showProgress(w io.Writer, r *loadgen.Runner, users int) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				p := r.Progress()
-				line := fmt.Sprintf("users %d/%d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
-					p.ActiveUsers, users, p.InFlight, p.Requests, p.Errors, p.Cancelled, roundDur(p.TTFTp95), roundDur(p.ITLp95))
-				fmt.Fprint(w, "\r\033[K"+strings.TrimSpace(line))
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
+// progressLine redraws one status line with the live client's counters.
+type progressLine struct {
+	w     io.Writer
+	users int
+	shown bool
+}
+
+func (p *progressLine) show(pr loadgen.Progress) {
+	line := fmt.Sprintf("users %d/%d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
+		pr.ActiveUsers, p.users, pr.InFlight, pr.Requests, pr.Errors, pr.Cancelled, roundDur(pr.TTFTp95), roundDur(pr.ITLp95))
+	fmt.Fprint(p.w, "\r\033[K"+strings.TrimSpace(line))
+	p.shown = true
+}
+
+// clear removes the status line; a nil line does nothing.
+func (p *progressLine) clear() {
+	if p != nil && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
 }
 
 func roundDur(d time.Duration) string {

@@ -64,7 +64,14 @@ type Config struct {
 	// KeepLog records every request and its emission times (Log, and GET
 	// /_spoc/log for a client in another process).
 	KeepLog bool
+	// Model is the id GET /v1/models lists (default DefaultModel); the
+	// completion routes answer whatever model a request names.
+	Model string
 }
+
+// DefaultModel is the model id the test server lists by default: the
+// reference case's.
+const DefaultModel = "gpt-oss-120b"
 
 // Request is what the server logged about one request.
 type Request struct {
@@ -187,6 +194,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(s.Log())
 	case r.Method == http.MethodPost && r.URL.Path == "/_spoc/log/reset":
 		s.ResetLog()
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+		model := s.cfg.Model
+		if model == "" {
+			model = DefaultModel
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]string{{"id": model, "object": "model"}}})
 	case r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions"):
 		s.complete(w, r, r.URL.Path == "/v1/chat/completions")
 	default:

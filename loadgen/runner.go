@@ -160,14 +160,8 @@ func New(opts Options) (*Runner, error) {
 	if opts.Target == "" {
 		errs = append(errs, "target URL is empty")
 	}
-	if opts.Users < 1 {
-		errs = append(errs, fmt.Sprintf("users must be at least 1, got %d", opts.Users))
-	}
-	if opts.Duration <= 0 {
-		errs = append(errs, "duration must be positive")
-	}
-	if opts.Warmup < 0 || opts.Ramp < 0 || opts.ThinkTimeScale < 0 {
-		errs = append(errs, "warmup, ramp and think-time scale must not be negative")
+	if err := opts.schedule().Validate(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if opts.Renderer == nil {
 		errs = append(errs, "no renderer")
@@ -208,6 +202,11 @@ func New(opts Options) (*Runner, error) {
 	}, nil
 }
 
+// schedule is the closed-loop schedule's part of the options.
+func (o *Options) schedule() workload.ScheduleOptions {
+	return workload.ScheduleOptions{Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale}
+}
+
 func endpointURL(target, endpoint string) string {
 	path := "/v1/chat/completions"
 	if endpoint == EndpointCompletions {
@@ -229,6 +228,10 @@ func (r *Runner) Progress() Progress { return r.progress.snapshot() }
 // returns the report with Interrupted set and ctx's error.
 func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) (*Report, error) {
 	o := &r.opts
+	sched, err := workload.NewSchedule(src, o.schedule())
+	if err != nil {
+		return nil, err
+	}
 	defer applyGC(o.GCPercent)()
 	// Prime lazy initialisation (tokenizer, corpus) before the clock starts,
 	// so that it does not show up as the first requests' dispatch lag. Errors
@@ -237,8 +240,8 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		_ = newConversation(o.Endpoint, o.Renderer).addUser(sc, &sc.Turns[0])
 	}
 	start := time.Now().Add(20 * time.Millisecond) // lets goroutines park before the first slot
-	measured := start.Add(o.Warmup)
-	end := measured.Add(o.Duration)
+	measuredAt, endAt := sched.Window()
+	measured, end := start.Add(workload.Offset(measuredAt)), start.Add(workload.Offset(endAt))
 	rep := &Report{Start: start, Window: result.Window{Start: measured, End: end}}
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
@@ -284,10 +287,7 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		firstErr error
 	)
 	for u := range o.Users {
-		slot := start
-		if o.Users > 1 {
-			slot = start.Add(time.Duration(int64(o.Ramp) * int64(u) / int64(o.Users)))
-		}
+		slot := start.Add(workload.Offset(sched.Start(u)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -299,8 +299,8 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 			}
 			r.progress.active.Add(1)
 			defer r.progress.active.Add(-1)
-			vu := &user{r: r, id: u, measured: measured, end: end, records: records}
-			if err := vu.run(runCtx, src, slot); err != nil {
+			vu := &user{r: r, id: u, start: start, records: records}
+			if err := vu.run(runCtx, sched.User(u)); err != nil {
 				errMu.Lock()
 				if firstErr == nil {
 					firstErr = err
@@ -341,70 +341,65 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 
 // user is one closed-loop virtual user.
 type user struct {
-	r        *Runner
-	id       int
-	measured time.Time
-	end      time.Time
-	records  chan<- *result.Record
-	body     []byte
-	st       stream
+	r       *Runner
+	id      int
+	start   time.Time // the schedule's origin
+	records chan<- *result.Record
+	body    []byte
+	st      stream
 }
 
-// run executes sessions back to back until the window ends.
-func (u *user) run(ctx context.Context, src workload.Source, due time.Time) error {
+// run sends the turns cur schedules, each at its scheduled time, until the
+// schedule stops the user or ctx ends.
+func (u *user) run(ctx context.Context, cur workload.Cursor) error {
 	o := &u.r.opts
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	conv := newConversation(o.Endpoint, o.Renderer)
-	for session := 0; ; session++ {
-		script, err := src.Session(u.id, session)
-		if err != nil {
-			return fmt.Errorf("user %d session %d: %w", u.id, session, err)
+	for {
+		next, ok, err := cur.Next()
+		if err != nil || !ok {
+			return err
 		}
-		if len(script.Turns) == 0 {
-			return fmt.Errorf("user %d session %d: script has no turns", u.id, session)
+		script, turn := next.Script, next.Turn
+		if next.NewSession {
+			conv.reset()
 		}
-		conv.reset()
-		for i := range script.Turns {
-			turn := &script.Turns[i]
-			if !due.Before(u.end) {
-				return nil
-			}
-			rec := &result.Record{
-				RunID: o.RunID, User: u.id, Session: session, Profile: script.Profile, Turn: turn.Index,
-				RequestID:          result.RequestID(o.RunID, u.id, session, turn.Index),
-				Scheduled:          due,
-				Warmup:             due.Before(u.measured),
-				PromptTokensTarget: turn.PromptTokens,
-				MaxTokens:          turn.MaxTokens,
-			}
-			// Render close to the send time, not all users at once at the
-			// start, but early enough that rendering is not dispatch lag.
-			if !sleepUntil(ctx, timer, due.Add(-renderLead)) {
-				u.stopped(ctx, rec)
-				return nil
-			}
-			if err := conv.addUser(script, turn); err != nil {
-				return fmt.Errorf("user %d session %d turn %d: %w", u.id, session, turn.Index, err)
-			}
-			u.body = conv.body(u.body[:0], requestParams{model: o.Model, maxTokens: turn.MaxTokens, exact: o.ExactOutputLength})
-			if !sleepUntil(ctx, timer, due) {
-				u.stopped(ctx, rec)
-				return nil
-			}
-			u.r.progress.scheduled()
-			u.r.progress.started()
-			u.r.client.do(ctx, u.body, rec, &u.st)
-			u.r.progress.finished()
-			u.emit(rec)
-			if rec.Status == result.StatusCancelled || ctx.Err() != nil {
-				return nil
-			}
-			think := time.Duration(float64(turn.ThinkTime) * o.ThinkTimeScale)
-			due = rec.Done.Add(think)
-			if rec.Status != result.StatusOK {
-				break // a failed turn abandons the session: its history is broken
-			}
+		due := u.start.Add(workload.Offset(next.At))
+		rec := &result.Record{
+			RunID: o.RunID, User: u.id, Session: next.Session, Profile: script.Profile, Turn: turn.Index,
+			RequestID:          result.RequestID(o.RunID, u.id, next.Session, turn.Index),
+			Scheduled:          due,
+			Warmup:             next.Warmup,
+			PromptTokensTarget: turn.PromptTokens,
+			MaxTokens:          turn.MaxTokens,
+		}
+		// Render close to the send time, not all users at once at the
+		// start, but early enough that rendering is not dispatch lag.
+		if !sleepUntil(ctx, timer, due.Add(-renderLead)) {
+			u.stopped(ctx, rec)
+			return nil
+		}
+		if err := conv.addUser(script, turn); err != nil {
+			return fmt.Errorf("user %d session %d turn %d: %w", u.id, next.Session, turn.Index, err)
+		}
+		u.body = conv.body(u.body[:0], requestParams{model: o.Model, maxTokens: turn.MaxTokens, exact: o.ExactOutputLength})
+		if !sleepUntil(ctx, timer, due) {
+			u.stopped(ctx, rec)
+			return nil
+		}
+		u.r.progress.scheduled()
+		u.r.progress.started()
+		u.r.client.do(ctx, u.body, rec, &u.st)
+		u.r.progress.finished()
+		u.emit(rec)
+		if rec.Status == result.StatusCancelled || ctx.Err() != nil {
+			return nil
+		}
+		// A failed turn abandons the session (its history is broken);
+		// the schedule then starts the next one.
+		cur.Done(rec.Done.Sub(u.start).Seconds(), rec.Status == result.StatusOK)
+		if rec.Status == result.StatusOK {
 			conv.addReply(u.st.reply)
 		}
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -83,9 +82,7 @@ const (
 
 type vuser struct {
 	id      int
-	session int
-	script  *workload.Script
-	turn    int
+	cur     workload.Cursor // the user's place in the schedule
 	hasher  *BlockHasher
 	req     *Request
 	rec     *result.Record
@@ -100,7 +97,6 @@ type vuser struct {
 type runner struct {
 	o     Options
 	c     *cluster
-	src   workload.Source
 	sink  result.Sink
 	users []vuser
 	heap  userHeap
@@ -118,11 +114,11 @@ type runner struct {
 // from this goroutine. It stops when the measured window ends or ctx is
 // done (returning ctx's error with the stats so far).
 func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result.Sink) (*RunStats, error) {
-	if o.Users < 1 {
-		return nil, fmt.Errorf("run virtual: users must be at least 1, got %d", o.Users)
-	}
-	if o.Duration <= 0 || o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 {
-		return nil, errors.New("run virtual: duration must be positive; warmup, ramp and think-time scale not negative")
+	sched, err := workload.NewSchedule(src, workload.ScheduleOptions{
+		Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run virtual: %w", err)
 	}
 	if o.ErrorRate < 0 || o.ErrorRate > 1 {
 		return nil, fmt.Errorf("run virtual: error rate %v is not in [0, 1]", o.ErrorRate)
@@ -139,13 +135,12 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 		interval = o.SeriesInterval.Seconds()
 	}
 	r := &runner{
-		o: o, c: c, src: src, sink: sink,
-		mon:   newMonitor(c, interval, o.SeriesInterval >= 0, o.Warmup.Seconds()),
+		o: o, c: c, sink: sink,
 		rng:   rand.New(rand.NewPCG(o.Seed, 0x5eed)),
 		overh: c.system.Factors(),
-		warm:  o.Warmup.Seconds(),
-		end:   (o.Warmup + o.Duration).Seconds(),
 	}
+	r.warm, r.end = sched.Window()
+	r.mon = newMonitor(c, interval, o.SeriesInterval >= 0, r.warm)
 	r.stats.Start = o.Start
 	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
 	r.stats.Replicas, r.stats.KVBlocks, r.stats.KVTokens = len(c.engines), c.engines[0].KVBlocks(), c.kvTokens
@@ -157,11 +152,8 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 		vu.id = u
 		vu.hasher = NewBlockHasher(c.dep.Params.BlockSize)
 		vu.req = NewRequest()
-		vu.next = 0
-		if o.Users > 1 {
-			vu.next = o.Ramp.Seconds() * float64(u) / float64(o.Users)
-		}
-		r.heap.push(int32(u))
+		vu.cur = sched.User(u)
+		r.queue(vu)
 	}
 	err = r.loop(ctx)
 	r.finish()
@@ -169,7 +161,20 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 }
 
 func (r *runner) at(sec float64) time.Time {
-	return r.o.Start.Add(time.Duration(math.Round(sec * 1e9)))
+	return r.o.Start.Add(workload.Offset(sec))
+}
+
+// queue puts vu on the heap at its next turn's scheduled time; its session
+// is fetched when that time comes (due). A user the schedule has stopped
+// leaves the heap for good.
+func (r *runner) queue(vu *vuser) {
+	at, ok := vu.cur.Due()
+	if !ok {
+		vu.phase = phaseDone
+		return
+	}
+	vu.next, vu.phase = at, phaseDue
+	r.heap.push(int32(vu.id))
 }
 
 func (r *runner) loop(ctx context.Context) error {
@@ -234,24 +239,17 @@ func (r *runner) loop(ctx context.Context) error {
 
 // due prepares user vu's next request at its scheduled time t.
 func (r *runner) due(vu *vuser, t float64) error {
-	if vu.script == nil || vu.turn >= len(vu.script.Turns) {
-		if vu.script != nil {
-			vu.session++
-		}
-		s, err := r.src.Session(vu.id, vu.session)
-		if err != nil {
-			return fmt.Errorf("user %d session %d: %w", vu.id, vu.session, err)
-		}
-		if len(s.Turns) == 0 {
-			return fmt.Errorf("user %d session %d: script has no turns", vu.id, vu.session)
-		}
-		vu.script, vu.turn = s, 0
+	next, ok, err := vu.cur.Next()
+	if err != nil || !ok { // !ok cannot happen: queue checked Due
+		return err
+	}
+	if next.NewSession {
 		vu.hasher.Reset()
-		for _, seg := range s.Prefix {
+		for _, seg := range next.Script.Prefix {
 			vu.hasher.AppendRun(seg.Key, 0, seg.Tokens)
 		}
 	}
-	turn := &vu.script.Turns[vu.turn]
+	turn := next.Turn
 	for _, seg := range turn.NewContent {
 		vu.hasher.AppendRun(seg.Key, 0, seg.Tokens)
 	}
@@ -263,26 +261,25 @@ func (r *runner) due(vu *vuser, t float64) error {
 	reply = max(reply, 1)
 	key := turn.Reply.Key
 	if key == 0 || turn.Reply.Tokens != reply {
-		key = replyKey(vu.id, vu.session, turn.Index)
+		key = replyKey(vu.id, next.Session, turn.Index)
 	}
 	vu.hasher.AppendRun(key, 0, reply)
 
 	r.stats.Scheduled++
 	rec := &result.Record{
-		RunID: r.o.RunID, User: vu.id, Session: vu.session, Profile: vu.script.Profile, Turn: turn.Index,
-		RequestID:          result.RequestID(r.o.RunID, vu.id, vu.session, turn.Index),
+		RunID: r.o.RunID, User: vu.id, Session: next.Session, Profile: next.Script.Profile, Turn: turn.Index,
+		RequestID:          result.RequestID(r.o.RunID, vu.id, next.Session, turn.Index),
 		Scheduled:          r.at(t),
 		Sent:               r.at(t),
-		Warmup:             t < r.warm,
+		Warmup:             next.Warmup,
 		PromptTokensTarget: turn.PromptTokens,
 		MaxTokens:          turn.MaxTokens,
 	}
 	vu.rec = rec
 	fail := func(code int, msg string) error {
 		rec.Status, rec.HTTPStatus, rec.Error, rec.Done = result.StatusHTTPError, code, msg, rec.Scheduled
-		vu.turn = len(vu.script.Turns) // a failed turn abandons the session, as the load runner does
-		vu.next, vu.phase = t+r.think(turn), phaseDue
-		r.heap.push(int32(vu.id))
+		vu.cur.Done(t, false) // rejected at once; the session is abandoned
+		r.queue(vu)
 		return r.emit(vu)
 	}
 	if r.o.ErrorRate > 0 && r.rng.Float64() < r.o.ErrorRate {
@@ -302,10 +299,6 @@ func (r *runner) due(vu *vuser, t float64) error {
 	return nil
 }
 
-func (r *runner) think(turn *workload.Turn) float64 {
-	return turn.ThinkTime.Seconds() * r.o.ThinkTimeScale
-}
-
 // completeStep applies replica k's step ending at t and advances its users.
 func (r *runner) completeStep(k int, t float64) error {
 	for _, req := range r.c.engines[k].Complete(t) {
@@ -322,10 +315,8 @@ func (r *runner) completeStep(k int, t float64) error {
 		rec := vu.rec
 		rec.Done = r.at(t)
 		rec.Status = result.StatusOK
-		turn := &vu.script.Turns[vu.turn]
-		vu.turn++
-		vu.next, vu.phase = t+r.think(turn), phaseDue
-		r.heap.push(int32(vu.id))
+		vu.cur.Done(t, true)
+		r.queue(vu)
 		if err := r.emit(vu); err != nil {
 			return err
 		}

@@ -12,5 +12,7 @@
 // token length under the workload's tokenizer). Importers replay vLLM
 // multi-turn conversations, AIPerf multi-turn JSONL and Mooncake/Bailian
 // block-hash traces through the same two interfaces. Inspect computes
-// per-profile statistics and the ideal prefix-cache hit rate.
+// per-profile statistics and the ideal prefix-cache hit rate. Schedule is
+// the closed-loop user schedule (ramp, think time, session roll-over,
+// windows) that both executors, loadgen and sim, follow.
 package workload

@@ -1,0 +1,226 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Schedule is the closed-loop virtual-user schedule: which turn each user
+// sends next and when. Both executors drive it — the HTTP load runner with a
+// goroutine per user on the wall clock, the simulator with an event heap on
+// a virtual clock — so a live run and a simulated one issue the same
+// requests at the same scheduled times for the same completions. The rules:
+//
+//   - Start: user u's first turn is due at Ramp·u/Users (0 for one user), so
+//     users start evenly over the ramp instead of in one burst at t=0.
+//   - Sessions: user u runs Source.Session(u, 0), (u, 1), … back to back,
+//     each turn in order. Mid-session starts (MidSession) are the source's
+//     business: its session 0 then begins at a later turn.
+//   - Think time: the next turn is due ThinkTime·ThinkTimeScale after the
+//     previous reply completed (scale 0: back to back). The last turn's think
+//     time separates it from the next session's first turn.
+//   - Failure: a reply that is not ok abandons the rest of its session (the
+//     conversation history is broken); the next session follows after the
+//     failed turn's think time.
+//   - Latency counts from the scheduled time, not from when the executor
+//     managed to send: a late client shows up as latency and dispatch lag,
+//     never as fewer requests (no coordinated omission). The next turn is
+//     scheduled from the actual completion, as a closed-loop user would.
+//   - Windows: turns due before Warmup are warm-up (flagged, excluded from
+//     the summary); the measured window is [Warmup, Warmup+Duration). A turn
+//     due at or after its end is never sent: the user stops. What is in
+//     flight at the end is the executor's to cancel.
+//
+// Times are float64 seconds since the run's start: the simulator's virtual
+// clock (its engine steps are float seconds), so simulated runs are
+// bit-for-bit what they were before the rules moved here. The real-time
+// runner converts at its edge with Offset; the sub-nanosecond difference is
+// far below any timer's resolution.
+//
+// A Schedule is immutable and safe for concurrent use; each user's Cursor
+// belongs to one goroutine.
+type Schedule struct {
+	src            Source
+	users          int
+	ramp           float64 // seconds
+	warmup, end    float64 // seconds since the run's start
+	thinkTimeScale float64
+}
+
+// ScheduleOptions are a Schedule's parameters; they mean the same to every
+// executor.
+type ScheduleOptions struct {
+	// Users is the number of concurrent closed-loop users.
+	Users int
+	// Ramp staggers user starts evenly over this period.
+	Ramp time.Duration
+	// Warmup precedes the measured window; its requests are flagged Warmup.
+	Warmup time.Duration
+	// Duration is the measured window; no turn is sent once it has ended.
+	Duration time.Duration
+	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
+	ThinkTimeScale float64
+}
+
+// Validate reports every invalid option in one error.
+func (o ScheduleOptions) Validate() error {
+	var errs []string
+	if o.Users < 1 {
+		errs = append(errs, fmt.Sprintf("users must be at least 1, got %d", o.Users))
+	}
+	if o.Duration <= 0 {
+		errs = append(errs, "duration must be positive")
+	}
+	if o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 {
+		errs = append(errs, "warmup, ramp and think-time scale must not be negative")
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// NewSchedule returns the schedule of o's users over src's sessions.
+func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	if src == nil {
+		return nil, errors.New("schedule: no session source")
+	}
+	return &Schedule{
+		src:            src,
+		users:          o.Users,
+		ramp:           o.Ramp.Seconds(),
+		warmup:         o.Warmup.Seconds(),
+		end:            (o.Warmup + o.Duration).Seconds(),
+		thinkTimeScale: o.ThinkTimeScale,
+	}, nil
+}
+
+// Start is when user's first turn is due, in seconds since the run's start:
+// its slot in the ramp. A start at or after the end of the measured window
+// means the user never sends anything.
+func (s *Schedule) Start(user int) float64 {
+	if s.users <= 1 {
+		return 0
+	}
+	return s.ramp * float64(user) / float64(s.users)
+}
+
+// Window is the measured window, in seconds since the run's start: turns due
+// before measured are warm-up, none is due at or after end.
+func (s *Schedule) Window() (measured, end float64) { return s.warmup, s.end }
+
+// User returns user's cursor, positioned before its first turn.
+func (s *Schedule) User(user int) Cursor {
+	if user < 0 || user >= s.users {
+		panic(fmt.Sprintf("workload: schedule has users 0..%d, not %d", s.users-1, user))
+	}
+	return Cursor{s: s, user: user, due: s.Start(user)}
+}
+
+// ScheduledTurn is a request a user is due to send.
+type ScheduledTurn struct {
+	// Script is the session the turn belongs to; Session is its index n in
+	// Source.Session(user, n).
+	Script  *Script
+	Session int
+	// Turn is the turn to send, one of Script.Turns.
+	Turn *Turn
+	// NewSession is set on a session's first turn: the executor starts a
+	// fresh conversation (history, prefix-cache state).
+	NewSession bool
+	// At is the scheduled send time in seconds since the run's start;
+	// latency counts from it. Offset(At) is its Duration.
+	At float64
+	// Warmup is set when At is before the measured window.
+	Warmup bool
+}
+
+// Cursor is one user's place in a Schedule. Next and Done alternate: Next
+// says which turn is due when, Done reports when its reply completed. Due
+// tells when the next turn is due without fetching its session, for an
+// executor that queues the user first and fetches at the due time.
+// A Cursor is not safe for concurrent use.
+type Cursor struct {
+	s       *Schedule
+	user    int
+	session int     // index of script in the source
+	script  *Script // nil before the first session
+	turn    int     // index into script.Turns of the next (or pending) turn
+	due     float64 // when that turn is due
+	pending bool    // Next returned a turn and Done has not reported it
+}
+
+// Due is when the user's next turn is due, in seconds since the run's start;
+// ok is false when that is at or after the end of the measured window: the
+// user has stopped. It fetches nothing and changes nothing.
+func (c *Cursor) Due() (at float64, ok bool) {
+	return c.due, c.due < c.s.end
+}
+
+// Next returns the user's next turn and when it is due. ok is false when it
+// would be due at or after the end of the measured window: the user stops,
+// and every later call says the same. It fetches the next session from the
+// source when the previous one is finished or abandoned; an error from the
+// source, or a session without turns, is returned as is. Calling Next again
+// before Done panics.
+func (c *Cursor) Next() (st ScheduledTurn, ok bool, err error) {
+	if c.pending {
+		panic("workload: Cursor.Next called twice without Done")
+	}
+	if _, ok := c.Due(); !ok {
+		return ScheduledTurn{}, false, nil
+	}
+	newSession := false
+	if c.script == nil || c.turn >= len(c.script.Turns) {
+		if c.script != nil {
+			c.session++
+		}
+		sc, err := c.s.src.Session(c.user, c.session)
+		if err != nil {
+			return ScheduledTurn{}, false, fmt.Errorf("user %d session %d: %w", c.user, c.session, err)
+		}
+		if len(sc.Turns) == 0 {
+			return ScheduledTurn{}, false, fmt.Errorf("user %d session %d: script has no turns", c.user, c.session)
+		}
+		c.script, c.turn, newSession = sc, 0, true
+	}
+	c.pending = true
+	return ScheduledTurn{
+		Script:     c.script,
+		Session:    c.session,
+		Turn:       &c.script.Turns[c.turn],
+		NewSession: newSession,
+		At:         c.due,
+		Warmup:     c.due < c.s.warmup,
+	}, true, nil
+}
+
+// Done reports that the turn Next returned completed at `at` seconds since
+// the run's start: the next turn is due after its scaled think time. ok false
+// (an error reply) abandons the rest of the session. Calling Done without a
+// turn from Next panics.
+func (c *Cursor) Done(at float64, ok bool) {
+	if !c.pending {
+		panic("workload: Cursor.Done called without a turn from Next")
+	}
+	c.pending = false
+	think := c.script.Turns[c.turn].ThinkTime.Seconds() * c.s.thinkTimeScale
+	c.due = at + think
+	if ok {
+		c.turn++
+	} else {
+		c.turn = len(c.script.Turns)
+	}
+}
+
+// Offset converts a schedule time in seconds since the run's start to a
+// Duration, rounded to the nanosecond, the resolution records carry.
+func Offset(seconds float64) time.Duration {
+	return time.Duration(math.Round(seconds * 1e9))
+}

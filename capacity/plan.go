@@ -15,7 +15,7 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
-	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
 	"github.com/spoc-project/spoc/workload"
@@ -40,7 +40,7 @@ type PlanOptions struct {
 	Version string
 	// Render writes the report files from the summary; nil writes only
 	// summary.json.
-	Render func(dir string, d *report.Data) error
+	Render func(dir string, d *plan.Summary) error
 }
 
 // Quick settings: enough to exercise every phase in under half a minute.
@@ -119,7 +119,7 @@ type planner struct {
 	cfg  *config.Config
 	o    PlanOptions
 	ev   *Evaluator
-	data *report.Data
+	data *plan.Summary
 	// baseline is the configured engine flags' short sweep.
 	baseline *SweepResult
 }
@@ -135,7 +135,7 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 	start := time.Now()
 	detail, err := fn()
 	secs := time.Since(start).Seconds()
-	p.data.Phases = append(p.data.Phases, report.Phase{Name: name, Seconds: secs, Detail: detail})
+	p.data.Phases = append(p.data.Phases, plan.Phase{Name: name, Seconds: secs, Detail: detail})
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -155,7 +155,7 @@ func ifNotEmpty(prefix, s string) string {
 // it to the capacity ceiling, analyse a trace when one is configured, compare
 // hardware when asked, and write the summary and report into OutDir. The
 // returned data is also written as OutDir/summary.json (atomically).
-func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data, error) {
+func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*plan.Summary, error) {
 	if o.OutDir == "" {
 		return nil, errors.New("plan: no output folder")
 	}
@@ -178,14 +178,14 @@ func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data,
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{cfg: cfg, o: o, ev: ev, data: &report.Data{
+	p := &planner{cfg: cfg, o: o, ev: ev, data: &plan.Summary{
 		Title: cfg.Report.Title, Generated: time.Now().UTC(), SpocVersion: o.Version, Quick: o.Quick,
-		Engine: report.Engine{Kind: cfg.Engine.Kind, Model: cfg.Engine.Model, GPU: cfg.Engine.GPU, GPUs: cfg.Engine.GPUs,
+		Engine: plan.Engine{Kind: cfg.Engine.Kind, Model: cfg.Engine.Model, GPU: cfg.Engine.GPU, GPUs: cfg.Engine.GPUs,
 			TensorParallelSize: cfg.Engine.TensorParallelSize, WeightFormat: cfg.Engine.WeightFormat, MaxModelLen: cfg.Engine.MaxModelLen},
 		SLA: cfg.SLA,
 	}}
 	for _, a := range config.Assumptions(cfg) {
-		p.data.Assumptions = append(p.data.Assumptions, report.Assumption{Field: a.Path, Value: a.Value, Note: a.Note})
+		p.data.Assumptions = append(p.data.Assumptions, plan.Assumption{Field: a.Path, Value: a.Value, Note: a.Note})
 	}
 	if cfg.Engine.Kind == config.EngineSim {
 		p.data.Engine.Calibration = simCalibration(cfg)
@@ -380,7 +380,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			}
 			return "", err
 		}
-		rc := report.Candidate{Trial: c.trial, Params: withBase(cfg, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
+		rc := plan.Candidate{Trial: c.trial, Params: withBase(cfg, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
 		p.data.Candidates = append(p.data.Candidates, rc)
 		ran = append(ran, c.params)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
@@ -431,7 +431,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 // tiedAtTop returns the candidates sharing the highest short-sweep ceiling
 // under the highest-ceiling rule (none under max-throughput, whose measure
 // rarely ties), in candidate order.
-func tiedAtTop(rule string, cands []report.Candidate) []int {
+func tiedAtTop(rule string, cands []plan.Candidate) []int {
 	if rule == "max-throughput" || len(cands) == 0 {
 		return nil
 	}
@@ -455,7 +455,7 @@ func tiedAtTop(rule string, cands []report.Candidate) []int {
 // ceiling and returns the winner; a tie again keeps the earlier candidate
 // (the baseline first). A candidate whose full sweep is infeasible drops
 // out; when all do, that is an error.
-func breakTie(cands []report.Candidate, tied []int, full func(i int) (ceiling int, failed string, err error)) (int, error) {
+func breakTie(cands []plan.Candidate, tied []int, full func(i int) (ceiling int, failed string, err error)) (int, error) {
 	best := -1
 	for _, i := range tied {
 		ceiling, failed, err := full(i)
@@ -479,7 +479,7 @@ func breakTie(cands []report.Candidate, tied []int, full func(i int) (ceiling in
 // better reports whether a beats b under the choice rule; ties on the
 // ceiling go to the earlier candidate (the baseline, then higher study
 // throughput).
-func better(rule string, a, b report.Candidate, aTput, bTput float64) bool {
+func better(rule string, a, b plan.Candidate, aTput, bTput float64) bool {
 	if rule == "max-throughput" {
 		return aTput > bTput
 	}
@@ -573,7 +573,7 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	}
 	if ev := levels[res.Ceiling]; ev != nil {
 		p.data.Telemetry = ev.Signals
-		p.data.Client = report.Client{Virtual: ev.Virtual, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms,
+		p.data.Client = plan.Client{Virtual: ev.Virtual, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms,
 			ClientBound: ev.Summary.Client.Bound, Reasons: ev.Summary.Client.Reasons}
 	}
 	if res.Ceiling == 0 {
@@ -585,13 +585,13 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	return fmt.Sprintf("capacity ceiling %d users (first failing %d: %s)", res.Ceiling, res.FirstFailing, res.FailedClause), nil
 }
 
-func sweepPoint(l Level, ev *Evaluation) report.SweepPoint {
+func sweepPoint(l Level, ev *Evaluation) plan.SweepPoint {
 	o := ev.Summary.Overall
-	sp := report.SweepPoint{Users: l.Users, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
+	sp := plan.SweepPoint{Users: l.Users, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
 		OutputThroughput: o.OutputTokensPerSecond, TotalThroughput: o.TotalTokensPerSecond,
 		TTFTP50Ms: o.TTFT.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95, TPOTP95Ms: o.TPOT.P95, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms}
 	for _, pr := range ev.Summary.Profiles {
-		sp.Profiles = append(sp.Profiles, report.ProfilePoint{Name: pr.Name, Requests: pr.Requests, TTFTP95Ms: pr.TTFT.P95, ITLP95Ms: pr.ITL.P95, OutputThroughput: pr.OutputTokensPerSecond})
+		sp.Profiles = append(sp.Profiles, plan.ProfilePoint{Name: pr.Name, Requests: pr.Requests, TTFTP95Ms: pr.TTFT.P95, ITLP95Ms: pr.ITL.P95, OutputThroughput: pr.OutputTokensPerSecond})
 	}
 	if s := ev.Signals; s != nil {
 		sp.KVCacheUsageMean, sp.KVCacheUsageMax = s.Engine.KVCacheUsage.Mean, s.Engine.KVCacheUsage.Max

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/search"
 )
 
@@ -27,7 +27,7 @@ func TestQuickPlanWritesSummary(t *testing.T) {
 	var progress bytes.Buffer
 	rendered := false
 	d, err := Plan(context.Background(), config.Default(), PlanOptions{OutDir: dir, Quick: true, Progress: &progress,
-		Render: func(dir string, d *report.Data) error {
+		Render: func(dir string, d *plan.Summary) error {
 			rendered = true
 			return os.WriteFile(filepath.Join(dir, "report.html"), []byte("<html></html>"), 0o644)
 		}})
@@ -75,7 +75,7 @@ func TestQuickPlanWritesSummary(t *testing.T) {
 		t.Errorf("serve command %q", d.Capacity.ServeCommand)
 	}
 	// the sweep's levels are recorded, and the ceiling level passed
-	var atCeiling *report.SweepPoint
+	var atCeiling *plan.SweepPoint
 	for i := range d.Sweep {
 		if d.Sweep[i].Users == d.Capacity.Users {
 			atCeiling = &d.Sweep[i]
@@ -97,8 +97,8 @@ func TestQuickPlanWritesSummary(t *testing.T) {
 }
 
 func TestChooseRules(t *testing.T) {
-	base := report.Candidate{Trial: -1, Ceiling: 100}
-	tuned := report.Candidate{Trial: 3, Ceiling: 100}
+	base := plan.Candidate{Trial: -1, Ceiling: 100}
+	tuned := plan.Candidate{Trial: 3, Ceiling: 100}
 	if better("highest-ceiling", tuned, base, 2000, 1000) {
 		t.Error("a tie on the ceiling must keep the baseline")
 	}
@@ -112,7 +112,7 @@ func TestChooseRules(t *testing.T) {
 }
 
 func TestTieBreakByFullSweep(t *testing.T) {
-	cands := []report.Candidate{{Trial: -1, Ceiling: 175}, {Trial: 17, Ceiling: 175}, {Trial: 5, Ceiling: 150}, {Trial: 24, Ceiling: 175}}
+	cands := []plan.Candidate{{Trial: -1, Ceiling: 175}, {Trial: 17, Ceiling: 175}, {Trial: 5, Ceiling: 150}, {Trial: 24, Ceiling: 175}}
 	tied := tiedAtTop("highest-ceiling", cands)
 	if !slices.Equal(tied, []int{0, 1, 3}) {
 		t.Fatalf("tied %v, want [0 1 3]", tied)

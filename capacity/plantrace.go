@@ -9,7 +9,7 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
-	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/trace/nsys"
@@ -57,7 +57,7 @@ func (p *planner) trace(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	k := &report.Kernels{File: t.File, Breakdown: b, Mix: p.batchMix()}
+	k := &plan.Kernels{File: t.File, Breakdown: b, Mix: p.batchMix()}
 	dep, err := p.ev.Deployment(p.data.Capacity.Config)
 	if err == nil {
 		preds, perr := roofline.Predict(dep.Model, dep.GPU, perfmodel.SystemOptions{TensorParallel: dep.TensorParallelSize, CUDAGraphs: true}, k.Mix, nil)
@@ -125,7 +125,7 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("target %s: %w", t.Name, err)
 		}
-		row := report.CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
+		row := plan.CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
 			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
 			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs)}
 		if len(p.data.Compare) > 0 && p.data.Compare[0].Users > 0 {

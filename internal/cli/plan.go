@@ -13,6 +13,7 @@ import (
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/internal/atomicfile"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 )
 
@@ -47,7 +48,7 @@ sweep's records. With no configuration it plans the reference case
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			d, err := capacity.Plan(cmd.Context(), cfg, capacity.PlanOptions{
 				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version,
-				Render: func(dir string, d *report.Data) error { return renderReport(dir, d, cfg.Report.Formats) },
+				Render: func(dir string, d *plan.Summary) error { return renderReport(dir, d, cfg.Report.Formats) },
 			})
 			var bad *config.Errors
 			if errors.As(err, &bad) {
@@ -84,10 +85,10 @@ sweep's records. With no configuration it plans the reference case
 
 // renderReport writes the report formats for d into dir, each through a
 // temporary file renamed into place.
-func renderReport(dir string, d *report.Data, formats []string) error {
+func renderReport(dir string, d *plan.Summary, formats []string) error {
 	type output struct {
 		name, format string
-		render       func(io.Writer, *report.Data) error
+		render       func(io.Writer, *plan.Summary) error
 	}
 	for _, o := range []output{{"report.html", "html", report.HTML}, {"summary.md", "md", report.Markdown}} {
 		if len(formats) > 0 && !slices.Contains(formats, o.format) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 )
 
@@ -27,7 +28,7 @@ func newReportCmd() *cobra.Command {
 			if err != nil {
 				return usageErrorf("%s is not a plan folder: %v", dir, err)
 			}
-			var d report.Data
+			var d plan.Summary
 			dec := json.NewDecoder(f)
 			err = dec.Decode(&d)
 			f.Close()

@@ -195,7 +195,7 @@ func quickPlanData(t testing.TB) *plan.Summary {
 		}
 		defer os.RemoveAll(dir)
 		start := time.Now()
-		quickPlan.d, quickPlan.err = capacity.Plan(context.Background(), config.Default(), capacity.PlanOptions{OutDir: dir, Quick: true, Compare: true, Version: "test"})
+		quickPlan.d, quickPlan.err = plan.Run(context.Background(), config.Default(), plan.Options{OutDir: dir, Quick: true, Compare: true, Version: "test"})
 		quickPlan.took = time.Since(start)
 	})
 	if quickPlan.err != nil {

@@ -1,7 +1,6 @@
-// Package capacity answers spoc's question: how many concurrent users of a
-// workload a configuration serves within the SLA. It evaluates one
-// configuration at one load (Evaluate), sweeps user counts to the capacity
-// ceiling (Sweep: a coarse grid, then bisection), and runs the whole
-// methodology end to end (Plan: inspect → tune → choose → sweep → trace →
-// report).
+// Package capacity answers spoc's question for one configuration: how many
+// concurrent users of a workload it serves within the SLA. It evaluates one
+// configuration at one load (Evaluate) and sweeps user counts to the
+// capacity ceiling (Sweep: a coarse grid, then bisection; SweepConfig,
+// ShortSweep). Package plan composes these into the whole methodology.
 package capacity

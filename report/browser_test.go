@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 )
 
 var screenshotDir = flag.String("screenshots", "", "also write the browser tests' screenshots to this folder")
 
 // writeReport renders d into dir/report.html.
-func writeReport(t *testing.T, dir string, d *report.Data) string {
+func writeReport(t *testing.T, dir string, d *plan.Summary) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := report.HTML(&buf, d); err != nil {
@@ -33,13 +34,13 @@ func writeReport(t *testing.T, dir string, d *report.Data) string {
 }
 
 // clone deep-copies d through JSON, as spoc report reads it back.
-func clone(t *testing.T, d *report.Data) *report.Data {
+func clone(t *testing.T, d *plan.Summary) *plan.Summary {
 	t.Helper()
 	raw, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c report.Data
+	var c plan.Summary
 	if err := json.Unmarshal(raw, &c); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestBrowserDefaultPlanReport(t *testing.T) {
 	chromiumPath(t)
 	type page struct {
 		name string
-		d    *report.Data
+		d    *plan.Summary
 		svgs int
 	}
 	pages := []page{{"default", fixture(t), 20}, {"hostile names", hostile(), 8}}

@@ -1,6 +1,7 @@
-// Package report renders a capacity plan (Data, written by spoc plan as
-// summary.json) as one self-contained HTML file, Markdown and JSON.
-// Renderers write to the io.Writer they are given and never run anything.
+// Package report renders a capacity plan's plan.Summary as one
+// self-contained HTML file, Markdown and JSON (summary.json). Renderers write
+// to the io.Writer they are given and never run anything; WriteFiles is the
+// one function that writes files, a plan's output folder.
 //
 // The HTML page loads nothing: no script (hover details are SVG titles),
 // no web font, style sheet or image. Charts are inline SVG drawn by the

@@ -14,7 +14,7 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
-	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/trace"
@@ -27,13 +27,13 @@ import (
 // drawn: the kernel breakdown of the trace/nsys golden fixture with its
 // roofline predictions, one straggler stretch, and the hypervolume of the
 // study's trials per generation.
-func fixture(t testing.TB) *report.Data {
+func fixture(t testing.TB) *plan.Summary {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/plan.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d report.Data
+	var d plan.Summary
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatalf("testdata/plan.json: %v", err)
 	}
@@ -45,7 +45,7 @@ func fixture(t testing.TB) *report.Data {
 
 // addKernels attaches the trace/nsys golden breakdown and its roofline
 // comparison, priced as spoc plan prices it.
-func addKernels(t testing.TB, d *report.Data) {
+func addKernels(t testing.TB, d *plan.Summary) {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/breakdown.json")
 	if err != nil {
@@ -84,7 +84,7 @@ func addKernels(t testing.TB, d *report.Data) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Kernels = &report.Kernels{File: "gpt-oss-120b-tp4.sqlite", Breakdown: &b, Mix: mix, Roofline: cmp}
+	d.Kernels = &plan.Kernels{File: "gpt-oss-120b-tp4.sqlite", Breakdown: &b, Mix: mix, Roofline: cmp}
 	var notes []string
 	for _, n := range d.Notes {
 		if !strings.Contains(n, "trace") {
@@ -96,7 +96,7 @@ func addKernels(t testing.TB, d *report.Data) {
 
 // addStraggler flags GPU 2 for half a minute of the window, with its clock
 // and temperature series bent to match.
-func addStraggler(d *report.Data) {
+func addStraggler(d *plan.Summary) {
 	s := d.Telemetry
 	if s == nil || len(s.GPUs) < 3 {
 		return
@@ -126,7 +126,7 @@ func addStraggler(d *report.Data) {
 
 // addHypervolume computes the hypervolume of the trials up to each
 // generation, in the normalised minimised space with reference 1.1.
-func addHypervolume(t testing.TB, d *report.Data) {
+func addHypervolume(t testing.TB, d *plan.Summary) {
 	t.Helper()
 	s := d.Search
 	if s == nil || len(s.Hypervolume) > 0 {
@@ -137,7 +137,7 @@ func addHypervolume(t testing.TB, d *report.Data) {
 	for i := range lo {
 		lo[i], hi[i] = math.Inf(1), math.Inf(-1)
 	}
-	oriented := func(m report.Member) []float64 {
+	oriented := func(m plan.Member) []float64 {
 		p := make([]float64, k)
 		for i, o := range s.Objectives {
 			p[i] = m.Values[i]
@@ -177,13 +177,13 @@ func addHypervolume(t testing.TB, d *report.Data) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Hypervolume = append(s.Hypervolume, report.GenerationHV{Generation: g, Trials: len(pts), Hypervolume: hv})
+		s.Hypervolume = append(s.Hypervolume, plan.GenerationHV{Generation: g, Trials: len(pts), Hypervolume: hv})
 	}
 }
 
 var quickPlan struct {
 	once sync.Once
-	d    *report.Data
+	d    *plan.Summary
 	err  error
 	took time.Duration
 }
@@ -191,7 +191,7 @@ var quickPlan struct {
 // quickPlanData runs the default plan with --quick in-process (the
 // simulator in virtual time, about 6 s on a 2-core machine), once per test
 // binary.
-func quickPlanData(t testing.TB) *report.Data {
+func quickPlanData(t testing.TB) *plan.Summary {
 	t.Helper()
 	quickPlan.once.Do(func() {
 		dir, err := os.MkdirTemp("", "spoc-report-plan-")
@@ -207,7 +207,7 @@ func quickPlanData(t testing.TB) *report.Data {
 			quickPlan.err = err
 			return
 		}
-		quickPlan.d, quickPlan.err = capacity.Plan(context.Background(), cfg, capacity.PlanOptions{OutDir: dir, Quick: true, Compare: true, Version: "test", Engine: simLauncher})
+		quickPlan.d, quickPlan.err = plan.Run(context.Background(), cfg, plan.Options{OutDir: dir, Quick: true, Compare: true, Version: "test", Engine: simLauncher})
 		quickPlan.took = time.Since(start)
 	})
 	if quickPlan.err != nil {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/spoc-project/spoc/plan"
 )
 
 // fmtMs prints a latency given in milliseconds with a sensible unit.
@@ -93,7 +95,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // slaClauses lists the enabled SLA clauses as text.
-func slaClauses(d *Data) []string {
+func slaClauses(d *plan.Summary) []string {
 	var parts []string
 	for _, c := range []struct {
 		name string
@@ -114,10 +116,10 @@ func slaClauses(d *Data) []string {
 }
 
 // slaText is the SLA in one line.
-func slaText(d *Data) string { return strings.Join(slaClauses(d), ", ") }
+func slaText(d *plan.Summary) string { return strings.Join(slaClauses(d), ", ") }
 
 // choice says where the chosen configuration came from.
-func choice(c Capacity) string {
+func choice(c plan.Capacity) string {
 	if c.ChosenTrial < 0 {
 		return "the configured engine flags (the baseline), which no tuned candidate beat (ties keep the configured flags)"
 	}
@@ -125,7 +127,7 @@ func choice(c Capacity) string {
 }
 
 // ceilingPoint is the sweep point at the ceiling, or nil.
-func ceilingPoint(d *Data) *SweepPoint {
+func ceilingPoint(d *plan.Summary) *plan.SweepPoint {
 	for i := range d.Sweep {
 		if d.Sweep[i].Users == d.Capacity.Users {
 			return &d.Sweep[i]
@@ -137,7 +139,7 @@ func ceilingPoint(d *Data) *SweepPoint {
 // measuredHitRate is the prefix-cache hit rate measured at the ceiling: the
 // sweep point's, else the telemetry window's; ok is false when neither has
 // one.
-func measuredHitRate(d *Data) (rate float64, source string, ok bool) {
+func measuredHitRate(d *plan.Summary) (rate float64, source string, ok bool) {
 	if p := ceilingPoint(d); p != nil && p.PrefixCacheHitRate > 0 {
 		return p.PrefixCacheHitRate, fmt.Sprintf("sweep at %d users", p.Users), true
 	}

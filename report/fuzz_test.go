@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/trace"
 )
 
 // fuzzData is a small plan whose model, profile and kernel names are s.
-func fuzzData(s string) *Data {
+func fuzzData(s string) *plan.Summary {
 	cats := []trace.CategoryTime{{Name: trace.Attention, TimeNS: 10, Share: 1, TopKernels: []trace.KernelTime{{Name: s, Category: trace.Attention, TimeNS: 10, Share: 1}}}}
-	return &Data{
+	return &plan.Summary{
 		Title: "plan", SLA: config.DefaultSLA(),
-		Engine:   Engine{Kind: "sim", Model: s, GPU: "H100", GPUs: 1, TensorParallelSize: 1},
-		Capacity: Capacity{Users: 5, ServeCommand: "vllm serve " + s},
-		Sweep:    []SweepPoint{{Users: 5, Pass: true, Requests: 1, TTFTP95Ms: 10, Profiles: []ProfilePoint{{Name: s, Requests: 1, TTFTP95Ms: 9}}}},
-		Kernels: &Kernels{File: s, Breakdown: &trace.Breakdown{Categories: cats, KernelTimeNS: 10,
+		Engine:   plan.Engine{Kind: "sim", Model: s, GPU: "H100", GPUs: 1, TensorParallelSize: 1},
+		Capacity: plan.Capacity{Users: 5, ServeCommand: "vllm serve " + s},
+		Sweep:    []plan.SweepPoint{{Users: 5, Pass: true, Requests: 1, TTFTP95Ms: 10, Profiles: []plan.ProfilePoint{{Name: s, Requests: 1, TTFTP95Ms: 9}}}},
+		Kernels: &plan.Kernels{File: s, Breakdown: &trace.Breakdown{Categories: cats, KernelTimeNS: 10,
 			GPUs: []trace.GPUBreakdown{{Device: 0, Name: s, Categories: cats}}, UnknownKernels: []trace.KernelTime{{Name: s, TimeNS: 1}}}},
 		Notes: []string{s},
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/spoc-project/spoc/plan"
 )
 
 // ContentSecurityPolicy is set by the report on itself: nothing may be
@@ -23,7 +25,7 @@ var pageHTML string
 // HTML writes the plan as one self-contained HTML page: no script, style
 // sheet, font or image is loaded from anywhere, charts are inline SVG with
 // hover details in SVG titles, and every string from the plan is escaped.
-func HTML(w io.Writer, d *Data) error {
+func HTML(w io.Writer, d *plan.Summary) error {
 	if d == nil {
 		return fmt.Errorf("render HTML report: nil data")
 	}
@@ -53,7 +55,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"signed":      func(v float64) string { return fmt.Sprintf("%+.2f", v) },
 	"objlabel":    objectiveLabel,
 	"cmdlines":    commandLines,
-	"chosenLabel": func(c Capacity) string { return choice(c) },
+	"chosenLabel": func(c plan.Capacity) string { return choice(c) },
 	"trialLabel": func(n int) string {
 		if n < 0 {
 			return "baseline"

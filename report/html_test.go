@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/workload"
@@ -56,7 +57,7 @@ func structure(page string) string {
 	return b.String()
 }
 
-func render(t testing.TB, d *report.Data) string {
+func render(t testing.TB, d *plan.Summary) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := report.HTML(&buf, d); err != nil {
@@ -90,7 +91,7 @@ func TestHTMLStructureGolden(t *testing.T) {
 // TestHTMLStructureEmpty renders a plan with nothing collected: every
 // section still present, each saying what is missing.
 func TestHTMLStructureEmpty(t *testing.T) {
-	d := &report.Data{Title: "empty", SLA: config.DefaultSLA(), Capacity: report.Capacity{ChosenTrial: -1}}
+	d := &plan.Summary{Title: "empty", SLA: config.DefaultSLA(), Capacity: plan.Capacity{ChosenTrial: -1}}
 	page := render(t, d)
 	golden(t, "testdata/structure-empty.golden", structure(page))
 	for _, want := range []string{"No user count met the SLA", "Telemetry was not collected", "No kernel trace was analysed", "No sweep was recorded", "No parameter search ran", "Workload inspection was not recorded"} {
@@ -101,7 +102,7 @@ func TestHTMLStructureEmpty(t *testing.T) {
 }
 
 // hostile is a plan whose every user-provided string tries to inject markup.
-func hostile() *report.Data {
+func hostile() *plan.Summary {
 	const s = `<script>alert("x")</script>`
 	bd := &trace.Breakdown{Source: "trace" + s + ".sqlite",
 		Categories: []trace.CategoryTime{{Name: trace.Attention, TimeNS: 600, Share: 0.6, Count: 1, TopKernels: []trace.KernelTime{{Name: "attn_kernel" + s, Category: trace.Attention, TimeNS: 600, Share: 1}}},
@@ -110,24 +111,24 @@ func hostile() *report.Data {
 		GPUs:           []trace.GPUBreakdown{{Device: 0, Name: "GPU" + s, Categories: []trace.CategoryTime{{Name: trace.Attention, TimeNS: 600, Share: 0.6}, {Name: trace.Other, TimeNS: 400, Share: 0.4}}}},
 		UnknownKernels: []trace.KernelTime{{Name: s + "_unknown_kernel", Category: trace.Other, TimeNS: 400, Share: 0.4}},
 	}
-	return &report.Data{
+	return &plan.Summary{
 		Title: "plan " + s, Generated: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), SpocVersion: s,
-		Engine: report.Engine{Kind: "sim", Model: "gpt-oss" + s, GPU: "H100" + s, GPUs: 4, TensorParallelSize: 4},
+		Engine: plan.Engine{Kind: "sim", Model: "gpt-oss" + s, GPU: "H100" + s, GPUs: 4, TensorParallelSize: 4},
 		SLA:    config.DefaultSLA(),
 		Workload: &workload.Inspection{Sessions: 1, Requests: 2, Profiles: []workload.ProfileSummary{{Name: "P0" + s, Share: 1, TurnsP50: 3, ContextStartP50: 100, ContextEndP50: 300}},
 			Prefix: workload.PrefixSummary{IdealHitRate: 0.5, Split: map[string]float64{"root" + s: 1}}},
-		Capacity: report.Capacity{Users: 10, FirstFailingUsers: 12, FailedClause: "P0" + s + " ttft", ServeCommand: "vllm serve gpt-oss" + s, Config: map[string]any{"flag" + s: s}, ChosenTrial: 3, ChosenBy: s},
-		Sweep: []report.SweepPoint{{Users: 10, Pass: true, Requests: 5, TTFTP95Ms: 100, Profiles: []report.ProfilePoint{{Name: "P0" + s, Requests: 5, TTFTP95Ms: 90}}},
+		Capacity: plan.Capacity{Users: 10, FirstFailingUsers: 12, FailedClause: "P0" + s + " ttft", ServeCommand: "vllm serve gpt-oss" + s, Config: map[string]any{"flag" + s: s}, ChosenTrial: 3, ChosenBy: s},
+		Sweep: []plan.SweepPoint{{Users: 10, Pass: true, Requests: 5, TTFTP95Ms: 100, Profiles: []plan.ProfilePoint{{Name: "P0" + s, Requests: 5, TTFTP95Ms: 90}}},
 			{Users: 12, FailedClause: s, Requests: 5, TTFTP95Ms: 3000}},
-		Search: &report.Search{Study: s, Sampler: "nsga2", Users: 10, Objectives: []report.Objective{{Metric: "tput" + s, Direction: "maximize", Unit: "tok/s"}, {Metric: "ttft", Direction: "minimize", Unit: "ms"}},
-			Trials:    []report.Member{{Number: 3, Params: map[string]any{"p" + s: s}, Values: []float64{1, 2}, Feasible: true, OnFront: true}, {Number: 4, Params: map[string]any{"p" + s: 1.5}, Values: []float64{0.5, 3}}},
-			Influence: []report.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []config.Param{{Name: "p" + s, Doc: s}}},
-		Candidates:  []report.Candidate{{Trial: 3, Params: map[string]any{"p" + s: s}, Ceiling: 10, FailedClause: s, Chosen: true}},
-		Client:      report.Client{Reasons: []string{s}, ClientBound: true},
-		Kernels:     &report.Kernels{File: "f" + s, Breakdown: bd},
-		Compare:     []report.CompareRow{{Name: s, GPU: s, GPUs: 1, Users: 3}},
-		Assumptions: []report.Assumption{{Field: s, Value: s, Note: s}},
-		Phases:      []report.Phase{{Name: s, Detail: s}},
+		Search: &plan.Search{Study: s, Sampler: "nsga2", Users: 10, Objectives: []plan.Objective{{Metric: "tput" + s, Direction: "maximize", Unit: "tok/s"}, {Metric: "ttft", Direction: "minimize", Unit: "ms"}},
+			Trials:    []plan.Member{{Number: 3, Params: map[string]any{"p" + s: s}, Values: []float64{1, 2}, Feasible: true, OnFront: true}, {Number: 4, Params: map[string]any{"p" + s: 1.5}, Values: []float64{0.5, 3}}},
+			Influence: []plan.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []config.Param{{Name: "p" + s, Doc: s}}},
+		Candidates:  []plan.Candidate{{Trial: 3, Params: map[string]any{"p" + s: s}, Ceiling: 10, FailedClause: s, Chosen: true}},
+		Client:      plan.Client{Reasons: []string{s}, ClientBound: true},
+		Kernels:     &plan.Kernels{File: "f" + s, Breakdown: bd},
+		Compare:     []plan.CompareRow{{Name: s, GPU: s, GPUs: 1, Users: 3}},
+		Assumptions: []plan.Assumption{{Field: s, Value: s, Note: s}},
+		Phases:      []plan.Phase{{Name: s, Detail: s}},
 		Notes:       []string{s},
 	}
 }
@@ -218,7 +219,7 @@ func TestHTMLSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a quick plan")
 	}
-	for name, d := range map[string]*report.Data{"quick plan": quickPlanData(t), "default plan": fixture(t)} {
+	for name, d := range map[string]*plan.Summary{"quick plan": quickPlanData(t), "default plan": fixture(t)} {
 		n := len(render(t, d))
 		t.Logf("%s: report %d bytes", name, n)
 		if n > maxReportBytes {

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"strings"
 
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/trace"
 )
 
@@ -63,7 +64,7 @@ func kernelName(s string) string {
 
 func fmtNS(ns int64) string { return fmtMs(float64(ns) / 1e6) }
 
-func newKernelsView(d *Data) *kernelsView {
+func newKernelsView(d *plan.Summary) *kernelsView {
 	k := d.Kernels
 	if k == nil || k.Breakdown == nil {
 		return nil

@@ -5,12 +5,14 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/spoc-project/spoc/plan"
 )
 
 // Markdown writes the plan's verdict and key tables as Markdown
 // (summary.md): readable in a terminal, a pull request or a wiki. Every
 // string from the plan is escaped; the serve command sits in a code block.
-func Markdown(w io.Writer, d *Data) error {
+func Markdown(w io.Writer, d *plan.Summary) error {
 	if d == nil {
 		return fmt.Errorf("render Markdown summary: nil data")
 	}

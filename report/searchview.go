@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+
+	"github.com/spoc-project/spoc/plan"
 )
 
 // searchView is the Search section: objective projections, the front,
@@ -45,7 +47,7 @@ type influenceCell struct {
 // objView is an objective as displayed: latencies in ms, or in s when the
 // trials reach ten seconds.
 type objView struct {
-	Objective
+	plan.Objective
 	Seconds bool
 }
 
@@ -73,7 +75,7 @@ func (o objView) unit() string {
 
 // displayObjectives returns the objectives to display: latencies whose
 // trials reach 10 s are shown in seconds.
-func displayObjectives(objs []Objective, done []Member) []objView {
+func displayObjectives(objs []plan.Objective, done []plan.Member) []objView {
 	out := make([]objView, len(objs))
 	for k, o := range objs {
 		out[k] = objView{Objective: o}
@@ -112,12 +114,12 @@ func objectiveLabel(o objView) string {
 	return fmt.Sprintf("%s, %s (%s)", o.Metric, u, arrow)
 }
 
-func newSearchView(d *Data) *searchView {
+func newSearchView(d *plan.Summary) *searchView {
 	s := d.Search
 	if s == nil {
 		return nil
 	}
-	var done []Member
+	var done []plan.Member
 	for _, m := range s.Trials {
 		if len(m.Values) == len(s.Objectives) && len(m.Values) > 0 {
 			done = append(done, m)
@@ -143,7 +145,7 @@ func newSearchView(d *Data) *searchView {
 		}
 		v.FrontLabel = fmt.Sprintf("non-dominated trials: no trial met the SLA at the search load of %d users, so there is no feasible front", s.Users)
 	}
-	title := func(m Member) string {
+	title := func(m plan.Member) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "trial #%d (generation %d)", m.Number, m.Generation)
 		if m.Feasible {
@@ -247,7 +249,7 @@ func (v *searchView) shortFrontName() string {
 	return "non-dominated"
 }
 
-func influenceRows(s *Search) []influenceRow {
+func influenceRows(s *plan.Search) []influenceRow {
 	var params []string
 	for _, in := range s.Influence {
 		if !containsString(params, in.Param) {

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/spoc-project/spoc/plan"
 )
 
-// page is what the HTML template renders: the data plus every chart drawn
+// page is what the HTML template renders: the summary plus every chart drawn
 // and every derived figure computed, so the template only lays out.
 type page struct {
-	*Data
+	*plan.Summary
 	SLAText     string
 	SimRun      bool
 	Measured    float64
@@ -31,8 +33,8 @@ type page struct {
 
 type navItem struct{ ID, Title string }
 
-func newPage(d *Data) *page {
-	p := &page{Data: d, SLAText: slaText(d), SimRun: d.Client.Virtual || d.Engine.Kind == "sim"}
+func newPage(d *plan.Summary) *page {
+	p := &page{Summary: d, SLAText: slaText(d), SimRun: d.Client.Virtual || d.Engine.Kind == "sim"}
 	p.Measured, p.MeasuredSrc, p.HasMeasured = measuredHitRate(d)
 	p.Workload = newWorkloadView(d)
 	p.Search = newSearchView(d)
@@ -91,7 +93,7 @@ type profileRow struct {
 	GrowthPerTurn, Think, IdealHR float64
 }
 
-func newWorkloadView(d *Data) *workloadView {
+func newWorkloadView(d *plan.Summary) *workloadView {
 	w := d.Workload
 	if w == nil {
 		return nil
@@ -157,7 +159,7 @@ type sweepView struct {
 	TTFT, ITL, Throughput template.HTML
 }
 
-func newSweepView(d *Data) *sweepView {
+func newSweepView(d *plan.Summary) *sweepView {
 	if len(d.Sweep) == 0 {
 		return nil
 	}
@@ -169,7 +171,7 @@ func newSweepView(d *Data) *sweepView {
 			}
 		}
 	}
-	build := func(title, ylabel string, overall func(SweepPoint) float64, prof func(ProfilePoint) float64, format func(float64) string) LineChart {
+	build := func(title, ylabel string, overall func(plan.SweepPoint) float64, prof func(plan.ProfilePoint) float64, format func(float64) string) LineChart {
 		c := LineChart{Title: title, XLabel: "concurrent users", YLabel: ylabel, ZeroY: true}
 		all := Series{Name: "overall", Dashed: len(profiles) > 0, Markers: true, Color: "#222222"}
 		for _, s := range d.Sweep {
@@ -221,25 +223,25 @@ func newSweepView(d *Data) *sweepView {
 		}
 	}
 	ms := func(v float64) string { return fmtMs(v) }
-	ttft := build("TTFT p95 against users", "TTFT p95 (ms)", func(s SweepPoint) float64 { return s.TTFTP95Ms }, func(p ProfilePoint) float64 { return p.TTFTP95Ms }, ms)
+	ttft := build("TTFT p95 against users", "TTFT p95 (ms)", func(s plan.SweepPoint) float64 { return s.TTFTP95Ms }, func(p plan.ProfilePoint) float64 { return p.TTFTP95Ms }, ms)
 	if m := d.SLA.TTFT.Max; m > 0 {
 		ttft.HLines = append(ttft.HLines, RefLine{Value: float64(m) / 1e6, Label: fmt.Sprintf("SLA p%g ≤ %s", d.SLA.TTFT.Percentile, m)})
 	}
-	itl := build("ITL p95 against users", "ITL p95 (ms)", func(s SweepPoint) float64 { return s.ITLP95Ms }, func(p ProfilePoint) float64 { return p.ITLP95Ms }, ms)
+	itl := build("ITL p95 against users", "ITL p95 (ms)", func(s plan.SweepPoint) float64 { return s.ITLP95Ms }, func(p plan.ProfilePoint) float64 { return p.ITLP95Ms }, ms)
 	if m := d.SLA.ITL.Max; m > 0 {
 		itl.HLines = append(itl.HLines, RefLine{Value: float64(m) / 1e6, Label: fmt.Sprintf("SLA p%g ≤ %s", d.SLA.ITL.Percentile, m)})
 	}
 	clip(&ttft, float64(d.SLA.TTFT.Max)/1e6)
 	clip(&itl, float64(d.SLA.ITL.Max)/1e6)
-	tput := build("Output throughput against users", "output tokens/s", func(s SweepPoint) float64 { return s.OutputThroughput }, func(p ProfilePoint) float64 { return p.OutputThroughput },
+	tput := build("Output throughput against users", "output tokens/s", func(s plan.SweepPoint) float64 { return s.OutputThroughput }, func(p plan.ProfilePoint) float64 { return p.OutputThroughput },
 		func(v float64) string { return fmtNum(v) + " tok/s" })
 	return &sweepView{TTFT: ttft.SVG(), ITL: itl.SVG(), Throughput: tput.SVG()}
 }
 
 // nonDominated returns the indexes of the members not dominated by another
 // (values oriented by each objective's direction).
-func nonDominated(ms []Member, objs []Objective) []int {
-	better := func(a, b float64, o Objective) int {
+func nonDominated(ms []plan.Member, objs []plan.Objective) []int {
+	better := func(a, b float64, o plan.Objective) int {
 		if strings.HasPrefix(o.Direction, "max") {
 			a, b = -a, -b
 		}

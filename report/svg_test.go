@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/spoc-project/spoc/plan"
 )
 
 func TestNiceTicks(t *testing.T) {
@@ -163,8 +165,8 @@ func TestBarChartSVG(t *testing.T) {
 }
 
 func TestNonDominated(t *testing.T) {
-	objs := []Objective{{Metric: "tput", Direction: "maximize"}, {Metric: "ttft", Direction: "minimize"}}
-	ms := []Member{{Values: []float64{10, 5}}, {Values: []float64{8, 6}}, {Values: []float64{12, 9}}, {Values: []float64{10, 5}}, {Values: []float64{5, 1}}}
+	objs := []plan.Objective{{Metric: "tput", Direction: "maximize"}, {Metric: "ttft", Direction: "minimize"}}
+	ms := []plan.Member{{Values: []float64{10, 5}}, {Values: []float64{8, 6}}, {Values: []float64{12, 9}}, {Values: []float64{10, 5}}, {Values: []float64{5, 1}}}
 	got := nonDominated(ms, objs)
 	want := []int{0, 2, 3, 4}
 	if len(got) != len(want) {

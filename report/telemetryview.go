@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/telemetry"
 )
 
@@ -57,7 +58,7 @@ var telemetryCharts = []chartSpec{
 	{signals: []string{"preemptions"}, title: "Preemptions", ylabel: "preemptions per interval"},
 }
 
-func newTelemetryView(d *Data) *telemetryView {
+func newTelemetryView(d *plan.Summary) *telemetryView {
 	t := d.Telemetry
 	if t == nil {
 		return nil

@@ -6,14 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
-	"github.com/spoc-project/spoc/internal/atomicfile"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 )
 
@@ -50,15 +48,19 @@ sweep's records. With no configuration it plans the reference case
 			if err != nil {
 				return usageError(err)
 			}
-			d, err := capacity.Plan(cmd.Context(), cfg, capacity.PlanOptions{
+			d, err := plan.Run(cmd.Context(), cfg, plan.Options{
 				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version, Engine: eng,
-				Render: func(dir string, d *report.Data) error { return renderReport(dir, d, cfg.Report.Formats) },
 			})
 			var bad *config.Errors
 			if errors.As(err, &bad) {
 				return usageError(err)
 			}
 			if err != nil {
+				// A failed plan writes no summary: the previous plan's
+				// files in out stay as they were, and no capacity is printed.
+				return err
+			}
+			if err := report.WriteFiles(out, d, planFormats(cfg.Report.Formats)); err != nil {
 				return err
 			}
 			if asJSON {
@@ -87,23 +89,12 @@ sweep's records. With no configuration it plans the reference case
 	return cmd
 }
 
-// renderReport writes the report formats for d into dir, each through a
-// temporary file renamed into place.
-func renderReport(dir string, d *report.Data, formats []string) error {
-	type output struct {
-		name, format string
-		render       func(io.Writer, *report.Data) error
+// planFormats are the files spoc plan writes: summary.json always, since
+// spoc report DIR renders again from it, and the formats report.formats
+// names (all when it names none).
+func planFormats(configured []string) []string {
+	if len(configured) == 0 {
+		return nil
 	}
-	for _, o := range []output{{"report.html", "html", report.HTML}, {"summary.md", "md", report.Markdown}} {
-		if len(formats) > 0 && !slices.Contains(formats, o.format) {
-			continue
-		}
-		if err := writeAtomic(filepath.Join(dir, o.name), func(w io.Writer) error { return o.render(w, d) }); err != nil {
-			return err
-		}
-	}
-	return nil
+	return append([]string{"json"}, configured...)
 }
-
-// writeAtomic writes path through a temporary file in the same folder.
-func writeAtomic(path string, fn func(io.Writer) error) error { return atomicfile.Write(path, fn) }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/internal/atomicfile"
+	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 )
 
@@ -27,7 +29,7 @@ func newReportCmd() *cobra.Command {
 			if err != nil {
 				return usageErrorf("%s is not a plan folder: %v", dir, err)
 			}
-			var d report.Data
+			var d plan.Summary
 			dec := json.NewDecoder(f)
 			err = dec.Decode(&d)
 			f.Close()
@@ -35,7 +37,8 @@ func newReportCmd() *cobra.Command {
 				return usageErrorf("read %s: %v", path, err)
 			}
 			if out == "" {
-				if err := renderReport(dir, &d, nil); err != nil {
+				// summary.json is the input here: render, never rewrite it.
+				if err := report.WriteFiles(dir, &d, []string{"html", "md"}); err != nil {
 					return err
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, "report.html"))
@@ -51,3 +54,6 @@ func newReportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "write the HTML report here instead of DIR/report.html")
 	return cmd
 }
+
+// writeAtomic writes path through a temporary file in the same folder.
+func writeAtomic(path string, fn func(io.Writer) error) error { return atomicfile.Write(path, fn) }

@@ -66,7 +66,7 @@ telemetry:
 	defer cmd.Process.Kill()
 
 	// Wait until the first trial's server is under load.
-	logPath := filepath.Join(out, "trials", "default", "trial-00000", "server.log")
+	logPath := filepath.Join(out, "servers", "server-001", "server.log")
 	deadline := time.Now().Add(90 * time.Second)
 	for !serverBusy(logPath) {
 		if time.Now().After(deadline) {

@@ -89,7 +89,7 @@ engine:
   process:
     command: [spoc, sim, serve, --port, "{{.Port}}", --model, "{{.Model}}"]
 `, nil, []string{"# trial 0\nspoc sim serve --port \"<port>\" --model gpt-oss-120b --", "--max-model-len 131072", "--tensor-parallel-size 4"}},
-		{"kubernetes", "", []string{"--engine", "kubernetes", "--study", "Big Study"}, []string{"kind: Deployment", "name: spoc-big-study-t0", "nvidia.com/gpu: \"4\"", "kind: Service"}},
+		{"kubernetes", "", []string{"--engine", "kubernetes", "--study", "Big Study"}, []string{"kind: Deployment", "name: spoc-big-study-s1", "nvidia.com/gpu: \"4\"", "kind: Service"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--dry-run", "--out", filepath.Join(t.TempDir(), "out")}, tc.args...)

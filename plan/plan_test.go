@@ -1,9 +1,8 @@
-package capacity
+package plan
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,83 +12,74 @@ import (
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/search"
 )
 
-// The quick plan runs every phase on the simulator and writes a summary with
-// the fields issue 7 names, and leaves no temporary file behind.
-func TestQuickPlanWritesSummary(t *testing.T) {
+// The quick plan runs every phase on the simulator and returns a summary
+// with the fields issue 7 names. It writes the sweep's records, leaves no
+// temporary file behind, and writes no report file: rendering is the
+// report package's.
+func TestQuickPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a whole quick plan (seconds)")
 	}
 	dir := t.TempDir()
 	var progress bytes.Buffer
-	rendered := false
 	cfg := config.Default()
-	d, err := Plan(context.Background(), cfg, PlanOptions{OutDir: dir, Quick: true, Progress: &progress, Engine: simLauncher(t, cfg),
-		Render: func(dir string, d *report.Data) error {
-			rendered = true
-			return os.WriteFile(filepath.Join(dir, "report.html"), []byte("<html></html>"), 0o644)
-		}})
+	s, err := Run(context.Background(), cfg, Options{OutDir: dir, Quick: true, Progress: &progress, Engine: simLauncher(t, cfg)})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
-	}
-	if !rendered {
-		t.Error("report renderer not called")
 	}
 	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== trace", "== compare"} {
 		if !strings.Contains(progress.String(), phase) {
 			t.Errorf("no progress for phase %q", phase)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
+	if len(s.Phases) != 7 {
+		t.Errorf("%d phases recorded, want 7: %+v", len(s.Phases), s.Phases)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
+	c := s.Capacity
+	if c.Users <= 0 {
+		t.Errorf("capacity.users = %d", c.Users)
 	}
-	capm, _ := m["capacity"].(map[string]any)
-	if u, _ := capm["users"].(float64); u <= 0 || int(u) != d.Capacity.Users {
-		t.Errorf("capacity.users = %v", capm["users"])
+	if c.FirstFailingUsers <= c.Users {
+		t.Errorf("capacity.first_failing_users = %d, want above the ceiling %d", c.FirstFailingUsers, c.Users)
 	}
-	if f, _ := capm["first_failing_users"].(float64); f <= float64(d.Capacity.Users) {
-		t.Errorf("capacity.first_failing_users = %v, want above the ceiling %d", capm["first_failing_users"], d.Capacity.Users)
-	}
-	if c, _ := capm["failed_clause"].(string); c == "" {
+	if c.FailedClause == "" {
 		t.Error("capacity.failed_clause is empty")
 	}
-	if cfg, _ := capm["config"].(map[string]any); len(cfg) == 0 {
+	if len(c.Config) == 0 {
 		t.Error("capacity.config is empty")
 	}
-	for _, k := range []string{"pareto", "trials", "workload", "sla", "engine", "sweep", "assumptions"} {
-		if _, ok := m[k]; !ok {
-			t.Errorf("summary.json lacks %q", k)
-		}
+	if s.Workload == nil || len(s.Sweep) == 0 || len(s.Assumptions) == 0 || s.Search == nil || len(s.Candidates) == 0 || s.Engine.Model == "" {
+		t.Errorf("a section is missing: workload %v, sweep %d, assumptions %d, search %v, candidates %d, engine %+v",
+			s.Workload != nil, len(s.Sweep), len(s.Assumptions), s.Search != nil, len(s.Candidates), s.Engine)
 	}
-	if d.Trials != config.Default().Search.Trials && d.Trials != quickTrials {
-		t.Errorf("trials = %d", d.Trials)
+	if s.Trials != config.Default().Search.Trials && s.Trials != quickTrials {
+		t.Errorf("trials = %d", s.Trials)
 	}
-	if !strings.HasPrefix(d.Capacity.ServeCommand, "vllm serve openai/gpt-oss-120b --tensor-parallel-size 4") {
-		t.Errorf("serve command %q", d.Capacity.ServeCommand)
+	if !strings.HasPrefix(c.ServeCommand, "vllm serve openai/gpt-oss-120b --tensor-parallel-size 4") {
+		t.Errorf("serve command %q", c.ServeCommand)
 	}
 	// the sweep's levels are recorded, and the ceiling level passed
-	var atCeiling *report.SweepPoint
-	for i := range d.Sweep {
-		if d.Sweep[i].Users == d.Capacity.Users {
-			atCeiling = &d.Sweep[i]
+	var atCeiling *SweepPoint
+	for i := range s.Sweep {
+		if s.Sweep[i].Users == c.Users {
+			atCeiling = &s.Sweep[i]
 		}
 	}
 	if atCeiling == nil || !atCeiling.Pass {
-		t.Errorf("no passing sweep point at the ceiling: %+v", d.Sweep)
+		t.Errorf("no passing sweep point at the ceiling: %+v", s.Sweep)
 	}
 	entries, _ := os.ReadDir(dir)
 	recs, _ := os.ReadDir(filepath.Join(dir, "records"))
 	for _, e := range append(entries, recs...) {
-		if strings.Contains(e.Name(), ".tmp-") {
+		if strings.Contains(e.Name(), ".tmp") {
 			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+		if name := e.Name(); name == "summary.json" || name == "report.html" || name == "summary.md" {
+			t.Errorf("Run wrote %s; report files are report.WriteFiles'", name)
 		}
 	}
 	if len(recs) == 0 {
@@ -97,9 +87,25 @@ func TestQuickPlanWritesSummary(t *testing.T) {
 	}
 }
 
+// A plan that fails in a phase returns no summary, so that no caller
+// prints or writes a capacity that was never established.
+func TestFailedPlanReturnsNoSummary(t *testing.T) {
+	cfg := config.Default()
+	// the weights do not fit: the baseline phase fails on its first level
+	cfg.Engine.Params["gpu-memory-utilization"] = 0.05
+	var progress bytes.Buffer
+	s, err := Run(context.Background(), cfg, Options{OutDir: t.TempDir(), Quick: true, Progress: &progress, Engine: simLauncher(t, cfg)})
+	if err == nil || s != nil {
+		t.Fatalf("Run = %v, %v; want no summary and an error", s, err)
+	}
+	if !strings.HasPrefix(err.Error(), "baseline: ") || !strings.Contains(progress.String(), "== workload") {
+		t.Errorf("error %q after progress\n%s\nwant the baseline phase's, after the workload phase", err, progress.String())
+	}
+}
+
 func TestChooseRules(t *testing.T) {
-	base := report.Candidate{Trial: -1, Ceiling: 100}
-	tuned := report.Candidate{Trial: 3, Ceiling: 100}
+	base := Candidate{Trial: -1, Ceiling: 100}
+	tuned := Candidate{Trial: 3, Ceiling: 100}
 	if better("highest-ceiling", tuned, base, 2000, 1000) {
 		t.Error("a tie on the ceiling must keep the baseline")
 	}
@@ -113,7 +119,7 @@ func TestChooseRules(t *testing.T) {
 }
 
 func TestTieBreakByFullSweep(t *testing.T) {
-	cands := []report.Candidate{{Trial: -1, Ceiling: 175}, {Trial: 17, Ceiling: 175}, {Trial: 5, Ceiling: 150}, {Trial: 24, Ceiling: 175}}
+	cands := []Candidate{{Trial: -1, Ceiling: 175}, {Trial: 17, Ceiling: 175}, {Trial: 5, Ceiling: 150}, {Trial: 24, Ceiling: 175}}
 	tied := tiedAtTop("highest-ceiling", cands)
 	if !slices.Equal(tied, []int{0, 1, 3}) {
 		t.Fatalf("tied %v, want [0 1 3]", tied)
@@ -154,4 +160,14 @@ func TestTieBreakByFullSweep(t *testing.T) {
 	if _, err := breakTie(cands, tied, func(int) (int, string, error) { return 0, "", search.ErrInfeasible }); err == nil {
 		t.Error("all tied candidates infeasible: no error")
 	}
+}
+
+// simLauncher is the simulator launcher of cfg's engine section.
+func simLauncher(t testing.TB, cfg *config.Config) engine.Launcher {
+	t.Helper()
+	l, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

@@ -1,4 +1,4 @@
-package capacity
+package plan
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
 )
@@ -14,17 +13,17 @@ import (
 // searchSection turns a study result into the report's search section:
 // every trial, the feasible front, hypervolume after each generation and the
 // rank correlation of each numeric parameter with each objective.
-func searchSection(cfg *config.Config, res *tune.Result) *report.Search {
-	s := &report.Search{Study: res.Study, Sampler: cfg.Search.Sampler, Users: cfg.Search.Users, Params: cfg.Search.Space}
+func searchSection(cfg *config.Config, res *tune.Result) *Search {
+	s := &Search{Study: res.Study, Sampler: cfg.Search.Sampler, Users: cfg.Search.Users, Params: cfg.Search.Space}
 	for _, o := range res.Objectives {
-		s.Objectives = append(s.Objectives, report.Objective{Metric: o.Metric, Direction: o.Direction, Unit: tune.Unit(o.Metric)})
+		s.Objectives = append(s.Objectives, Objective{Metric: o.Metric, Direction: o.Direction, Unit: tune.Unit(o.Metric)})
 	}
 	front := map[int]bool{}
 	for _, t := range res.Front {
 		front[t.Number] = true
 	}
 	for _, t := range res.Trials {
-		m := report.Member{Number: t.Number, Generation: t.Generation, State: string(t.State), Params: t.Params,
+		m := Member{Number: t.Number, Generation: t.Generation, State: string(t.State), Params: t.Params,
 			Values: t.Values, Constraints: t.Constraints, Feasible: t.State == search.StateComplete && t.Feasible(), OnFront: front[t.Number]}
 		if r, ok := t.SystemAttrs["fail_reason"].(string); ok {
 			m.Reason = r
@@ -49,7 +48,7 @@ func searchSection(cfg *config.Config, res *tune.Result) *report.Search {
 // hypervolumeByGeneration normalises every objective to [0, 1] over the
 // complete feasible trials (oriented for minimisation) and measures the
 // front of generations 0..g against the reference point 1.1 per objective.
-func hypervolumeByGeneration(trials []search.Trial, dirs []search.Direction) []report.GenerationHV {
+func hypervolumeByGeneration(trials []search.Trial, dirs []search.Direction) []GenerationHV {
 	var ok []search.Trial
 	maxGen := 0
 	for _, t := range trials {
@@ -77,7 +76,7 @@ func hypervolumeByGeneration(trials []search.Trial, dirs []search.Direction) []r
 	for i := range ref {
 		ref[i] = 1.1
 	}
-	var out []report.GenerationHV
+	var out []GenerationHV
 	for g := 0; g <= maxGen; g++ {
 		var pts [][]float64
 		for j, t := range ok {
@@ -96,14 +95,14 @@ func hypervolumeByGeneration(trials []search.Trial, dirs []search.Direction) []r
 		if err != nil {
 			continue
 		}
-		out = append(out, report.GenerationHV{Generation: g, Trials: len(pts), Hypervolume: hv})
+		out = append(out, GenerationHV{Generation: g, Trials: len(pts), Hypervolume: hv})
 	}
 	return out
 }
 
 // influence is Spearman's rank correlation between each parameter (numbers;
 // booleans as 0/1) and each objective over complete trials.
-func influence(trials []search.Trial, cfg *config.Config) []report.Influence {
+func influence(trials []search.Trial, cfg *config.Config) []Influence {
 	var done []search.Trial
 	for _, t := range trials {
 		if t.State == search.StateComplete && len(t.Values) == len(cfg.Search.Objectives) {
@@ -113,7 +112,7 @@ func influence(trials []search.Trial, cfg *config.Config) []report.Influence {
 	if len(done) < 4 {
 		return nil
 	}
-	var out []report.Influence
+	var out []Influence
 	for _, p := range cfg.Search.Space {
 		xs := make([]float64, 0, len(done))
 		for _, t := range done {
@@ -133,7 +132,7 @@ func influence(trials []search.Trial, cfg *config.Config) []report.Influence {
 				ys[j] = t.Values[i]
 			}
 			if r, ok := spearman(xs, ys); ok {
-				out = append(out, report.Influence{Param: p.Name, Objective: o.Metric, Correlation: r})
+				out = append(out, Influence{Param: p.Name, Objective: o.Metric, Correlation: r})
 			}
 		}
 	}

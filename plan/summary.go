@@ -1,4 +1,4 @@
-package report
+package plan
 
 import (
 	"time"
@@ -10,10 +10,12 @@ import (
 	"github.com/spoc-project/spoc/workload"
 )
 
-// Data is everything a capacity plan found: spoc plan writes it as
-// summary.json and every renderer reads only it. Sections without data are
-// nil or empty and the renderers say they were not collected.
-type Data struct {
+// Summary is everything a capacity plan found: Run returns it, spoc plan
+// writes it as summary.json, and the report package renders it and reads
+// nothing else. Sections without data are nil or empty, and the renderers say
+// they were not collected. The JSON names are the summary.json format:
+// renaming one breaks every summary.json already written.
+type Summary struct {
 	Title       string    `json:"title"`
 	Generated   time.Time `json:"generated"`
 	SpocVersion string    `json:"spoc_version"`

@@ -1,0 +1,56 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+)
+
+// compare sweeps the chosen configuration on each hardware target, the
+// simulator pricing every target, and states each ceiling relative to the
+// first target's.
+func (p *planner) compare(ctx context.Context) (string, error) {
+	if len(p.targets) == 0 {
+		return "not requested", nil
+	}
+	var parts []string
+	for _, t := range p.targets {
+		cfg := *p.cfg
+		cfg.Engine.GPU, cfg.Engine.GPUs, cfg.Engine.TensorParallelSize = t.GPU, t.GPUs, t.TensorParallelSize
+		// Hardware the user does not have can only be simulated: the
+		// comparison runs on the simulator by request (engine.compare,
+		// --compare) and is labelled so, whatever engine the plan uses.
+		simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{Logger: p.o.Logger})
+		if err != nil {
+			return "", fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		ev, err := capacity.NewEvaluator(&cfg, simLauncher, p.o.Logger)
+		if err != nil {
+			return "", err
+		}
+		p.logf("   target %s (%d× %s, TP %d)", t.Name, t.GPUs, t.GPU, t.TensorParallelSize)
+		res, err := capacity.SweepConfig(ctx, ev, p.sum.Capacity.Config, func(u int) capacity.Load { return capacity.SweepLoad(&cfg, u) }, capacity.SweepOptionsFrom(&cfg), nil)
+		if err != nil {
+			return "", fmt.Errorf("target %s: %w", t.Name, err)
+		}
+		row := CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
+			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
+			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs)}
+		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {
+			row.Ratio = float64(res.Ceiling) / float64(p.sum.Compare[0].Users)
+		} else if len(p.sum.Compare) == 0 {
+			row.Ratio = 1
+		}
+		p.sum.Compare = append(p.sum.Compare, row)
+		p.logf("   target %s: ceiling %d users (%.1f per GPU), first failing %d: %s", t.Name, res.Ceiling, row.UsersPerGPU, res.FirstFailing, res.FailedClause)
+		parts = append(parts, fmt.Sprintf("%s %d users", t.Name, res.Ceiling))
+	}
+	if n := len(p.sum.Compare); n >= 2 && p.sum.Compare[n-1].Users > 0 {
+		parts = append(parts, fmt.Sprintf("ratio %s/%s = %.2f", p.sum.Compare[0].Name, p.sum.Compare[n-1].Name,
+			float64(p.sum.Compare[0].Users)/float64(p.sum.Compare[n-1].Users)))
+	}
+	return strings.Join(parts, ", "), nil
+}

@@ -1,0 +1,112 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+)
+
+// sweep sweeps the chosen configuration to its capacity ceiling with the
+// sweep's windows and repeats, keeping each level's records in
+// OutDir/records and the telemetry at the ceiling.
+func (p *planner) sweep(ctx context.Context) (string, error) {
+	cfg := p.cfg
+	params := p.sum.Capacity.Config
+	recDir := filepath.Join(p.o.OutDir, "records")
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		return "", err
+	}
+	levels := map[int]*capacity.Evaluation{}
+	opts := capacity.SweepOptionsFrom(cfg)
+	opts.Progress = func(l capacity.Level, phase string) {
+		r := l.Repeats[0]
+		verdict := "pass"
+		if !l.Pass {
+			verdict = "FAIL " + l.FailedClause
+		}
+		p.logf("   %-6s %5d users: %7.0f tok/s  TTFT p95 %6.0f ms  ITL p95 %5.1f ms  %s", phase, l.Users, r.OutputThroughput, r.TTFTP95*1000, r.ITLP95*1000, verdict)
+		if ev, ok := r.Detail.(*capacity.Evaluation); ok {
+			levels[l.Users] = ev
+		}
+	}
+	res, err := capacity.SweepConfig(ctx, p.ev, params, func(u int) capacity.Load { return capacity.SweepLoad(cfg, u) }, opts, func(users int) (io.WriteCloser, error) {
+		return capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", users)))
+	})
+	if err != nil {
+		return "", err
+	}
+	c := &p.sum.Capacity
+	c.Users, c.FirstFailingUsers, c.FailedClause = res.Ceiling, res.FirstFailing, res.FailedClause
+	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
+	c.UsersPerGPU = float64(res.Ceiling) / float64(cfg.Engine.GPUs)
+	c.ServeCommand = serveCommand(cfg, c.Config)
+	for _, l := range res.Levels {
+		ev := levels[l.Users]
+		if ev == nil {
+			continue
+		}
+		p.sum.Sweep = append(p.sum.Sweep, sweepPoint(l, ev))
+	}
+	if ev := levels[res.Ceiling]; ev != nil {
+		p.sum.Telemetry = ev.Signals
+		p.sum.Client = Client{Virtual: ev.Virtual, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms,
+			ClientBound: ev.Summary.Client.Bound, Reasons: ev.Summary.Client.Reasons}
+	}
+	if res.Ceiling == 0 {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("No user count met the SLA: even %d users failed (%s).", res.FirstFailing, res.FailedClause))
+	}
+	if res.FirstFailing == 0 {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Every user count up to sweep.max = %d met the SLA; the ceiling is at least that.", cfg.Sweep.Max))
+	}
+	return fmt.Sprintf("capacity ceiling %d users (first failing %d: %s)", res.Ceiling, res.FirstFailing, res.FailedClause), nil
+}
+
+func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
+	o := ev.Summary.Overall
+	sp := SweepPoint{Users: l.Users, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
+		OutputThroughput: o.OutputTokensPerSecond, TotalThroughput: o.TotalTokensPerSecond,
+		TTFTP50Ms: o.TTFT.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95, TPOTP95Ms: o.TPOT.P95, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms}
+	for _, pr := range ev.Summary.Profiles {
+		sp.Profiles = append(sp.Profiles, ProfilePoint{Name: pr.Name, Requests: pr.Requests, TTFTP95Ms: pr.TTFT.P95, ITLP95Ms: pr.ITL.P95, OutputThroughput: pr.OutputTokensPerSecond})
+	}
+	if s := ev.Signals; s != nil {
+		sp.KVCacheUsageMean, sp.KVCacheUsageMax = s.Engine.KVCacheUsage.Mean, s.Engine.KVCacheUsage.Max
+		sp.PrefixCacheHitRate, sp.WaitingMean, sp.Preemptions = s.Engine.PrefixCacheHitRate, s.Engine.Waiting.Mean, s.Engine.Preemptions
+		var sm float64
+		for _, g := range s.GPUs {
+			sm += g.SMActive.Mean
+		}
+		if len(s.GPUs) > 0 {
+			sp.SMActiveMean = sm / float64(len(s.GPUs))
+		}
+	}
+	return sp
+}
+
+// serveCommand renders the chosen configuration as a vllm serve command.
+func serveCommand(cfg *config.Config, params map[string]any) string {
+	model := cfg.Engine.ServedModelName
+	if model == "" {
+		model = cfg.Engine.Model
+		if model == "gpt-oss-120b" || model == "gpt-oss-20b" {
+			model = "openai/" + model
+		}
+	}
+	args := []string{"vllm", "serve", model, "--tensor-parallel-size", fmt.Sprint(cfg.Engine.TensorParallelSize)}
+	if dp := cfg.Engine.GPUs / max(cfg.Engine.TensorParallelSize, 1); dp > 1 {
+		args = append(args, "--data-parallel-size", fmt.Sprint(dp))
+	}
+	args = append(args, "--max-model-len", fmt.Sprint(cfg.Engine.MaxModelLen))
+	flags, err := engine.Flags(engine.Params(params))
+	if err == nil {
+		args = append(args, flags...)
+	}
+	return strings.Join(args, " ")
+}

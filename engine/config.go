@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Options are what FromConfig needs beyond the engine section.
@@ -39,7 +40,7 @@ func BaseParams(e config.Engine) search.Params {
 	if e.Kind == config.EngineProcess && e.TensorParallelSize > 0 && e.GPUs/e.TensorParallelSize > 1 {
 		p["data-parallel-size"] = e.GPUs / e.TensorParallelSize
 	}
-	return Merge(p, e.Params)
+	return vllm.Merge(p, e.Params)
 }
 
 // FromConfig returns the launcher the engine section describes. The sim

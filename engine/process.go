@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Process defaults, used when the corresponding ProcessOptions field is zero.
@@ -180,11 +181,11 @@ func (p *Process) argv(params search.Params, data any) ([]string, error) {
 		argv = append(argv, b.String())
 	}
 	for k := range params {
-		if HasFlag(argv, k) {
-			return nil, fmt.Errorf("process engine: the command already sets --%s, which the trial varies; remove it from process.command", FlagName(k))
+		if vllm.HasFlag(argv, k) {
+			return nil, fmt.Errorf("process engine: the command already sets --%s, which the trial varies; remove it from process.command", vllm.FlagName(k))
 		}
 	}
-	flags, err := Flags(Merge(withoutFlags(p.opts.BaseParams, argv), params))
+	flags, err := vllm.Flags(vllm.Merge(withoutFlags(p.opts.BaseParams, argv), params))
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -85,11 +85,9 @@ func (s *Sim) Kind() string { return "sim" }
 // the simulator does not model is a plain error (the study's space is
 // wrong for this engine, every trial would fail alike).
 func (s *Sim) VirtualDeployment(p search.Params) (sim.Deployment, error) {
-	known := sim.ParamNames()
 	for k := range p {
-		f := FlagName(k)
-		if !slices.Contains(known, f) && !slices.Contains(known, trimNo(f)) {
-			return sim.Deployment{}, fmt.Errorf("sim engine: parameter %q is not a flag the simulator models (known: %v)", k, known)
+		if !sim.IsParam(k) {
+			return sim.Deployment{}, fmt.Errorf("sim engine: parameter %q is not a flag the simulator models (known: %v)", k, sim.ParamNames())
 		}
 	}
 	d := s.base
@@ -131,13 +129,6 @@ type discardRecords struct{}
 
 func (discardRecords) Write(*result.Record) error { return nil }
 
-func trimNo(f string) string {
-	if len(f) > 3 && f[:3] == "no-" {
-		return f[3:]
-	}
-	return f
-}
-
 // simServer is a running simulator HTTP server.
 type simServer struct {
 	sim     *sim.Server
@@ -165,7 +156,7 @@ func (s *Sim) Start(ctx context.Context, p search.Params) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	flags, _ := Flags(p)
+	flags, _ := vllm.Flags(p)
 	fmt.Fprintf(logFile, "# spoc: simulated %s on %d× %s %s\n", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, quoteArgv(flags))
 	srv, err := sim.NewServer(sim.ServerConfig{
 		Deployment: d, TimeScale: s.opts.TimeScale, ErrorRate: s.opts.ErrorRate, Seed: s.opts.Seed,
@@ -223,7 +214,7 @@ func (s *Sim) Stop(ctx context.Context) error {
 // DryRun describes the simulated server trial would get, and whether the
 // simulator would refuse it.
 func (s *Sim) DryRun(p search.Params, trial int) (string, error) {
-	flags, err := Flags(p)
+	flags, err := vllm.Flags(p)
 	if err != nil {
 		return "", err
 	}

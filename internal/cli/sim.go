@@ -19,6 +19,7 @@ import (
 	"github.com/spoc-project/spoc/perfmodel/calibrate"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -87,10 +88,9 @@ func (o *simEngineFlags) apply(fs *pflag.FlagSet, e *config.Engine) {
 	if set("max-model-len") {
 		e.MaxModelLen = o.maxModelLen
 	}
+	// Command-line flags replace configured parameters of the same flag
+	// whatever their spelling (max_num_seqs in YAML, --max-num-seqs here).
 	params := map[string]any{}
-	for k, v := range e.Params {
-		params[k] = v
-	}
 	for n, p := range o.ints {
 		if set(n) {
 			params[n] = *p
@@ -111,7 +111,7 @@ func (o *simEngineFlags) apply(fs *pflag.FlagSet, e *config.Engine) {
 			params[n] = *p
 		}
 	}
-	e.Params = params
+	e.Params = vllm.Merge(e.Params, params)
 }
 
 func newSimRunCmd() *cobra.Command {

@@ -46,10 +46,7 @@ func BaseParams(e config.Engine) search.Params {
 // FromConfig returns the launcher the engine section describes. The sim
 // kind needs package sim and is built by NewSimFromConfig.
 func FromConfig(e config.Engine, o Options) (Engine, error) {
-	served := e.ServedModelName
-	if served == "" {
-		served = e.Model
-	}
+	served := vllm.ServedName(e.Model, e.ServedModelName)
 	switch e.Kind {
 	case config.EngineSim:
 		return NewSimFromConfig(e, o)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Kubernetes defaults, used when the corresponding option is zero.
@@ -219,10 +220,7 @@ func (k *Kubernetes) Start(ctx context.Context, params search.Params) (Endpoint,
 	if err := k.awaitReady(ctx, t); err != nil {
 		return fail(err)
 	}
-	ep := Endpoint{Model: k.opts.Model, Log: t.logPath}
-	if k.opts.ServedModelName != "" {
-		ep.Model = k.opts.ServedModelName
-	}
+	ep := Endpoint{Model: vllm.ServedName(k.opts.Model, k.opts.ServedModelName), Log: t.logPath}
 	if k.opts.PortForward {
 		base, err := k.portForward(ctx, t, dir)
 		if err != nil {

@@ -241,11 +241,8 @@ func (p *Process) Start(ctx context.Context, params search.Params) (Endpoint, er
 	ep := Endpoint{
 		BaseURL:     base,
 		MetricsURLs: append([]string{base + p.opts.MetricsPath}, p.opts.ExtraMetricsURLs...),
-		Model:       p.opts.Model,
+		Model:       vllm.ServedName(p.opts.Model, p.opts.ServedModelName),
 		Log:         logPath,
-	}
-	if p.opts.ServedModelName != "" {
-		ep.Model = p.opts.ServedModelName
 	}
 	if err := p.awaitHealthy(ctx, r, base+p.opts.HealthPath); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.StopTimeout+5*time.Second)

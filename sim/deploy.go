@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Deployment is what the simulator serves: a model on GPUs with engine
@@ -52,10 +53,7 @@ func DeploymentFromConfig(e config.Engine) (Deployment, error) {
 	d := Deployment{
 		Model: model, GPU: gpu, GPUs: e.GPUs, TensorParallelSize: e.TensorParallelSize,
 		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: p,
-		ServedModelName: e.ServedModelName,
-	}
-	if d.ServedModelName == "" {
-		d.ServedModelName = e.Model
+		ServedModelName: vllm.ServedName(e.Model, e.ServedModelName),
 	}
 	if e.Sim.Calibration != "" {
 		f, err := LoadCalibration(e.Sim.Calibration)
@@ -216,8 +214,5 @@ func (c *cluster) route() int {
 func (c *cluster) maxModelLen() int { return c.engines[0].maxModelLen }
 
 func (c *cluster) modelName() string {
-	if c.dep.ServedModelName != "" {
-		return c.dep.ServedModelName
-	}
-	return c.dep.Model.Name
+	return vllm.ServedName(c.dep.Model.Name, c.dep.ServedModelName)
 }

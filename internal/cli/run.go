@@ -16,6 +16,7 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -110,10 +111,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if rc.Ramp > rc.Warmup {
 		fmt.Fprintf(stderr, "spoc: warning: ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running\n", rc.Ramp, rc.Warmup)
 	}
-	model := cfg.Engine.ServedModelName
-	if model == "" {
-		model = cfg.Engine.Model
-	}
+	model := vllm.ServedName(cfg.Engine.Model, cfg.Engine.ServedModelName)
 	if f.model != "" {
 		model = f.model
 	}
@@ -213,7 +211,7 @@ const probeTimeout = 10 * time.Second
 func probeTarget(ctx context.Context, target string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	probe := strings.TrimRight(target, "/") + "/v1/models"
+	probe := strings.TrimRight(target, "/") + vllm.PathModels
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
 	if err != nil {
 		return usageError(fmt.Errorf("--target %q: %w", target, err))

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Bucket boundaries exactly as vLLM v1 declares them (vllm/v1/metrics), so
@@ -34,7 +36,7 @@ type vllmMetrics struct {
 }
 
 func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMetrics {
-	labels := []string{"model_name", "engine"}
+	labels := []string{vllm.LabelModelName, vllm.LabelEngine}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 		reg.MustRegister(g)
@@ -52,25 +54,25 @@ func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMe
 	}
 	m := &vllmMetrics{
 		model:         model,
-		running:       gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
-		waiting:       gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
-		kvUsage:       gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
-		promptTokens:  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
-		genTokens:     counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
-		prefixQueries: counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
-		prefixHits:    counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
-		preemptions:   counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
-		success:       counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
-		ttft:          hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", vllmTTFTBuckets),
-		itlH:          hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
-		tpot:          hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
-		e2e:           hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
-		queue:         hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
-		iterTokens:    hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
+		running:       gauge(vllm.MetricNumRequestsRunning, "Number of requests in model execution batches."),
+		waiting:       gauge(vllm.MetricNumRequestsWaiting, "Number of requests waiting to be processed."),
+		kvUsage:       gauge(vllm.MetricKVCacheUsagePerc, "KV-cache usage. 1 means 100 percent usage."),
+		promptTokens:  counter(vllm.MetricPromptTokens, "Number of prefill tokens processed."),
+		genTokens:     counter(vllm.MetricGenerationTokens, "Number of generation tokens processed."),
+		prefixQueries: counter(vllm.MetricPrefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens."),
+		prefixHits:    counter(vllm.MetricPrefixCacheHits, "Prefix cache hits, in terms of number of cached tokens."),
+		preemptions:   counter(vllm.MetricNumPreemptions, "Cumulative number of preemption from the engine."),
+		success:       counter(vllm.MetricRequestSuccess, "Count of successfully processed requests.", vllm.LabelFinishedReason),
+		ttft:          hist(vllm.MetricTimeToFirstToken, "Histogram of time to first token in seconds.", vllmTTFTBuckets),
+		itlH:          hist(vllm.MetricInterTokenLatency, "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
+		tpot:          hist(vllm.MetricTimePerOutputToken, "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
+		e2e:           hist(vllm.MetricE2ERequestLatency, "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
+		queue:         hist(vllm.MetricRequestQueueTime, "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
+		iterTokens:    hist(vllm.MetricIterationTokens, "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
 	}
 	p := c.dep.Params
-	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"},
-		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", "engine"})
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: vllm.MetricCacheConfigInfo, Help: "Information of the LLMEngine CacheConfig"},
+		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", vllm.LabelEngine})
 	reg.MustRegister(info)
 	dtype := p.KVCacheDtype
 	if dtype == "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
 	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -131,7 +132,7 @@ func (discardRecords) Write(*result.Record) error { return nil }
 
 // simServer is a running simulator HTTP server.
 type simServer struct {
-	sim     *sim.Server
+	sim     *serve.Server
 	http    *http.Server
 	done    chan struct{} // closed when Serve returns
 	logFile *os.File
@@ -158,7 +159,7 @@ func (s *Sim) Start(ctx context.Context, p search.Params) (Endpoint, error) {
 	}
 	flags, _ := vllm.Flags(p)
 	fmt.Fprintf(logFile, "# spoc: simulated %s on %d× %s %s\n", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, quoteArgv(flags))
-	srv, err := sim.NewServer(sim.ServerConfig{
+	srv, err := serve.New(serve.Config{
 		Deployment: d, TimeScale: s.opts.TimeScale, ErrorRate: s.opts.ErrorRate, Seed: s.opts.Seed,
 		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/spoc-project/spoc/perfmodel/calibrate"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
 	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -311,7 +312,7 @@ func newSimServeCmd() *cobra.Command {
 		if err != nil {
 			return usageError(err)
 		}
-		sc := sim.ServerConfig{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
+		sc := serve.Config{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
 			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer}
 		if f.Changed("time-scale") {
 			sc.TimeScale = timeScale
@@ -333,13 +334,13 @@ func newSimServeCmd() *cobra.Command {
 			sc.Deployment.Throttles = append(sc.Deployment.Throttles, th)
 		}
 		for _, st := range stalls {
-			s, err := sim.ParseStall(st)
+			s, err := serve.ParseStall(st)
 			if err != nil {
 				return usageErrorf("--stall: %v", err)
 			}
 			sc.Stalls = append(sc.Stalls, s)
 		}
-		srv, err := sim.NewServer(sc)
+		srv, err := serve.New(sc)
 		if err != nil {
 			return usageError(err)
 		}

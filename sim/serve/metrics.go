@@ -1,11 +1,14 @@
-package sim
+package serve
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spoc-project/spoc/sim"
 
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -35,7 +38,7 @@ type vllmMetrics struct {
 	ttft, itlH, tpot, e2e, queue, iterTokens                        *prometheus.HistogramVec
 }
 
-func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMetrics {
+func newVLLMMetrics(reg prometheus.Registerer, model string, c *sim.Cluster) *vllmMetrics {
 	labels := []string{vllm.LabelModelName, vllm.LabelEngine}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
@@ -70,7 +73,7 @@ func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMe
 		queue:         hist(vllm.MetricRequestQueueTime, "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
 		iterTokens:    hist(vllm.MetricIterationTokens, "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
 	}
-	p := c.dep.Params
+	p := c.Deployment().Params
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: vllm.MetricCacheConfigInfo, Help: "Information of the LLMEngine CacheConfig"},
 		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", vllm.LabelEngine})
 	reg.MustRegister(info)
@@ -78,7 +81,7 @@ func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMe
 	if dtype == "" {
 		dtype = "auto"
 	}
-	for k, e := range c.engines {
+	for k, e := range c.Engines() {
 		name := strconv.Itoa(k)
 		m.engines = append(m.engines, name)
 		info.WithLabelValues(strconv.Itoa(p.BlockSize), dtype, pyBool(p.EnablePrefixCaching),
@@ -107,7 +110,7 @@ func pyBool(b bool) string {
 	return "False"
 }
 
-func (m *vllmMetrics) iteration(k int, s *StepInfo) {
+func (m *vllmMetrics) iteration(k int, s *sim.StepInfo) {
 	m.iterTokens.WithLabelValues(m.model, m.engines[k]).Observe(float64(s.Tokens))
 }
 
@@ -115,13 +118,13 @@ func (m *vllmMetrics) itl(k int, seconds float64) {
 	m.itlH.WithLabelValues(m.model, m.engines[k]).Observe(seconds)
 }
 
-func (m *vllmMetrics) firstToken(k int, r *Request) {
+func (m *vllmMetrics) firstToken(k int, r *sim.Request) {
 	e := m.engines[k]
 	m.ttft.WithLabelValues(m.model, e).Observe(r.FirstToken - r.Arrival)
 	m.queue.WithLabelValues(m.model, e).Observe(r.FirstScheduled - r.Arrival)
 }
 
-func (m *vllmMetrics) finished(k int, r *Request, c *call) {
+func (m *vllmMetrics) finished(k int, r *sim.Request, c *call) {
 	e := m.engines[k]
 	m.e2e.WithLabelValues(m.model, e).Observe(r.Done - r.Arrival)
 	if n := r.Generated(); n > 1 {
@@ -140,7 +143,7 @@ func (m *vllmMetrics) aborted(k int) {
 
 // engineDelta advances the counters by what replica k did since prev and
 // sets its gauges.
-func (m *vllmMetrics) engineDelta(k int, prev, cur EngineStats, e *Engine) {
+func (m *vllmMetrics) engineDelta(k int, prev, cur sim.EngineStats, e *sim.Engine) {
 	l := []string{m.model, m.engines[k]}
 	m.promptTokens.WithLabelValues(l...).Add(float64(cur.PromptTokens - prev.PromptTokens))
 	m.genTokens.WithLabelValues(l...).Add(float64(cur.GenerationTokens - prev.GenerationTokens))
@@ -150,7 +153,7 @@ func (m *vllmMetrics) engineDelta(k int, prev, cur EngineStats, e *Engine) {
 	m.gauges(k, e)
 }
 
-func (m *vllmMetrics) gauges(k int, e *Engine) {
+func (m *vllmMetrics) gauges(k int, e *sim.Engine) {
 	l := []string{m.model, m.engines[k]}
 	m.running.WithLabelValues(l...).Set(float64(e.NumRunning()))
 	m.waiting.WithLabelValues(l...).Set(float64(e.NumWaiting()))
@@ -166,17 +169,17 @@ var dcgmLabels = []string{"gpu", "UUID", "device", "modelName", "Hostname"}
 
 var dcgmFields = []struct {
 	name, help string
-	value      func(g *GPUSample) float64
+	value      func(g *sim.GPUSample) float64
 }{
-	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", func(g *GPUSample) float64 { return g.SMClockMHz }},
-	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", func(g *GPUSample) float64 { return g.TemperatureC }},
-	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", func(g *GPUSample) float64 { return g.PowerWatts }},
-	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", func(g *GPUSample) float64 { return g.Util }},
-	{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", func(g *GPUSample) float64 { return g.FBUsedMiB }},
-	{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).", func(g *GPUSample) float64 { return float64(g.ThrottleReasons) }},
-	{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", func(g *GPUSample) float64 { return g.SMActive }},
-	{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", func(g *GPUSample) float64 { return g.DRAMActive }},
-	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", func(g *GPUSample) float64 { return g.TensorActive }},
+	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", func(g *sim.GPUSample) float64 { return g.SMClockMHz }},
+	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", func(g *sim.GPUSample) float64 { return g.TemperatureC }},
+	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", func(g *sim.GPUSample) float64 { return g.PowerWatts }},
+	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", func(g *sim.GPUSample) float64 { return g.Util }},
+	{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", func(g *sim.GPUSample) float64 { return g.FBUsedMiB }},
+	{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).", func(g *sim.GPUSample) float64 { return float64(g.ThrottleReasons) }},
+	{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", func(g *sim.GPUSample) float64 { return g.SMActive }},
+	{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", func(g *sim.GPUSample) float64 { return g.DRAMActive }},
+	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", func(g *sim.GPUSample) float64 { return g.TensorActive }},
 }
 
 var dcgmDescs = func() []*prometheus.Desc {
@@ -196,13 +199,10 @@ func (d *dcgmCollector) Describe(ch chan<- *prometheus.Desc) {
 func (d *dcgmCollector) Collect(ch chan<- prometheus.Metric) {
 	s := d.s
 	s.mu.Lock()
-	s.mon.advance(s.vnow())
-	sample := s.mon.last
-	if len(sample.GPUs) == 0 {
-		sample = s.mon.idle()
-	}
+	s.mon.Advance(s.vnow())
+	sample := s.mon.Latest()
 	s.mu.Unlock()
-	model := dcgmModelName(s.c.dep.GPU.Name)
+	model := dcgmModelName(s.dep.GPU.Name)
 	for i := range sample.GPUs {
 		g := &sample.GPUs[i]
 		labels := []string{strconv.Itoa(g.GPU), gpuUUID(s.cfg.Hostname, g.GPU), "nvidia" + strconv.Itoa(g.GPU), model, s.cfg.Hostname}
@@ -227,12 +227,11 @@ func dcgmModelName(name string) string {
 	return "NVIDIA " + name
 }
 
-// gpuUUID is a stable fake UUID per host and GPU index.
+// gpuUUID is a stable fake UUID per host and GPU index, formatted as
+// nvidia-smi prints one.
 func gpuUUID(host string, gpu int) string {
-	h := uint64(seedHash)
-	for i := 0; i < len(host); i++ {
-		h = mix(h, uint64(host[i]))
-	}
-	a, b := fmix(mix(h, uint64(gpu))), fmix(mix(h, uint64(gpu)+0x100))
-	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(a>>32), uint16(a>>16), uint16(a), uint16(b>>48), b&0xffffffffffff)
+	h := fnv.New128a()
+	fmt.Fprintf(h, "%s/%d", host, gpu)
+	b := h.Sum(nil)
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

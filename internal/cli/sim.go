@@ -275,8 +275,9 @@ func newSimServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--port P] [--host H] [--model M --gpu G --gpus N --tensor-parallel-size T] [--time-scale F] [vLLM flags]",
 		Short: "Serve the simulated deployment over an OpenAI-compatible HTTP API with vLLM and DCGM metrics",
-		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /tokenize, vLLM's Prometheus\n" +
-			"metrics on /metrics and dcgm-exporter GPU metrics on /dcgm/metrics, driven by the simulated engine in\n" +
+		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /version, /tokenize,\n" +
+			"/reset_prefix_cache, vLLM's Prometheus metrics on /metrics and dcgm-exporter GPU metrics on\n" +
+			"/dcgm/metrics, driven by the simulated engine in\n" +
 			"wall-clock time scaled by --time-scale. Engine flags take vLLM's names (--max-num-batched-tokens ...).\n" +
 			"Binds 127.0.0.1 unless --host says otherwise; stops cleanly on SIGTERM or Ctrl-C.",
 		Args: cobra.NoArgs,
@@ -313,7 +314,7 @@ func newSimServeCmd() *cobra.Command {
 			return usageError(err)
 		}
 		sc := serve.Config{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
-			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer}
+			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer, Version: Version}
 		if f.Changed("time-scale") {
 			sc.TimeScale = timeScale
 		}

@@ -81,11 +81,33 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST "+vllm.PathCompletions, func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, false) })
 	mux.HandleFunc("GET "+vllm.PathModels, s.serveModels)
 	mux.HandleFunc("GET "+vllm.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET "+vllm.PathVersion, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, map[string]string{"version": "spoc-sim"}) })
+	mux.HandleFunc("GET "+vllm.PathVersion, s.serveVersion)
 	mux.HandleFunc("POST "+vllm.PathTokenize, s.serveTokenize)
+	mux.HandleFunc("POST "+vllm.PathResetPrefixCache, s.serveResetPrefixCache)
 	mux.Handle("GET "+vllm.PathMetrics, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /dcgm/metrics", promhttp.HandlerFor(s.dcgm, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// serveVersion answers as vLLM's /version does, with a version no vLLM
+// release has, so a client can tell the simulator from a real server.
+func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
+	v := s.cfg.Version
+	if v == "" {
+		v = "dev"
+	}
+	writeJSON(w, map[string]string{"version": "spoc-sim " + v})
+}
+
+// serveResetPrefixCache empties the simulated prefix cache. The simulator
+// always has the route (vLLM only in dev mode, see vllm.PathResetPrefixCache)
+// and, like vLLM, answers 200 even when a replica refused because requests
+// still hold KV blocks; the refusal is logged.
+func (s *Server) serveResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
+	if !s.resetPrefixCache() {
+		s.log.Warn("prefix cache not reset: requests still hold KV blocks")
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {

@@ -39,6 +39,8 @@ type Config struct {
 	Tokenizer string
 	// Hostname labels the DCGM metrics; empty means os.Hostname.
 	Hostname string
+	// Version follows "spoc-sim " in GET /version; empty means "dev".
+	Version string
 	// Logger receives request-level events; nil discards them.
 	Logger *slog.Logger
 }
@@ -333,6 +335,20 @@ func (s *Server) submit(r *sim.Request, stop bool) (*call, error) {
 	return c, nil
 }
 
+// resetPrefixCache empties every replica's prefix cache; false when a
+// replica refused because requests still hold KV blocks.
+func (s *Server) resetPrefixCache() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := true
+	for _, e := range s.engines {
+		if !e.ResetPrefixCache() {
+			ok = false
+		}
+	}
+	return ok
+}
+
 // progress reads a request's state under the lock.
 func (s *Server) progress(c *call) (generated int, finished, aborted bool) {
 	s.mu.Lock()
@@ -363,8 +379,8 @@ func (s *Server) inject() bool {
 }
 
 // Handler returns the HTTP API: /v1/chat/completions, /v1/completions,
-// /v1/models, /health, /version, /tokenize, /metrics (vLLM) and
-// /dcgm/metrics.
+// /v1/models, /health, /version, /tokenize, /reset_prefix_cache, /metrics
+// (vLLM) and /dcgm/metrics.
 func (s *Server) Handler() http.Handler { return s.routes() }
 
 // Serve serves Handler on ln until ctx ends, then shuts down gracefully

@@ -25,8 +25,8 @@ import (
 
 // Process defaults, used when the corresponding ProcessOptions field is zero.
 const (
-	DefaultHealthPath    = "/health"
-	DefaultMetricsPath   = "/metrics"
+	DefaultHealthPath    = vllm.PathHealth
+	DefaultMetricsPath   = vllm.PathMetrics
 	DefaultHealthTimeout = 20 * time.Minute
 	DefaultStopTimeout   = 30 * time.Second
 	DefaultPollInterval  = 250 * time.Millisecond

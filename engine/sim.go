@@ -187,7 +187,7 @@ func (s *Sim) Start(ctx context.Context, p search.Params) (Endpoint, error) {
 	s.opts.Logger.Info("server started", "engine", "sim", "url", base, "log", logPath)
 	return Endpoint{
 		BaseURL:     base,
-		MetricsURLs: []string{base + "/metrics", base + "/dcgm/metrics"},
+		MetricsURLs: []string{base + vllm.PathMetrics, base + "/dcgm/metrics"},
 		Model:       srv.Model(),
 		Log:         logPath,
 	}, nil

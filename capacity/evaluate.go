@@ -18,6 +18,7 @@ import (
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/telemetry"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -223,7 +224,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // when its flags are the same (prefix cache reset), else a new one. The
 // caller holds e.mu.
 func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
-	flags, err := engine.Flags(engine.Params(params))
+	flags, err := vllm.Flags(params)
 	if err != nil {
 		return nil, err
 	}
@@ -449,10 +450,7 @@ func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) 
 // model is the name requests use when the server does not say: the served
 // name, else the model.
 func (e *Evaluator) model() string {
-	if e.cfg.Engine.ServedModelName != "" {
-		return e.cfg.Engine.ServedModelName
-	}
-	return e.cfg.Engine.Model
+	return vllm.ServedName(e.cfg.Engine.Model, e.cfg.Engine.ServedModelName)
 }
 
 // watchProgress calls fn with the runner's counters every second until the

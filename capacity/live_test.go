@@ -12,6 +12,7 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
 )
 
 // The live path end to end: an engine reached over HTTP (the simulator's
@@ -27,7 +28,7 @@ func TestEvaluateLiveOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.NewServer(sim.ServerConfig{Deployment: dep, TimeScale: 40, Tokenizer: cfg.Workload.Tokenizer, Hostname: "simnode"})
+	srv, err := serve.New(serve.Config{Deployment: dep, TimeScale: 40, Tokenizer: cfg.Workload.Tokenizer, Hostname: "simnode"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/telemetry"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // SimSignals derives telemetry signals from a virtual run's engine and GPU
@@ -16,11 +17,7 @@ import (
 // therefore produce the same report sections.
 func SimSignals(stats *sim.RunStats, dep sim.Deployment, clockDrop float64) telemetry.Signals {
 	st := telemetry.NewStore(telemetry.StoreOptions{})
-	model := dep.ServedModelName
-	if model == "" {
-		model = dep.Model.Name
-	}
-	eng := map[string]string{"model_name": model, "engine": "0"}
+	eng := map[string]string{vllm.LabelModelName: vllm.ServedName(dep.Model.Name, dep.ServedModelName), vllm.LabelEngine: "0"}
 	for _, s := range stats.Series.Samples {
 		t := stats.Start.Add(time.Duration(s.T * float64(time.Second)))
 		samples := []telemetry.Sample{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Engine kinds.
@@ -110,10 +112,10 @@ func DefaultEngine() Engine {
 		},
 		Sim: SimEngine{TimeScale: 1},
 		Process: ProcessEngine{
-			HealthPath:    "/health",
+			HealthPath:    vllm.PathHealth,
 			HealthTimeout: Duration(20 * 60e9),
 			StopTimeout:   Duration(30e9),
-			MetricsPath:   "/metrics",
+			MetricsPath:   vllm.PathMetrics,
 		},
 		Kubernetes: KubeEngine{
 			Namespace:    "spoc",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Options are what FromConfig needs beyond the engine section.
@@ -40,16 +41,13 @@ func BaseParams(e config.Engine) Params {
 	if e.Kind == config.EngineProcess && e.TensorParallelSize > 0 && e.GPUs/e.TensorParallelSize > 1 {
 		p["data-parallel-size"] = e.GPUs / e.TensorParallelSize
 	}
-	return Merge(p, e.Params)
+	return vllm.Merge(p, e.Params)
 }
 
 // FromConfig returns the launcher the engine section describes. The sim
 // kind needs package sim and is built by NewSimFromConfig.
 func FromConfig(e config.Engine, o Options) (Launcher, error) {
-	served := e.ServedModelName
-	if served == "" {
-		served = e.Model
-	}
+	served := vllm.ServedName(e.Model, e.ServedModelName)
 	switch e.Kind {
 	case config.EngineSim:
 		return NewSimFromConfig(e, o)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Params are a server's engine flags by vLLM name ("max-num-batched-tokens":
@@ -96,7 +98,7 @@ var ErrResetUnsupported = errors.New("server cannot reset its prefix cache")
 func resetPrefixCache(ctx context.Context, base string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+ResetPrefixCachePath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+vllm.PathResetPrefixCache, nil)
 	if err != nil {
 		return fmt.Errorf("reset prefix cache: %w", err)
 	}
@@ -108,16 +110,12 @@ func resetPrefixCache(ctx context.Context, base string) error {
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
-		return fmt.Errorf("POST %s%s: HTTP %d: %w", base, ResetPrefixCachePath, resp.StatusCode, ErrResetUnsupported)
+		return fmt.Errorf("POST %s%s: HTTP %d: %w", base, vllm.PathResetPrefixCache, resp.StatusCode, ErrResetUnsupported)
 	case resp.StatusCode/100 != 2:
-		return fmt.Errorf("reset prefix cache: POST %s%s: HTTP %d", base, ResetPrefixCachePath, resp.StatusCode)
+		return fmt.Errorf("reset prefix cache: POST %s%s: HTTP %d", base, vllm.PathResetPrefixCache, resp.StatusCode)
 	}
 	return nil
 }
-
-// ResetPrefixCachePath is vLLM's development route that empties the prefix
-// cache.
-const ResetPrefixCachePath = "/reset_prefix_cache"
 
 // serverDirs hands out one directory per started server under a launcher's
 // Dir: server-001, server-002, … (a new temporary folder when Dir is empty,

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/spoc-project/spoc/vllm"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -14,7 +15,7 @@ func TestExternalResetCache(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/health":
-		case r.Method == http.MethodPost && r.URL.Path == ResetPrefixCachePath:
+		case r.Method == http.MethodPost && r.URL.Path == vllm.PathResetPrefixCache:
 			resets.Add(1)
 			w.WriteHeader(int(status.Load()))
 		default:
@@ -52,7 +53,7 @@ func TestExternalResetCache(t *testing.T) {
 			t.Errorf("HTTP %d: ResetCache = %v, want ok=%v unsupported=%v", tc.code, err, tc.ok, tc.unsupported)
 		}
 		if resets.Load() != before+1 {
-			t.Errorf("HTTP %d: ResetCache did not POST %s", tc.code, ResetPrefixCachePath)
+			t.Errorf("HTTP %d: ResetCache did not POST %s", tc.code, vllm.PathResetPrefixCache)
 		}
 	}
 	// spoc does not own the server: Stop leaves it running.

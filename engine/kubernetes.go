@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Kubernetes defaults, used when the corresponding option is zero.
@@ -223,10 +225,7 @@ func (k *Kubernetes) start(ctx context.Context, params Params) (*kubeServer, err
 	if err := k.awaitReady(ctx, t); err != nil {
 		return fail(err)
 	}
-	srv.ep = Endpoint{Model: k.opts.Model, Log: t.logPath}
-	if k.opts.ServedModelName != "" {
-		srv.ep.Model = k.opts.ServedModelName
-	}
+	srv.ep = Endpoint{Model: vllm.ServedName(k.opts.Model, k.opts.ServedModelName), Log: t.logPath}
 	if k.opts.PortForward {
 		base, err := k.portForward(ctx, t, dir)
 		if err != nil {

@@ -18,12 +18,14 @@ import (
 	"syscall"
 	"text/template"
 	"time"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Process defaults, used when the corresponding ProcessOptions field is zero.
 const (
-	DefaultHealthPath    = "/health"
-	DefaultMetricsPath   = "/metrics"
+	DefaultHealthPath    = vllm.PathHealth
+	DefaultMetricsPath   = vllm.PathMetrics
 	DefaultHealthTimeout = 20 * time.Minute
 	DefaultStopTimeout   = 30 * time.Second
 	DefaultPollInterval  = 250 * time.Millisecond
@@ -181,11 +183,11 @@ func (p *Process) argv(params Params, data any) ([]string, error) {
 		argv = append(argv, b.String())
 	}
 	for k := range params {
-		if HasFlag(argv, k) {
-			return nil, fmt.Errorf("process engine: the command already sets --%s, which the trial varies; remove it from process.command", FlagName(k))
+		if vllm.HasFlag(argv, k) {
+			return nil, fmt.Errorf("process engine: the command already sets --%s, which the trial varies; remove it from process.command", vllm.FlagName(k))
 		}
 	}
-	flags, err := Flags(Merge(withoutFlags(p.opts.BaseParams, argv), params))
+	flags, err := vllm.Flags(vllm.Merge(withoutFlags(p.opts.BaseParams, argv), params))
 	if err != nil {
 		return nil, err
 	}
@@ -244,12 +246,9 @@ func (p *Process) start(ctx context.Context, params Params) (*processServer, err
 	srv := &processServer{p: p, r: r, ep: Endpoint{
 		BaseURL:     base,
 		MetricsURLs: append([]string{base + p.opts.MetricsPath}, p.opts.ExtraMetricsURLs...),
-		Model:       p.opts.Model,
+		Model:       vllm.ServedName(p.opts.Model, p.opts.ServedModelName),
 		Log:         logPath,
 	}}
-	if p.opts.ServedModelName != "" {
-		srv.ep.Model = p.opts.ServedModelName
-	}
 	if err := p.awaitHealthy(ctx, r, base+p.opts.HealthPath); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.StopTimeout+5*time.Second)
 		defer cancel()
@@ -269,8 +268,8 @@ func (p *Process) env() map[string]string {
 	for k, v := range p.opts.Env {
 		env[k] = v
 	}
-	if _, ok := env["VLLM_SERVER_DEV_MODE"]; !ok {
-		env["VLLM_SERVER_DEV_MODE"] = "1"
+	if _, ok := env[vllm.EnvServerDevMode]; !ok {
+		env[vllm.EnvServerDevMode] = "1"
 	}
 	return env
 }

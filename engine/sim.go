@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -86,11 +87,9 @@ func (s *Sim) Kind() string { return "sim" }
 // the simulator does not model is a plain error (the study's space is
 // wrong for this engine, every trial would fail alike).
 func (s *Sim) VirtualDeployment(p Params) (sim.Deployment, error) {
-	known := sim.ParamNames()
 	for k := range p {
-		f := FlagName(k)
-		if !slices.Contains(known, f) && !slices.Contains(known, trimNo(f)) {
-			return sim.Deployment{}, fmt.Errorf("sim engine: parameter %q is not a flag the simulator models (known: %v)", k, known)
+		if !sim.IsParam(k) {
+			return sim.Deployment{}, fmt.Errorf("sim engine: parameter %q is not a flag the simulator models (known: %v)", k, sim.ParamNames())
 		}
 	}
 	d := s.base
@@ -132,17 +131,10 @@ type discardRecords struct{}
 
 func (discardRecords) Write(*result.Record) error { return nil }
 
-func trimNo(f string) string {
-	if len(f) > 3 && f[:3] == "no-" {
-		return f[3:]
-	}
-	return f
-}
-
 // simServer is a running simulator HTTP server.
 type simServer struct {
 	s       *Sim
-	sim     *sim.Server
+	sim     *serve.Server
 	http    *http.Server
 	ep      Endpoint
 	done    chan struct{} // closed when Serve returns
@@ -175,9 +167,9 @@ func (s *Sim) start(p Params) (*simServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	flags, _ := Flags(p)
+	flags, _ := vllm.Flags(p)
 	fmt.Fprintf(logFile, "# spoc: simulated %s on %d× %s %s\n", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, quoteArgv(flags))
-	srv, err := sim.NewServer(sim.ServerConfig{
+	srv, err := serve.New(serve.Config{
 		Deployment: d, TimeScale: s.opts.TimeScale, ErrorRate: s.opts.ErrorRate, Seed: s.opts.Seed,
 		Logger: slog.New(slog.NewTextHandler(logFile, nil)),
 	})
@@ -193,7 +185,7 @@ func (s *Sim) start(p Params) (*simServer, error) {
 	}
 	base := "http://" + l.Addr().String()
 	r := &simServer{s: s, sim: srv, http: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{}), logFile: logFile,
-		ep: Endpoint{BaseURL: base, MetricsURLs: []string{base + "/metrics", base + "/dcgm/metrics"}, Model: srv.Model(), Log: logPath}}
+		ep: Endpoint{BaseURL: base, MetricsURLs: []string{base + vllm.PathMetrics, base + "/dcgm/metrics"}, Model: srv.Model(), Log: logPath}}
 	go func() {
 		defer close(r.done)
 		if err := r.http.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -228,7 +220,7 @@ func (r *simServer) Stop(ctx context.Context) error {
 // DryRun describes the simulated server p would get, and whether the
 // simulator would refuse it.
 func (s *Sim) DryRun(p Params) (string, error) {
-	flags, err := Flags(p)
+	flags, err := vllm.Flags(p)
 	if err != nil {
 		return "", err
 	}

@@ -123,11 +123,9 @@ func TestSimResetCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sim serves the route once package sim/serve lands
-	// (ResetCache returns nil then); until then it answers 404, which must
-	// read as ErrResetUnsupported.
-	if err := srv.ResetCache(ctx); err != nil && !errors.Is(err, ErrResetUnsupported) {
-		t.Errorf("ResetCache = %v, want nil or ErrResetUnsupported", err)
+	// the simulator serves vLLM's POST /reset_prefix_cache
+	if err := srv.ResetCache(ctx); err != nil {
+		t.Errorf("ResetCache = %v, want nil", err)
 	}
 	stop(t, srv)
 	if err := srv.ResetCache(ctx); err == nil || errors.Is(err, ErrResetUnsupported) {

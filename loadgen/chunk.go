@@ -14,7 +14,9 @@ import (
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          string `json:"content"`
+			Content string `json:"content"`
+			// The chain of thought, under vllm.FieldReasoningContent on older
+			// servers and vllm.FieldReasoning on current ones.
 			ReasoningContent string `json:"reasoning_content"`
 			Reasoning        string `json:"reasoning"`
 		} `json:"delta"`

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // chunkInfo is what the client needs from one OpenAI streaming chunk.
@@ -379,9 +381,9 @@ func (p *scanner) choices(c *chunkInfo) bool {
 					switch {
 					case bytes.EqualFold(k, []byte("content")):
 						bit, dst = 1, &content
-					case bytes.EqualFold(k, []byte("reasoning_content")):
+					case bytes.EqualFold(k, []byte(vllm.FieldReasoningContent)):
 						bit, dst = 2, &rc
-					case bytes.EqualFold(k, []byte("reasoning")):
+					case bytes.EqualFold(k, []byte(vllm.FieldReasoning)):
 						bit, dst = 4, &rs
 					default:
 						return p.skip(0)

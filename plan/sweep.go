@@ -10,7 +10,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // sweep sweeps the chosen configuration to its capacity ceiling with the
@@ -104,7 +104,7 @@ func serveCommand(cfg *config.Config, params map[string]any) string {
 		args = append(args, "--data-parallel-size", fmt.Sprint(dp))
 	}
 	args = append(args, "--max-model-len", fmt.Sprint(cfg.Engine.MaxModelLen))
-	flags, err := engine.Flags(engine.Params(params))
+	flags, err := vllm.Flags(params)
 	if err == nil {
 		args = append(args, flags...)
 	}

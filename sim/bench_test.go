@@ -30,7 +30,7 @@ func BenchmarkRunVirtualReference(b *testing.B) {
 
 func BenchmarkEngineStep(b *testing.B) {
 	d := referenceDeployment(b)
-	c, err := d.build()
+	c, err := d.Build()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Deployment is what the simulator serves: a model on GPUs with engine
@@ -52,10 +53,7 @@ func DeploymentFromConfig(e config.Engine) (Deployment, error) {
 	d := Deployment{
 		Model: model, GPU: gpu, GPUs: e.GPUs, TensorParallelSize: e.TensorParallelSize,
 		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: p,
-		ServedModelName: e.ServedModelName,
-	}
-	if d.ServedModelName == "" {
-		d.ServedModelName = e.Model
+		ServedModelName: vllm.ServedName(e.Model, e.ServedModelName),
 	}
 	if e.Sim.Calibration != "" {
 		f, err := LoadCalibration(e.Sim.Calibration)
@@ -115,16 +113,21 @@ func resolveGPU(name, catalog string) (perfmodel.GPU, error) {
 	return g, nil
 }
 
-// cluster is a built deployment: the cost model and one engine per replica.
-type cluster struct {
+// Cluster is a built deployment: the cost model and one Engine per
+// data-parallel replica, with the router that spreads requests over them.
+// RunVirtual drives one in virtual time; the HTTP server (package
+// sim/serve) drives one in scaled wall-clock time. Like Engine it is not
+// safe for concurrent use.
+type Cluster struct {
 	dep      Deployment
 	system   *perfmodel.System
 	engines  []*Engine
 	kvTokens int
 }
 
-// build prices the deployment and creates its engines.
-func (d Deployment) build() (*cluster, error) {
+// Build prices the deployment and creates its engines, each with an empty
+// KV cache.
+func (d Deployment) Build() (*Cluster, error) {
 	tp := max(d.TensorParallelSize, 1)
 	gpus := max(d.GPUs, tp)
 	if gpus%tp != 0 {
@@ -176,7 +179,7 @@ func (d Deployment) build() (*cluster, error) {
 	slide := (sys.KVTokensForSeq(big) - (big+bs-1)/bs*bs + bs - 1) / bs
 	f := sys.Factors()
 	hidden := func(seqs int) float64 { return f.StepOverheadSeconds + f.PerSeqOverheadSeconds*float64(seqs) }
-	c := &cluster{dep: d, system: sys, kvTokens: kvTokens}
+	c := &Cluster{dep: d, system: sys, kvTokens: kvTokens}
 	for r := range gpus / tp {
 		var th []Throttle
 		for i, t := range d.Throttles {
@@ -200,9 +203,9 @@ func (d Deployment) build() (*cluster, error) {
 	return c, nil
 }
 
-// route picks the replica for a new request: the one with the fewest
+// Route picks the replica for a new request: the one with the fewest
 // running plus waiting requests, the lowest index on ties.
-func (c *cluster) route() int {
+func (c *Cluster) Route() int {
 	best, load := 0, int(^uint(0)>>1)
 	for i, e := range c.engines {
 		if l := e.NumRunning() + e.NumWaiting(); l < load {
@@ -212,12 +215,21 @@ func (c *cluster) route() int {
 	return best
 }
 
-// maxModelLen is the engines' context limit.
-func (c *cluster) maxModelLen() int { return c.engines[0].maxModelLen }
+// MaxModelLen is the engines' context limit in tokens.
+func (c *Cluster) MaxModelLen() int { return c.engines[0].maxModelLen }
 
-func (c *cluster) modelName() string {
-	if c.dep.ServedModelName != "" {
-		return c.dep.ServedModelName
-	}
-	return c.dep.Model.Name
+// ModelName is the name the deployment is served under (vllm.ServedName).
+func (c *Cluster) ModelName() string {
+	return vllm.ServedName(c.dep.Model.Name, c.dep.ServedModelName)
 }
+
+// Engines are the replicas' engines, indexed by replica. The slice is the
+// cluster's own; callers drive the engines but must not change it.
+func (c *Cluster) Engines() []*Engine { return c.engines }
+
+// Deployment is what the cluster was built from.
+func (c *Cluster) Deployment() Deployment { return c.dep }
+
+// Factors are the cost model's factors after defaults and calibration; the
+// API server's per-request overhead comes from them.
+func (c *Cluster) Factors() perfmodel.Factors { return c.system.Factors() }

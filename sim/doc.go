@@ -15,10 +15,11 @@
 //     workload session scripts and writes result.Records, exactly as the HTTP
 //     load runner does against a real server, plus per-second engine and GPU
 //     time series. Minutes of load take a second of CPU.
-//   - Server drives it in (scaled) wall-clock time behind an OpenAI-compatible
-//     HTTP API with vLLM's Prometheus metrics on /metrics and dcgm-exporter
-//     style GPU metrics on /dcgm/metrics, so every other part of spoc can be
-//     tested end to end without a GPU.
+//   - Package sim/serve drives a Cluster in (scaled) wall-clock time behind
+//     an OpenAI-compatible HTTP API with vLLM's Prometheus metrics on
+//     /metrics and dcgm-exporter style GPU metrics on /dcgm/metrics (fed by
+//     a Monitor), so every other part of spoc can be tested end to end
+//     without a GPU.
 //
 // docs/simulator.md lists what is and is not modelled.
 package sim

@@ -226,6 +226,17 @@ func (e *Engine) Abort(r *Request) {
 	r.running, r.finished = false, true
 }
 
+// ResetPrefixCache empties the prefix cache, as vLLM's POST
+// /reset_prefix_cache does between benchmark runs. Like vLLM it refuses,
+// and reports false, while any request holds KV blocks (a running batch or
+// a planned step); an engine without prefix caching has nothing to reset.
+func (e *Engine) ResetPrefixCache() bool {
+	if e.planned {
+		return false
+	}
+	return e.pool.resetPrefixCache()
+}
+
 func (e *Engine) freeRequest(r *Request) {
 	e.pool.freeBlocks(r.blocks)
 	e.pool.freeBlocks(r.slide)

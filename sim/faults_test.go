@@ -3,7 +3,6 @@ package sim
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestParseThrottle(t *testing.T) {
@@ -36,17 +35,6 @@ func TestParseThrottle(t *testing.T) {
 	}
 }
 
-func TestParseStall(t *testing.T) {
-	if got, err := ParseStall("60s+5s"); err != nil || got != (Stall{Start: time.Minute, Duration: 5 * time.Second}) {
-		t.Errorf("60s+5s: %+v %v", got, err)
-	}
-	for _, bad := range []string{"60s", "x+5s", "60s+0s", "-1s+1s"} {
-		if _, err := ParseStall(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
 func FuzzParseThrottle(f *testing.F) {
 	for _, s := range []string{"1:0.6", "0:0.5@30s-90s", "3:1@2m-", "::@-"} {
 		f.Add(s)
@@ -58,16 +46,6 @@ func FuzzParseThrottle(f *testing.F) {
 		}
 		if th.GPU < 0 || !(th.ClockFactor > 0 && th.ClockFactor <= 1) || th.Start < 0 || (th.End != 0 && th.End <= th.Start) {
 			t.Fatalf("%q parsed to invalid %+v", s, th)
-		}
-	})
-}
-
-func FuzzParseStall(f *testing.F) {
-	f.Add("60s+5s")
-	f.Fuzz(func(t *testing.T, s string) {
-		st, err := ParseStall(s)
-		if err == nil && (st.Start < 0 || st.Duration <= 0) {
-			t.Fatalf("%q parsed to invalid %+v", s, st)
 		}
 	})
 }

@@ -153,3 +153,23 @@ func (p *blockPool) cache(b int32, h uint64) {
 		p.hashes[b] = h
 	}
 }
+
+// resetPrefixCache forgets every cached block, so no later request hits
+// what earlier ones computed. Like vLLM's BlockPool it refuses (false)
+// while any request holds a block: those blocks' hashes stay valid for the
+// requests that own them. Blocks keep their place in the free queue.
+func (p *blockPool) resetPrefixCache() bool {
+	if p.numFree != len(p.refs) {
+		return false
+	}
+	if !p.caching {
+		return true
+	}
+	for b, h := range p.hashes {
+		if h != 0 {
+			p.index.del(h)
+			p.hashes[b] = 0
+		}
+	}
+	return true
+}

@@ -67,12 +67,14 @@ type gpuWindow struct {
 	busy, sm, dram, tensor, power float64
 }
 
-// monitor turns the steps each replica runs into per-interval GPU counters
-// and samples engine state. Steps are added when they are planned (their
-// duration is known then), split across interval boundaries; an interval is
-// closed once the clock passes its end.
-type monitor struct {
-	c        *cluster
+// Monitor turns the steps each replica of a Cluster runs into
+// per-interval GPU counters (what dcgm-exporter would report) and samples
+// engine state. Steps are added when they are planned (their duration is
+// known then), split across interval boundaries; an interval is closed
+// once the clock passes its end. The clock is the caller's: virtual time
+// in RunVirtual, scaled wall-clock time in the HTTP server.
+type Monitor struct {
+	c        *Cluster
 	interval float64
 	tp       int
 	ring     [][]gpuWindow // [slot][gpu], slot = interval index mod len
@@ -90,9 +92,15 @@ type monitor struct {
 
 const monitorSlots = 16
 
-func newMonitor(c *cluster, interval float64, keep bool, from float64) *monitor {
+// NewMonitor returns a monitor of c that samples every interval seconds
+// of engine time and keeps only the latest sample (see Latest).
+func NewMonitor(c *Cluster, interval float64) *Monitor { return newMonitor(c, interval, false, 0) }
+
+// newMonitor also keeps every sample in series when keep is set, and
+// aggregates the samples after from (the measured window).
+func newMonitor(c *Cluster, interval float64, keep bool, from float64) *Monitor {
 	gpus := len(c.engines) * max(c.dep.TensorParallelSize, 1)
-	m := &monitor{c: c, interval: interval, tp: max(c.dep.TensorParallelSize, 1), keep: keep, from: from}
+	m := &Monitor{c: c, interval: interval, tp: max(c.dep.TensorParallelSize, 1), keep: keep, from: from}
 	m.ring = make([][]gpuWindow, monitorSlots)
 	for i := range m.ring {
 		m.ring[i] = make([]gpuWindow, gpus)
@@ -113,8 +121,8 @@ func thermalResistance(g perfmodel.GPU) float64 {
 	return 50 / g.TDPWatts // °C per W: +50 °C over ambient at TDP
 }
 
-// addStep records a step of replica r over [s.Start, s.Start+s.Seconds).
-func (m *monitor) addStep(r int, s *StepInfo) {
+// AddStep records a step of replica r over [s.Start, s.Start+s.Seconds).
+func (m *Monitor) AddStep(r int, s *StepInfo) {
 	start, end := s.Start, s.Start+s.Seconds
 	idx := int(start / m.interval)
 	if idx < m.next {
@@ -138,14 +146,14 @@ func (m *monitor) addStep(r int, s *StepInfo) {
 	}
 }
 
-// advance closes every interval that ends at or before now.
-func (m *monitor) advance(now float64) {
+// Advance closes every interval that ends at or before now.
+func (m *Monitor) Advance(now float64) {
 	for float64(m.next+1)*m.interval <= now {
 		m.close()
 	}
 }
 
-func (m *monitor) close() {
+func (m *Monitor) close() {
 	slot := m.ring[m.next%monitorSlots]
 	t := float64(m.next+1) * m.interval
 	s := EngineSample{T: t, GPUs: make([]GPUSample, len(slot))}
@@ -207,7 +215,7 @@ func (m *monitor) close() {
 }
 
 // clockAt is GPU g's clock fraction at engine time t.
-func (m *monitor) clockAt(g int, t float64) float64 {
+func (m *Monitor) clockAt(g int, t float64) float64 {
 	c := 1.0
 	for _, th := range m.c.dep.Throttles {
 		if th.GPU == g && th.activeAt(t) {
@@ -217,8 +225,17 @@ func (m *monitor) clockAt(g int, t float64) float64 {
 	return c
 }
 
+// Latest is the sample of the last closed interval, or one of idle GPUs
+// before the first interval closes.
+func (m *Monitor) Latest() EngineSample {
+	if len(m.last.GPUs) == 0 {
+		return m.idle()
+	}
+	return m.last
+}
+
 // idle is a sample of idle GPUs, reported before the first interval closes.
-func (m *monitor) idle() EngineSample {
+func (m *Monitor) idle() EngineSample {
 	gpu := m.c.dep.GPU
 	s := EngineSample{GPUs: make([]GPUSample, len(m.temps))}
 	for g := range s.GPUs {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // EngineParams are the engine flags the simulator models, named after vLLM's
@@ -115,7 +117,7 @@ func ParamNames() []string {
 }
 
 // ParamsFromMap overlays flags named as on vLLM's command line
-// ("max-num-batched-tokens"; underscores and a leading "--" are accepted too)
+// ("max-num-batched-tokens"; any spelling vllm.FlagName normalises is accepted)
 // on DefaultEngineParams and validates the result. Values may be Go numbers,
 // booleans or strings as YAML, JSON or a sampler produce them. A "no-" prefix
 // negates a boolean flag, as vLLM's --no-enable-prefix-caching does.
@@ -135,14 +137,7 @@ func (p *EngineParams) Apply(m map[string]any) error {
 	}
 	sort.Strings(keys) // deterministic first error
 	for _, key := range keys {
-		name := strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(key), "--"), "_", "-")
-		negate := false
-		f, ok := paramFields[name]
-		if !ok && strings.HasPrefix(name, "no-") {
-			if g, ok2 := paramFields[strings.TrimPrefix(name, "no-")]; ok2 && g.kind == kindBool {
-				f, ok, negate = g, true, true
-			}
-		}
+		f, negate, ok := lookupParam(key)
 		if !ok {
 			return fmt.Errorf("engine param %q: not a flag the simulator models (known: %s)", key, strings.Join(ParamNames(), ", "))
 		}
@@ -159,6 +154,30 @@ func (p *EngineParams) Apply(m map[string]any) error {
 		return fmt.Errorf("engine params: %w", err)
 	}
 	return nil
+}
+
+// IsParam reports whether name, in any spelling vllm.FlagName accepts and
+// including the "no-" form of a boolean flag, is a flag the simulator
+// models.
+func IsParam(name string) bool {
+	_, _, ok := lookupParam(name)
+	return ok
+}
+
+// lookupParam finds the field a parameter name sets, and whether the name
+// is the negated ("no-") form of a boolean flag. A name that is a flag
+// itself is never read as a negation.
+func lookupParam(name string) (f paramField, negate, ok bool) {
+	flag := vllm.FlagName(name)
+	if f, ok := paramFields[flag]; ok {
+		return f, false, true
+	}
+	if base, neg := vllm.CutNegation(flag); neg {
+		if f, ok := paramFields[base]; ok && f.kind == kindBool {
+			return f, true, true
+		}
+	}
+	return paramField{}, false, false
 }
 
 func parseParam(kind paramKind, v any) (any, error) {

@@ -98,7 +98,7 @@ func TestPropertyPrefixCachingKeepsKVUsageLow(t *testing.T) {
 }
 
 func TestPropertyAttentionDominatesAtLargeBatch(t *testing.T) {
-	c, err := referenceDeployment(t).build()
+	c, err := referenceDeployment(t).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestPropertyMoreHardwareNeverSlower(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.GPU, d.GPUs, d.TensorParallelSize = g, tp, tp
-		c, err := d.build()
+		c, err := d.Build()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,11 +41,7 @@ type Request struct {
 	slide        []int32
 	running      bool
 	finished     bool
-	lastTokAt    float64
 }
-
-func (r *Request) lastTok() float64     { return r.lastTokAt }
-func (r *Request) setLastTok(t float64) { r.lastTokAt = t }
 
 // Reset clears r for reuse, keeping its buffers.
 func (r *Request) Reset() {

@@ -351,3 +351,40 @@ func TestAsyncSchedulingLookahead(t *testing.T) {
 		t.Errorf("idle async engine: %v, want the request admitted on arrival", got)
 	}
 }
+
+func TestResetPrefixCache(t *testing.T) {
+	e := newTestEngine(t, func(c *EngineConfig) { c.Params.MaxNumBatchedTokens = 64 })
+	a := req(1, 7, 10, 40, 4)
+	mustAdd(t, e, a)
+	plan(t, e, 0)
+	if e.ResetPrefixCache() {
+		t.Error("reset while A holds blocks: got true, want a refusal as vLLM's")
+	}
+	for !a.Finished() {
+		plan(t, e, 1)
+	}
+	b := req(2, 7, 10, 1, 4)
+	mustAdd(t, e, b)
+	plan(t, e, 2)
+	if b.CachedTokens != 8 {
+		t.Fatalf("before reset B cached %d tokens, want 8", b.CachedTokens)
+	}
+	for !b.Finished() {
+		plan(t, e, 3)
+	}
+	if !e.ResetPrefixCache() {
+		t.Fatal("reset of an idle engine refused")
+	}
+	c := req(3, 7, 10, 1, 4)
+	mustAdd(t, e, c)
+	plan(t, e, 4)
+	if c.CachedTokens != 0 {
+		t.Errorf("after reset C cached %d tokens, want 0", c.CachedTokens)
+	}
+	for !c.Finished() {
+		plan(t, e, 5)
+	}
+	if e.KVUsage() != 0 {
+		t.Errorf("KV usage %v after every request finished, want 0", e.KVUsage())
+	}
+}

@@ -96,11 +96,11 @@ type vuser struct {
 // runner is one virtual run's state.
 type runner struct {
 	o     Options
-	c     *cluster
+	c     *Cluster
 	sink  result.Sink
 	users []vuser
 	heap  userHeap
-	mon   *monitor
+	mon   *Monitor
 	rng   *rand.Rand
 	overh perfmodel.Factors
 	end   float64
@@ -123,7 +123,7 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 	if o.ErrorRate < 0 || o.ErrorRate > 1 {
 		return nil, fmt.Errorf("run virtual: error rate %v is not in [0, 1]", o.ErrorRate)
 	}
-	c, err := o.Deployment.build()
+	c, err := o.Deployment.Build()
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)
 	}
@@ -144,7 +144,7 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 	r.stats.Start = o.Start
 	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
 	r.stats.Replicas, r.stats.KVBlocks, r.stats.KVTokens = len(c.engines), c.engines[0].KVBlocks(), c.kvTokens
-	r.stats.MaxModelLen = c.maxModelLen()
+	r.stats.MaxModelLen = c.MaxModelLen()
 	r.users = make([]vuser, o.Users)
 	r.heap = userHeap{users: r.users, idx: make([]int32, 0, o.Users)}
 	for u := range r.users {
@@ -198,7 +198,7 @@ func (r *runner) loop(ctx context.Context) error {
 		if t >= r.end {
 			return nil
 		}
-		r.mon.advance(t)
+		r.mon.Advance(t)
 		if ei >= 0 && ts <= tu {
 			if err := r.completeStep(ei, ts); err != nil {
 				return err
@@ -207,7 +207,7 @@ func (r *runner) loop(ctx context.Context) error {
 			if e.HasWork() {
 				if d, ok := e.Schedule(ts); ok {
 					ends[ei] = ts + d
-					r.mon.addStep(ei, e.Step())
+					r.mon.AddStep(ei, e.Step())
 				}
 			}
 			continue
@@ -220,7 +220,7 @@ func (r *runner) loop(ctx context.Context) error {
 				return err
 			}
 		case phaseSubmit:
-			k := r.c.route()
+			k := r.c.Route()
 			vu.replica, vu.phase = k, phaseInFlight
 			vu.req.Arrival = tu
 			e := engines[k]
@@ -230,7 +230,7 @@ func (r *runner) loop(ctx context.Context) error {
 			if !e.Busy() {
 				if d, ok := e.Schedule(tu); ok {
 					ends[k] = tu + d
-					r.mon.addStep(k, e.Step())
+					r.mon.AddStep(k, e.Step())
 				}
 			}
 		}
@@ -285,7 +285,7 @@ func (r *runner) due(vu *vuser, t float64) error {
 	if r.o.ErrorRate > 0 && r.rng.Float64() < r.o.ErrorRate {
 		return fail(500, "injected fault")
 	}
-	if limit := r.c.maxModelLen(); prompt+reply > limit {
+	if limit := r.c.MaxModelLen(); prompt+reply > limit {
 		return fail(400, fmt.Sprintf("%d prompt + %d output tokens exceed max-model-len %d", prompt, reply, limit))
 	}
 	req := vu.req
@@ -361,7 +361,7 @@ func (r *runner) finish() {
 			break
 		}
 	}
-	r.mon.advance(r.end)
+	r.mon.Advance(r.end)
 	for _, e := range r.c.engines {
 		s := e.Stats()
 		t := &r.stats.Engine

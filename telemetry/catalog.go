@@ -3,6 +3,8 @@ package telemetry
 import (
 	"sort"
 	"strings"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Kind is the Prometheus type of a catalog metric.
@@ -26,20 +28,21 @@ const (
 
 // Canonical metric names. Counters carry their _total suffix; histograms are
 // named by their base name (the exposition adds _bucket, _sum and _count).
+// The vLLM names are package vllm's; DCGM's field names are known here only.
 const (
-	VLLMRunning          = "vllm:num_requests_running"
-	VLLMWaiting          = "vllm:num_requests_waiting"
-	VLLMKVCacheUsage     = "vllm:kv_cache_usage_perc"
-	VLLMPromptTokens     = "vllm:prompt_tokens_total"
-	VLLMGenerationTokens = "vllm:generation_tokens_total"
-	VLLMPrefixQueries    = "vllm:prefix_cache_queries_total"
-	VLLMPrefixHits       = "vllm:prefix_cache_hits_total"
-	VLLMPreemptions      = "vllm:num_preemptions_total"
-	VLLMRequestSuccess   = "vllm:request_success_total"
-	VLLMTTFT             = "vllm:time_to_first_token_seconds"
-	VLLMITL              = "vllm:inter_token_latency_seconds"
-	VLLME2E              = "vllm:e2e_request_latency_seconds"
-	VLLMQueueTime        = "vllm:request_queue_time_seconds"
+	VLLMRunning          = vllm.MetricNumRequestsRunning
+	VLLMWaiting          = vllm.MetricNumRequestsWaiting
+	VLLMKVCacheUsage     = vllm.MetricKVCacheUsagePerc
+	VLLMPromptTokens     = vllm.MetricPromptTokens
+	VLLMGenerationTokens = vllm.MetricGenerationTokens
+	VLLMPrefixQueries    = vllm.MetricPrefixCacheQueries
+	VLLMPrefixHits       = vllm.MetricPrefixCacheHits
+	VLLMPreemptions      = vllm.MetricNumPreemptions
+	VLLMRequestSuccess   = vllm.MetricRequestSuccess
+	VLLMTTFT             = vllm.MetricTimeToFirstToken
+	VLLMITL              = vllm.MetricInterTokenLatency
+	VLLME2E              = vllm.MetricE2ERequestLatency
+	VLLMQueueTime        = vllm.MetricRequestQueueTime
 
 	DCGMSMActive        = "DCGM_FI_PROF_SM_ACTIVE"
 	DCGMSMOccupancy     = "DCGM_FI_PROF_SM_OCCUPANCY"
@@ -69,21 +72,21 @@ type Metric struct {
 	Help    string   `json:"help"`
 }
 
-// catalog is the table behind Catalog and Lookup. vLLM v0 names are aliases of
-// the v1 names; dcgm-exporter's field rename (CLOCK_THROTTLE_REASONS →
+// catalog is the table behind Catalog and Lookup. vLLM's older names (package
+// vllm) are aliases of the current ones; dcgm-exporter's field rename (CLOCK_THROTTLE_REASONS →
 // CLOCKS_EVENT_REASONS) is an alias too.
 var catalog = []Metric{
 	{Name: VLLMRunning, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests in the running batch"},
 	{Name: VLLMWaiting, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests queued for admission"},
-	{Name: VLLMKVCacheUsage, Aliases: []string{"vllm:gpu_cache_usage_perc"}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
+	{Name: VLLMKVCacheUsage, Aliases: []string{vllm.MetricGPUCacheUsagePerc}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
 	{Name: VLLMPromptTokens, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "prefill tokens processed"},
 	{Name: VLLMGenerationTokens, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens generated"},
-	{Name: VLLMPrefixQueries, Aliases: []string{"vllm:gpu_prefix_cache_queries_total"}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens looked up in the prefix cache"},
-	{Name: VLLMPrefixHits, Aliases: []string{"vllm:gpu_prefix_cache_hits_total"}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens found in the prefix cache"},
+	{Name: VLLMPrefixQueries, Aliases: []string{vllm.MetricGPUPrefixCacheQueries}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens looked up in the prefix cache"},
+	{Name: VLLMPrefixHits, Aliases: []string{vllm.MetricGPUPrefixCacheHits}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens found in the prefix cache"},
 	{Name: VLLMPreemptions, Kind: Counter, Source: SourceVLLM, Unit: "preemptions", Help: "requests preempted for lack of KV-cache blocks"},
 	{Name: VLLMRequestSuccess, Kind: Counter, Source: SourceVLLM, Unit: "requests", Help: "requests finished"},
 	{Name: VLLMTTFT, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side time to first token"},
-	{Name: VLLMITL, Aliases: []string{"vllm:time_per_output_token_seconds"}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
+	{Name: VLLMITL, Aliases: []string{vllm.MetricTimePerOutputToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
 	{Name: VLLME2E, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side end-to-end request latency"},
 	{Name: VLLMQueueTime, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "time requests spent waiting"},
 

@@ -16,19 +16,20 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
 )
 
 // startSim serves the simulator (what `spoc sim serve` runs) for the default
 // deployment, scale times faster than real time, on l (a fresh loopback
 // listener when nil). Throttle times are simulated seconds from now.
-func startSim(t *testing.T, l net.Listener, scale float64, throttles []sim.Throttle) (*sim.Server, sim.Deployment, string) {
+func startSim(t *testing.T, l net.Listener, scale float64, throttles []sim.Throttle) (*serve.Server, sim.Deployment, string) {
 	t.Helper()
 	dep, err := sim.DeploymentFromConfig(config.DefaultEngine())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dep.Throttles = throttles
-	s, err := sim.NewServer(sim.ServerConfig{Deployment: dep, TimeScale: scale, Hostname: "simnode", Seed: 1})
+	s, err := serve.New(serve.Config{Deployment: dep, TimeScale: scale, Hostname: "simnode", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 	"math"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/search/grid"
 	"github.com/spoc-project/spoc/search/nsga2"
 	"github.com/spoc-project/spoc/search/random"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Space converts the configured search space to a search.Space and adds the
@@ -74,7 +74,7 @@ func Space(params []config.Param, base search.Params, maxModelLen int) (search.S
 			return p.Int(name), true
 		}
 		for k := range base {
-			if engine.FlagName(k) == name {
+			if vllm.FlagName(k) == name {
 				return base.Int(k), true
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 func init() { register(newRunCmd) }
@@ -109,10 +110,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if rc.Ramp > rc.Warmup {
 		fmt.Fprintf(stderr, "spoc: warning: ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running\n", rc.Ramp, rc.Warmup)
 	}
-	model := cfg.Engine.ServedModelName
-	if model == "" {
-		model = cfg.Engine.Model
-	}
+	model := vllm.ServedName(cfg.Engine.Model, cfg.Engine.ServedModelName)
 	if f.model != "" {
 		model = f.model
 	}

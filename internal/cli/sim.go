@@ -19,6 +19,8 @@ import (
 	"github.com/spoc-project/spoc/perfmodel/calibrate"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -87,10 +89,9 @@ func (o *simEngineFlags) apply(fs *pflag.FlagSet, e *config.Engine) {
 	if set("max-model-len") {
 		e.MaxModelLen = o.maxModelLen
 	}
+	// Command-line flags replace configured parameters of the same flag
+	// whatever their spelling (max_num_seqs in YAML, --max-num-seqs here).
 	params := map[string]any{}
-	for k, v := range e.Params {
-		params[k] = v
-	}
 	for n, p := range o.ints {
 		if set(n) {
 			params[n] = *p
@@ -111,7 +112,7 @@ func (o *simEngineFlags) apply(fs *pflag.FlagSet, e *config.Engine) {
 			params[n] = *p
 		}
 	}
-	e.Params = params
+	e.Params = vllm.Merge(e.Params, params)
 }
 
 func newSimRunCmd() *cobra.Command {
@@ -274,8 +275,9 @@ func newSimServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--port P] [--host H] [--model M --gpu G --gpus N --tensor-parallel-size T] [--time-scale F] [vLLM flags]",
 		Short: "Serve the simulated deployment over an OpenAI-compatible HTTP API with vLLM and DCGM metrics",
-		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /tokenize, vLLM's Prometheus\n" +
-			"metrics on /metrics and dcgm-exporter GPU metrics on /dcgm/metrics, driven by the simulated engine in\n" +
+		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /version, /tokenize,\n" +
+			"/reset_prefix_cache, vLLM's Prometheus metrics on /metrics and dcgm-exporter GPU metrics on\n" +
+			"/dcgm/metrics, driven by the simulated engine in\n" +
 			"wall-clock time scaled by --time-scale. Engine flags take vLLM's names (--max-num-batched-tokens ...).\n" +
 			"Binds 127.0.0.1 unless --host says otherwise; stops cleanly on SIGTERM or Ctrl-C.",
 		Args: cobra.NoArgs,
@@ -311,8 +313,8 @@ func newSimServeCmd() *cobra.Command {
 		if err != nil {
 			return usageError(err)
 		}
-		sc := sim.ServerConfig{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
-			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer}
+		sc := serve.Config{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
+			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer, Version: Version}
 		if f.Changed("time-scale") {
 			sc.TimeScale = timeScale
 		}
@@ -333,13 +335,13 @@ func newSimServeCmd() *cobra.Command {
 			sc.Deployment.Throttles = append(sc.Deployment.Throttles, th)
 		}
 		for _, st := range stalls {
-			s, err := sim.ParseStall(st)
+			s, err := serve.ParseStall(st)
 			if err != nil {
 				return usageErrorf("--stall: %v", err)
 			}
 			sc.Stalls = append(sc.Stalls, s)
 		}
-		srv, err := sim.NewServer(sc)
+		srv, err := serve.New(sc)
 		if err != nil {
 			return usageError(err)
 		}

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spoc-project/spoc/config"
 )
 
 func TestSimRunJSON(t *testing.T) {
@@ -65,5 +70,23 @@ func TestSimValidate(t *testing.T) {
 	}
 	if code := Run(context.Background(), []string{"sim", "validate", "no-such-file.csv"}, &out, &errb); code != ExitUsage {
 		t.Errorf("missing file: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+// TestSimEngineFlagsOverrideConfig checks that a command-line engine flag
+// replaces the configured parameter of the same flag even when the
+// configuration spells it with underscores.
+func TestSimEngineFlagsOverrideConfig(t *testing.T) {
+	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
+	ov := addSimEngineFlags(fs)
+	if err := fs.Parse([]string{"--max-num-seqs", "64"}); err != nil {
+		t.Fatal(err)
+	}
+	e := config.DefaultEngine()
+	e.Params = map[string]any{"max_num_seqs": 512, "block_size": 32}
+	ov.apply(fs, &e)
+	want := map[string]any{"max-num-seqs": 64, "block_size": 32}
+	if !reflect.DeepEqual(e.Params, want) {
+		t.Errorf("params = %v, want %v", e.Params, want)
 	}
 }

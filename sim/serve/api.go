@@ -1,4 +1,4 @@
-package sim
+package serve
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spoc-project/spoc/internal/chatmsg"
+	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // maxBodyBytes bounds a request body (a 128k-token prompt is ~600 KB).
@@ -75,21 +77,43 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, true) })
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, false) })
-	mux.HandleFunc("GET /v1/models", s.serveModels)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, map[string]string{"version": "spoc-sim"}) })
-	mux.HandleFunc("POST /tokenize", s.serveTokenize)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST "+vllm.PathChatCompletions, func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, true) })
+	mux.HandleFunc("POST "+vllm.PathCompletions, func(w http.ResponseWriter, r *http.Request) { s.serveCompletion(w, r, false) })
+	mux.HandleFunc("GET "+vllm.PathModels, s.serveModels)
+	mux.HandleFunc("GET "+vllm.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+vllm.PathVersion, s.serveVersion)
+	mux.HandleFunc("POST "+vllm.PathTokenize, s.serveTokenize)
+	mux.HandleFunc("POST "+vllm.PathResetPrefixCache, s.serveResetPrefixCache)
+	mux.Handle("GET "+vllm.PathMetrics, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /dcgm/metrics", promhttp.HandlerFor(s.dcgm, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// serveVersion answers as vLLM's /version does, with a version no vLLM
+// release has, so a client can tell the simulator from a real server.
+func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
+	v := s.cfg.Version
+	if v == "" {
+		v = "dev"
+	}
+	writeJSON(w, map[string]string{"version": "spoc-sim " + v})
+}
+
+// serveResetPrefixCache empties the simulated prefix cache. The simulator
+// always has the route (vLLM only in dev mode, see vllm.PathResetPrefixCache)
+// and, like vLLM, answers 200 even when a replica refused because requests
+// still hold KV blocks; the refusal is logged.
+func (s *Server) serveResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
+	if !s.resetPrefixCache() {
+		s.log.Warn("prefix cache not reset: requests still hold KV blocks")
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, map[string]any{"object": "list", "data": []map[string]any{{
 		"id": s.model, "object": "model", "created": s.start.Unix(), "owned_by": "spoc-sim",
-		"root": s.model, "max_model_len": s.c.maxModelLen(),
+		"root": s.model, "max_model_len": s.c.MaxModelLen(),
 	}}})
 }
 
@@ -169,7 +193,7 @@ func (s *Server) serveTokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	writeJSON(w, map[string]any{"count": len(ids), "max_model_len": s.c.maxModelLen(), "tokens": ids})
+	writeJSON(w, map[string]any{"count": len(ids), "max_model_len": s.c.MaxModelLen(), "tokens": ids})
 }
 
 func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bool) {
@@ -178,7 +202,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	if req.Model != "" && req.Model != s.model && req.Model != s.c.dep.Model.Name {
+	if req.Model != "" && req.Model != s.model && req.Model != s.dep.Model.Name {
 		writeError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("model %q is not served here (serving %q)", req.Model, s.model))
 		return
 	}
@@ -187,7 +211,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	maxTokens := s.c.maxModelLen() - len(ids)
+	maxTokens := s.c.MaxModelLen() - len(ids)
 	switch {
 	case req.MaxTokens != nil:
 		maxTokens = *req.MaxTokens
@@ -195,12 +219,12 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		maxTokens = *req.MaxCompletionTokens
 	}
 	if maxTokens < 1 {
-		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d (prompt has %d tokens, max-model-len %d)", maxTokens, len(ids), s.c.maxModelLen()))
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d (prompt has %d tokens, max-model-len %d)", maxTokens, len(ids), s.c.MaxModelLen()))
 		return
 	}
-	if limit := s.c.maxModelLen(); len(ids)+maxTokens > limit {
+	if limit := s.c.MaxModelLen(); len(ids)+maxTokens > limit {
 		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("%d prompt + %d max_tokens = %d tokens exceed max-model-len %d: %v",
-			len(ids), maxTokens, len(ids)+maxTokens, limit, ErrTooLong))
+			len(ids), maxTokens, len(ids)+maxTokens, limit, sim.ErrTooLong))
 		return
 	}
 	if req.MinTokens < 0 || req.MinTokens > maxTokens {
@@ -230,17 +254,17 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		case <-t.C:
 		}
 	}
-	h := NewBlockHasher(s.c.dep.Params.BlockSize)
+	h := sim.NewBlockHasher(s.dep.Params.BlockSize)
 	h.AppendTokens(ids)
 	for i := range n {
 		j := (int(id) + i) % len(s.replyIDs)
 		h.AppendTokens(s.replyIDs[j : j+1])
 	}
-	er := NewRequest()
+	er := sim.NewRequest()
 	er.ID, er.PromptTokens, er.OutputTokens, er.BlockHashes = id, len(ids), n, h.Hashes()
 	c, err := s.submit(er, n < maxTokens)
 	if err != nil {
-		if errors.Is(err, ErrTooLong) {
+		if errors.Is(err, sim.ErrTooLong) {
 			writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		} else {
 			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", err.Error())

@@ -1,4 +1,4 @@
-package sim
+package serve
 
 import (
 	"bufio"
@@ -13,17 +13,30 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/sim"
 )
 
 var fmtSscan = fmt.Sscan
 
-func newTestServer(t *testing.T, mod func(*ServerConfig)) (*Server, *httptest.Server) {
+// referenceDeployment is the default configuration's deployment.
+func referenceDeployment(t testing.TB) sim.Deployment {
 	t.Helper()
-	cfg := ServerConfig{Deployment: referenceDeployment(t), TimeScale: 200, Hostname: "simhost"}
+	d, err := sim.DeploymentFromConfig(config.DefaultEngine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func newTestServer(t *testing.T, mod func(*Config)) (*Server, *httptest.Server) {
+	t.Helper()
+	cfg := Config{Deployment: referenceDeployment(t), TimeScale: 200, Hostname: "simhost"}
 	if mod != nil {
 		mod(&cfg)
 	}
-	s, err := NewServer(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +186,8 @@ func TestServerStreamingChat(t *testing.T) {
 }
 
 func TestServerDCGM(t *testing.T) {
-	_, ts := newTestServer(t, func(c *ServerConfig) {
-		c.Deployment.Throttles = []Throttle{{GPU: 1, ClockFactor: 0.5}}
+	_, ts := newTestServer(t, func(c *Config) {
+		c.Deployment.Throttles = []sim.Throttle{{GPU: 1, ClockFactor: 0.5}}
 	})
 	out := get(t, ts.URL+"/dcgm/metrics")
 	for _, want := range []string{
@@ -197,7 +210,7 @@ func TestServerDCGM(t *testing.T) {
 }
 
 func TestServerErrors(t *testing.T) {
-	_, ts := newTestServer(t, func(c *ServerConfig) { c.Deployment.MaxModelLen = 4096 })
+	_, ts := newTestServer(t, func(c *Config) { c.Deployment.MaxModelLen = 4096 })
 	for _, tc := range []struct {
 		name, path, body string
 		code             int
@@ -246,7 +259,7 @@ func TestServerErrors(t *testing.T) {
 }
 
 func TestServerInjectedErrors(t *testing.T) {
-	_, ts := newTestServer(t, func(c *ServerConfig) { c.ErrorRate = 1 })
+	_, ts := newTestServer(t, func(c *Config) { c.ErrorRate = 1 })
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +300,7 @@ func grep(s, sub string) string {
 }
 
 func TestServerStallDelaysFirstToken(t *testing.T) {
-	_, ts := newTestServer(t, func(c *ServerConfig) {
+	_, ts := newTestServer(t, func(c *Config) {
 		c.TimeScale = 1000
 		c.Stalls = []Stall{{Start: 0, Duration: 100 * time.Second}}
 	})
@@ -301,7 +314,7 @@ func TestServerStallDelaysFirstToken(t *testing.T) {
 }
 
 func TestServerClientsGoingAway(t *testing.T) {
-	_, ts := newTestServer(t, func(c *ServerConfig) { c.TimeScale = 20 })
+	_, ts := newTestServer(t, func(c *Config) { c.TimeScale = 20 })
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Add(1)

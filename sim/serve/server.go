@@ -1,4 +1,4 @@
-package sim
+package serve
 
 import (
 	"context"
@@ -16,12 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/tokenizer"
 )
 
-// ServerConfig configures a real-time simulator server.
-type ServerConfig struct {
-	Deployment Deployment
+// Config configures a real-time simulator server.
+type Config struct {
+	Deployment sim.Deployment
 	// TimeScale is simulated seconds per wall-clock second: 1 is real time,
 	// 10 serves ten times faster than the modelled GPUs. Metrics report
 	// simulated time.
@@ -38,26 +39,24 @@ type ServerConfig struct {
 	Tokenizer string
 	// Hostname labels the DCGM metrics; empty means os.Hostname.
 	Hostname string
+	// Version follows "spoc-sim " in GET /version; empty means "dev".
+	Version string
 	// Logger receives request-level events; nil discards them.
 	Logger *slog.Logger
 }
 
-// Stall freezes the engine for Duration from Start (simulated time).
-type Stall struct {
-	Start    time.Duration `json:"start"`
-	Duration time.Duration `json:"duration"`
-}
-
-// DefaultServerTokenizer is the tokenizer of the reference model.
-const DefaultServerTokenizer = "o200k_base"
+// DefaultTokenizer is the tokenizer of the reference model.
+const DefaultTokenizer = "o200k_base"
 
 // Server serves the simulated deployment over an OpenAI-compatible HTTP API
 // in scaled wall-clock time. One goroutine drives the engines; handlers wait
-// for their request's tokens. Create it with NewServer, mount Handler, and
-// Close it when done.
+// for their request's tokens. Create it with New, mount Handler, and Close
+// it when done.
 type Server struct {
-	cfg     ServerConfig
-	c       *cluster
+	cfg     Config
+	c       *sim.Cluster
+	dep     sim.Deployment
+	engines []*sim.Engine
 	tok     *tokenizer.Tokenizer
 	factors perfmodel.Factors
 	model   string
@@ -65,12 +64,12 @@ type Server struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	calls   map[*Request]*call
+	calls   map[*sim.Request]*call
 	aborts  []*call
 	rng     *rand.Rand
 	seq     uint64
-	mon     *monitor
-	lastEng []EngineStats
+	mon     *sim.Monitor
+	lastEng []sim.EngineStats
 	wake    chan struct{}
 
 	words    []string // reply vocabulary: one token each
@@ -87,15 +86,16 @@ type Server struct {
 
 // call is one HTTP request's link to its engine request.
 type call struct {
-	req     *Request
+	req     *sim.Request
 	replica int
 	notify  chan struct{} // cap 1: tokens arrived or the request ended
 	aborted bool
-	stop    bool // the reply ends before max_tokens (finish_reason "stop")
+	stop    bool    // the reply ends before max_tokens (finish_reason "stop")
+	lastTok float64 // simulated time of the latest token, for the ITL histogram
 }
 
-// NewServer builds the deployment and starts its engine loop.
-func NewServer(cfg ServerConfig) (*Server, error) {
+// New builds the deployment and starts its engine loop.
+func New(cfg Config) (*Server, error) {
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
 	}
@@ -110,13 +110,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("sim server: stall %d: start must not be negative and duration must be positive", i)
 		}
 	}
-	c, err := cfg.Deployment.build()
+	c, err := cfg.Deployment.Build()
 	if err != nil {
 		return nil, fmt.Errorf("sim server: %w", err)
 	}
 	name := cfg.Tokenizer
 	if name == "" {
-		name = DefaultServerTokenizer
+		name = DefaultTokenizer
 	}
 	tok, err := tokenizer.New(name)
 	if err != nil {
@@ -129,11 +129,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg: cfg, c: c, tok: tok, factors: c.system.Factors(), model: c.modelName(), log: cfg.Logger,
-		calls:   map[*Request]*call{},
+		cfg: cfg, c: c, dep: c.Deployment(), engines: c.Engines(), tok: tok, factors: c.Factors(), model: c.ModelName(), log: cfg.Logger,
+		calls:   map[*sim.Request]*call{},
 		rng:     rand.New(rand.NewPCG(cfg.Seed, 0x5e7e)),
-		mon:     newMonitor(c, 1, false, 0),
-		lastEng: make([]EngineStats, len(c.engines)),
+		mon:     sim.NewMonitor(c, 1),
+		lastEng: make([]sim.EngineStats, len(c.Engines())),
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
@@ -197,14 +197,14 @@ func (s *Server) poke() {
 // arrives), complete the steps that ended, repeat.
 func (s *Server) loop() {
 	defer close(s.done)
-	engines := s.c.engines
+	engines := s.engines
 	ends := make([]float64, len(engines))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
 		now := s.vnow()
-		s.mon.advance(now)
+		s.mon.Advance(now)
 		s.processAborts()
 		stallEnd := s.stalledUntil(now)
 		next := math.Inf(1)
@@ -212,7 +212,7 @@ func (s *Server) loop() {
 			if !e.Busy() && e.HasWork() && stallEnd == now {
 				if d, ok := e.Schedule(now); ok {
 					ends[k] = now + d
-					s.mon.addStep(k, e.Step())
+					s.mon.AddStep(k, e.Step())
 					s.metrics.iteration(k, e.Step())
 				}
 			}
@@ -253,16 +253,16 @@ func (s *Server) loop() {
 
 // complete applies replica k's step and wakes the handlers of its requests.
 func (s *Server) complete(k int, end float64) {
-	e := s.c.engines[k]
+	e := s.engines[k]
 	for _, r := range e.Complete(end) {
 		c := s.calls[r]
 		if c == nil {
 			continue
 		}
 		if r.Generated() >= 2 {
-			s.metrics.itl(k, end-r.lastTok())
+			s.metrics.itl(k, end-c.lastTok)
 		}
-		r.setLastTok(end)
+		c.lastTok = end
 		if r.Generated() == 1 {
 			s.metrics.firstToken(k, r)
 		}
@@ -284,7 +284,7 @@ func (s *Server) complete(k int, end float64) {
 func (s *Server) processAborts() {
 	k := 0
 	for _, c := range s.aborts {
-		e := s.c.engines[c.replica]
+		e := s.engines[c.replica]
 		if e.Busy() {
 			s.aborts[k] = c
 			k++
@@ -317,22 +317,36 @@ func (s *Server) failAll() {
 var errClosed = errors.New("simulator shut down")
 
 // submit queues a request on the least loaded replica.
-func (s *Server) submit(r *Request, stop bool) (*call, error) {
+func (s *Server) submit(r *sim.Request, stop bool) (*call, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
 		return nil, errClosed
 	}
-	k := s.c.route()
+	k := s.c.Route()
 	r.Arrival = s.vnow()
-	if err := s.c.engines[k].Add(r); err != nil {
+	if err := s.engines[k].Add(r); err != nil {
 		return nil, err
 	}
 	c := &call{req: r, replica: k, notify: make(chan struct{}, 1), stop: stop}
 	s.calls[r] = c
-	s.metrics.gauges(k, s.c.engines[k])
+	s.metrics.gauges(k, s.engines[k])
 	s.poke()
 	return c, nil
+}
+
+// resetPrefixCache empties every replica's prefix cache; false when a
+// replica refused because requests still hold KV blocks.
+func (s *Server) resetPrefixCache() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok := true
+	for _, e := range s.engines {
+		if !e.ResetPrefixCache() {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // progress reads a request's state under the lock.
@@ -365,7 +379,8 @@ func (s *Server) inject() bool {
 }
 
 // Handler returns the HTTP API: /v1/chat/completions, /v1/completions,
-// /v1/models, /health, /tokenize, /metrics (vLLM) and /dcgm/metrics.
+// /v1/models, /health, /version, /tokenize, /reset_prefix_cache, /metrics
+// (vLLM) and /dcgm/metrics.
 func (s *Server) Handler() http.Handler { return s.routes() }
 
 // Serve serves Handler on ln until ctx ends, then shuts down gracefully

@@ -1,4 +1,4 @@
-package engine
+package vllm
 
 import (
 	"reflect"
@@ -9,27 +9,27 @@ import (
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		params Params
+		params map[string]any
 		want   []string
 		err    string
 	}{
 		{"empty", nil, []string{}, ""},
-		{"int", Params{"max-num-batched-tokens": 2048}, []string{"--max-num-batched-tokens", "2048"}, ""},
-		{"int64", Params{"max-num-seqs": int64(64)}, []string{"--max-num-seqs", "64"}, ""},
-		{"float", Params{"gpu-memory-utilization": 0.85}, []string{"--gpu-memory-utilization", "0.85"}, ""},
-		{"integral float", Params{"x": 1e6}, []string{"--x", "1000000"}, ""},
-		{"bool true", Params{"enable-prefix-caching": true}, []string{"--enable-prefix-caching"}, ""},
-		{"bool false", Params{"enable-prefix-caching": false}, []string{"--no-enable-prefix-caching"}, ""},
-		{"string", Params{"kv-cache-dtype": "fp8"}, []string{"--kv-cache-dtype", "fp8"}, ""},
-		{"underscores and dashes", Params{"max_num_seqs": 8, "--block-size": 16}, []string{"--block-size", "16", "--max-num-seqs", "8"}, ""},
-		{"sorted", Params{"b": 1, "a": true, "c": "x"}, []string{"--a", "--b", "1", "--c", "x"}, ""},
-		{"duplicate flag", Params{"max_num_seqs": 8, "max-num-seqs": 16}, nil, `"max-num-seqs" and "max_num_seqs"`},
-		{"nil value", Params{"x": nil}, nil, "unsupported value"},
-		{"slice value", Params{"x": []int{1}}, nil, "unsupported value"},
-		{"NaN", Params{"x": nan()}, nil, "finite"},
-		{"empty name", Params{"--": 1}, nil, "empty parameter name"},
-		{"not a flag name", Params{"a=b": 1}, nil, "not a flag name"},
-		{"space in name", Params{"max seqs": 1}, nil, "not a flag name"},
+		{"int", map[string]any{"max-num-batched-tokens": 2048}, []string{"--max-num-batched-tokens", "2048"}, ""},
+		{"int64", map[string]any{"max-num-seqs": int64(64)}, []string{"--max-num-seqs", "64"}, ""},
+		{"float", map[string]any{"gpu-memory-utilization": 0.85}, []string{"--gpu-memory-utilization", "0.85"}, ""},
+		{"integral float", map[string]any{"x": 1e6}, []string{"--x", "1000000"}, ""},
+		{"bool true", map[string]any{"enable-prefix-caching": true}, []string{"--enable-prefix-caching"}, ""},
+		{"bool false", map[string]any{"enable-prefix-caching": false}, []string{"--no-enable-prefix-caching"}, ""},
+		{"string", map[string]any{"kv-cache-dtype": "fp8"}, []string{"--kv-cache-dtype", "fp8"}, ""},
+		{"underscores and dashes", map[string]any{"max_num_seqs": 8, "--block-size": 16}, []string{"--block-size", "16", "--max-num-seqs", "8"}, ""},
+		{"sorted", map[string]any{"b": 1, "a": true, "c": "x"}, []string{"--a", "--b", "1", "--c", "x"}, ""},
+		{"duplicate flag", map[string]any{"max_num_seqs": 8, "max-num-seqs": 16}, nil, `"max-num-seqs" and "max_num_seqs"`},
+		{"nil value", map[string]any{"x": nil}, nil, "unsupported value"},
+		{"slice value", map[string]any{"x": []int{1}}, nil, "unsupported value"},
+		{"NaN", map[string]any{"x": nan()}, nil, "finite"},
+		{"empty name", map[string]any{"--": 1}, nil, "empty parameter name"},
+		{"not a flag name", map[string]any{"a=b": 1}, nil, "not a flag name"},
+		{"space in name", map[string]any{"max seqs": 1}, nil, "not a flag name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Flags(tc.params)
@@ -55,7 +55,7 @@ func nan() float64 {
 }
 
 func TestFlagsDeterministic(t *testing.T) {
-	p := Params{}
+	p := map[string]any{}
 	for _, n := range []string{"q", "w", "e", "r", "t", "y", "u", "i", "o", "p"} {
 		p[n] = len(n)
 	}
@@ -68,10 +68,10 @@ func TestFlagsDeterministic(t *testing.T) {
 }
 
 func TestMerge(t *testing.T) {
-	base := Params{"max_num_seqs": 64, "tensor-parallel-size": 4}
-	trial := Params{"max-num-seqs": 128, "block-size": 32}
+	base := map[string]any{"max_num_seqs": 64, "tensor-parallel-size": 4}
+	trial := map[string]any{"max-num-seqs": 128, "block-size": 32}
 	got := Merge(base, trial)
-	want := Params{"max-num-seqs": 128, "tensor-parallel-size": 4, "block-size": 32}
+	want := map[string]any{"max-num-seqs": 128, "tensor-parallel-size": 4, "block-size": 32}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Merge = %v, want %v", got, want)
 	}
@@ -98,7 +98,7 @@ func FuzzFlags(f *testing.F) {
 	f.Add("max-num-batched-tokens", 2048, true, 0.9)
 	f.Add("enable_prefix_caching", -1, false, 1e300)
 	f.Fuzz(func(t *testing.T, name string, n int, b bool, x float64) {
-		p := Params{name: n, name + "-b": b, name + "-x": x}
+		p := map[string]any{name: n, name + "-b": b, name + "-x": x}
 		got, err := Flags(p)
 		if err != nil {
 			return // empty names, duplicate flags, NaN: rejected with an error

@@ -1,4 +1,4 @@
-package sim_test
+package serve_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/sim/serve"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -26,7 +27,7 @@ func TestLoadgenAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.NewServer(sim.ServerConfig{Deployment: dep, TimeScale: 50, Tokenizer: cfg.Workload.Tokenizer})
+	srv, err := serve.New(serve.Config{Deployment: dep, TimeScale: 50, Tokenizer: cfg.Workload.Tokenizer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,16 @@
-package sim
+package serve
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spoc-project/spoc/sim"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Bucket boundaries exactly as vLLM v1 declares them (vllm/v1/metrics), so
@@ -33,8 +38,8 @@ type vllmMetrics struct {
 	ttft, itlH, tpot, e2e, queue, iterTokens                        *prometheus.HistogramVec
 }
 
-func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMetrics {
-	labels := []string{"model_name", "engine"}
+func newVLLMMetrics(reg prometheus.Registerer, model string, c *sim.Cluster) *vllmMetrics {
+	labels := []string{vllm.LabelModelName, vllm.LabelEngine}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 		reg.MustRegister(g)
@@ -52,31 +57,31 @@ func newVLLMMetrics(reg prometheus.Registerer, model string, c *cluster) *vllmMe
 	}
 	m := &vllmMetrics{
 		model:         model,
-		running:       gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
-		waiting:       gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
-		kvUsage:       gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
-		promptTokens:  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
-		genTokens:     counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
-		prefixQueries: counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
-		prefixHits:    counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
-		preemptions:   counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
-		success:       counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
-		ttft:          hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", vllmTTFTBuckets),
-		itlH:          hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
-		tpot:          hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
-		e2e:           hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
-		queue:         hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
-		iterTokens:    hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
+		running:       gauge(vllm.MetricNumRequestsRunning, "Number of requests in model execution batches."),
+		waiting:       gauge(vllm.MetricNumRequestsWaiting, "Number of requests waiting to be processed."),
+		kvUsage:       gauge(vllm.MetricKVCacheUsagePerc, "KV-cache usage. 1 means 100 percent usage."),
+		promptTokens:  counter(vllm.MetricPromptTokens, "Number of prefill tokens processed."),
+		genTokens:     counter(vllm.MetricGenerationTokens, "Number of generation tokens processed."),
+		prefixQueries: counter(vllm.MetricPrefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens."),
+		prefixHits:    counter(vllm.MetricPrefixCacheHits, "Prefix cache hits, in terms of number of cached tokens."),
+		preemptions:   counter(vllm.MetricNumPreemptions, "Cumulative number of preemption from the engine."),
+		success:       counter(vllm.MetricRequestSuccess, "Count of successfully processed requests.", vllm.LabelFinishedReason),
+		ttft:          hist(vllm.MetricTimeToFirstToken, "Histogram of time to first token in seconds.", vllmTTFTBuckets),
+		itlH:          hist(vllm.MetricInterTokenLatency, "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
+		tpot:          hist(vllm.MetricTimePerOutputToken, "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
+		e2e:           hist(vllm.MetricE2ERequestLatency, "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
+		queue:         hist(vllm.MetricRequestQueueTime, "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
+		iterTokens:    hist(vllm.MetricIterationTokens, "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
 	}
-	p := c.dep.Params
-	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig"},
-		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", "engine"})
+	p := c.Deployment().Params
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: vllm.MetricCacheConfigInfo, Help: "Information of the LLMEngine CacheConfig"},
+		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", vllm.LabelEngine})
 	reg.MustRegister(info)
 	dtype := p.KVCacheDtype
 	if dtype == "" {
 		dtype = "auto"
 	}
-	for k, e := range c.engines {
+	for k, e := range c.Engines() {
 		name := strconv.Itoa(k)
 		m.engines = append(m.engines, name)
 		info.WithLabelValues(strconv.Itoa(p.BlockSize), dtype, pyBool(p.EnablePrefixCaching),
@@ -105,7 +110,7 @@ func pyBool(b bool) string {
 	return "False"
 }
 
-func (m *vllmMetrics) iteration(k int, s *StepInfo) {
+func (m *vllmMetrics) iteration(k int, s *sim.StepInfo) {
 	m.iterTokens.WithLabelValues(m.model, m.engines[k]).Observe(float64(s.Tokens))
 }
 
@@ -113,13 +118,13 @@ func (m *vllmMetrics) itl(k int, seconds float64) {
 	m.itlH.WithLabelValues(m.model, m.engines[k]).Observe(seconds)
 }
 
-func (m *vllmMetrics) firstToken(k int, r *Request) {
+func (m *vllmMetrics) firstToken(k int, r *sim.Request) {
 	e := m.engines[k]
 	m.ttft.WithLabelValues(m.model, e).Observe(r.FirstToken - r.Arrival)
 	m.queue.WithLabelValues(m.model, e).Observe(r.FirstScheduled - r.Arrival)
 }
 
-func (m *vllmMetrics) finished(k int, r *Request, c *call) {
+func (m *vllmMetrics) finished(k int, r *sim.Request, c *call) {
 	e := m.engines[k]
 	m.e2e.WithLabelValues(m.model, e).Observe(r.Done - r.Arrival)
 	if n := r.Generated(); n > 1 {
@@ -138,7 +143,7 @@ func (m *vllmMetrics) aborted(k int) {
 
 // engineDelta advances the counters by what replica k did since prev and
 // sets its gauges.
-func (m *vllmMetrics) engineDelta(k int, prev, cur EngineStats, e *Engine) {
+func (m *vllmMetrics) engineDelta(k int, prev, cur sim.EngineStats, e *sim.Engine) {
 	l := []string{m.model, m.engines[k]}
 	m.promptTokens.WithLabelValues(l...).Add(float64(cur.PromptTokens - prev.PromptTokens))
 	m.genTokens.WithLabelValues(l...).Add(float64(cur.GenerationTokens - prev.GenerationTokens))
@@ -148,7 +153,7 @@ func (m *vllmMetrics) engineDelta(k int, prev, cur EngineStats, e *Engine) {
 	m.gauges(k, e)
 }
 
-func (m *vllmMetrics) gauges(k int, e *Engine) {
+func (m *vllmMetrics) gauges(k int, e *sim.Engine) {
 	l := []string{m.model, m.engines[k]}
 	m.running.WithLabelValues(l...).Set(float64(e.NumRunning()))
 	m.waiting.WithLabelValues(l...).Set(float64(e.NumWaiting()))
@@ -164,17 +169,17 @@ var dcgmLabels = []string{"gpu", "UUID", "device", "modelName", "Hostname"}
 
 var dcgmFields = []struct {
 	name, help string
-	value      func(g *GPUSample) float64
+	value      func(g *sim.GPUSample) float64
 }{
-	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", func(g *GPUSample) float64 { return g.SMClockMHz }},
-	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", func(g *GPUSample) float64 { return g.TemperatureC }},
-	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", func(g *GPUSample) float64 { return g.PowerWatts }},
-	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", func(g *GPUSample) float64 { return g.Util }},
-	{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", func(g *GPUSample) float64 { return g.FBUsedMiB }},
-	{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).", func(g *GPUSample) float64 { return float64(g.ThrottleReasons) }},
-	{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", func(g *GPUSample) float64 { return g.SMActive }},
-	{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", func(g *GPUSample) float64 { return g.DRAMActive }},
-	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", func(g *GPUSample) float64 { return g.TensorActive }},
+	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", func(g *sim.GPUSample) float64 { return g.SMClockMHz }},
+	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", func(g *sim.GPUSample) float64 { return g.TemperatureC }},
+	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", func(g *sim.GPUSample) float64 { return g.PowerWatts }},
+	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", func(g *sim.GPUSample) float64 { return g.Util }},
+	{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", func(g *sim.GPUSample) float64 { return g.FBUsedMiB }},
+	{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).", func(g *sim.GPUSample) float64 { return float64(g.ThrottleReasons) }},
+	{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", func(g *sim.GPUSample) float64 { return g.SMActive }},
+	{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", func(g *sim.GPUSample) float64 { return g.DRAMActive }},
+	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", func(g *sim.GPUSample) float64 { return g.TensorActive }},
 }
 
 var dcgmDescs = func() []*prometheus.Desc {
@@ -194,13 +199,10 @@ func (d *dcgmCollector) Describe(ch chan<- *prometheus.Desc) {
 func (d *dcgmCollector) Collect(ch chan<- prometheus.Metric) {
 	s := d.s
 	s.mu.Lock()
-	s.mon.advance(s.vnow())
-	sample := s.mon.last
-	if len(sample.GPUs) == 0 {
-		sample = s.mon.idle()
-	}
+	s.mon.Advance(s.vnow())
+	sample := s.mon.Latest()
 	s.mu.Unlock()
-	model := dcgmModelName(s.c.dep.GPU.Name)
+	model := dcgmModelName(s.dep.GPU.Name)
 	for i := range sample.GPUs {
 		g := &sample.GPUs[i]
 		labels := []string{strconv.Itoa(g.GPU), gpuUUID(s.cfg.Hostname, g.GPU), "nvidia" + strconv.Itoa(g.GPU), model, s.cfg.Hostname}
@@ -225,12 +227,11 @@ func dcgmModelName(name string) string {
 	return "NVIDIA " + name
 }
 
-// gpuUUID is a stable fake UUID per host and GPU index.
+// gpuUUID is a stable fake UUID per host and GPU index, formatted as
+// nvidia-smi prints one.
 func gpuUUID(host string, gpu int) string {
-	h := uint64(seedHash)
-	for i := 0; i < len(host); i++ {
-		h = mix(h, uint64(host[i]))
-	}
-	a, b := fmix(mix(h, uint64(gpu))), fmix(mix(h, uint64(gpu)+0x100))
-	return fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(a>>32), uint16(a>>16), uint16(a), uint16(b>>48), b&0xffffffffffff)
+	h := fnv.New128a()
+	fmt.Fprintf(h, "%s/%d", host, gpu)
+	b := h.Sum(nil)
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

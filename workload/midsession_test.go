@@ -2,12 +2,10 @@ package workload
 
 import (
 	"testing"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 func TestMidSessionJoinsFirstSessionInProgress(t *testing.T) {
-	g, err := New(config.DefaultWorkload(), 131072)
+	g, err := New(DefaultSpec(), 131072)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	epoch := time.Unix(0, 0).UTC()
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
-	sum := result.NewSummary(e.cfg.SLA, window, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
+	sum := result.NewSummary(e.cfg.SLA.Result(), window, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {
@@ -277,7 +277,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, eng engine.Engine, params 
 	if err != nil {
 		return nil, err
 	}
-	sum := result.NewSummary(e.cfg.SLA, result.Window{}, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
+	sum := result.NewSummary(e.cfg.SLA.Result(), result.Window{}, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {

@@ -39,7 +39,7 @@ func runProp(t *testing.T, users int, mod func(*Deployment)) propRun {
 	}
 	o := Options{Deployment: d, Users: users, Ramp: time.Minute, Warmup: time.Minute, Duration: propDuration, ThinkTimeScale: 1}
 	epoch := time.Unix(0, 0).UTC()
-	sum := result.NewSummary(config.DefaultSLA(), result.Window{Start: epoch.Add(o.Warmup), End: epoch.Add(o.Warmup + o.Duration)})
+	sum := result.NewSummary(result.DefaultSLA(), result.Window{Start: epoch.Add(o.Warmup), End: epoch.Add(o.Warmup + o.Duration)})
 	var ttftSum time.Duration
 	var n int64
 	st, err := RunVirtual(context.Background(), o, defaultSource(t), result.SinkFunc(func(r *result.Record) error {

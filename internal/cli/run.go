@@ -146,7 +146,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		return fmt.Errorf("create records file: %w", err)
 	}
 	jw := result.NewWriter(file)
-	sum := result.NewSummary(cfg.SLA, result.Window{}, result.WithClientBoundLag(rc.ClientBoundLagP99.D()))
+	sum := result.NewSummary(cfg.SLA.Result(), result.Window{}, result.WithClientBoundLag(rc.ClientBoundLagP99.D()))
 
 	stopProgress := func() {}
 	if !f.quiet && isTerminal(cmd.OutOrStdout()) {

@@ -204,7 +204,7 @@ func runSim(ctx context.Context, stdout io.Writer, cfg *config.Config, dep sim.D
 		opts.SeriesInterval = -1
 	}
 	epoch := time.Unix(0, 0).UTC()
-	summary := result.NewSummary(cfg.SLA, result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
+	summary := result.NewSummary(cfg.SLA.Result(), result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
 	var st *sim.RunStats
 	run := func(sink result.Sink) (err error) {
 		st, err = sim.RunVirtual(ctx, opts, src, sink)

@@ -168,7 +168,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 	if v, ok := e.engine.(engine.Virtual); ok {
 		return v.VirtualDeployment(search.Params(params))
 	}
-	dep, err := sim.DeploymentFromConfig(e.cfg.Engine)
+	dep, err := sim.NewDeployment(e.cfg.Engine.SimDeployment())
 	if err != nil {
 		return dep, err
 	}

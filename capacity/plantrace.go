@@ -150,7 +150,7 @@ func simCalibration(cfg *config.Config) string {
 	if cfg.Engine.Sim.Calibration != "" {
 		return "calibration file " + cfg.Engine.Sim.Calibration
 	}
-	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/workload"
@@ -17,8 +16,7 @@ import (
 
 func defaultSource(t testing.TB) workload.Source {
 	t.Helper()
-	cfg := config.Default()
-	src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	src, err := workload.New(workload.DefaultSpec(), ReferenceDeploymentSpec().MaxModelLen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func newSimRunCmd() *cobra.Command {
 		if err := cfg.Validate(); err != nil {
 			return usageError(err)
 		}
-		dep, err := sim.DeploymentFromConfig(cfg.Engine)
+		dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 		if err != nil {
 			return usageError(err)
 		}
@@ -307,7 +307,7 @@ func newSimServeCmd() *cobra.Command {
 		if err := cfg.Validate(); err != nil {
 			return usageError(err)
 		}
-		dep, err := sim.DeploymentFromConfig(cfg.Engine)
+		dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 		if err != nil {
 			return usageError(err)
 		}

@@ -269,7 +269,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 		}
 	}
 	p.logf("   study %q in %s: %d trials of %d users, %s each", cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Search.Users, cfg.Search.Duration)
-	res, err := tune.Run(ctx, cfg, tune.Options{
+	res, err := tune.Run(ctx, TuneSpec(cfg), tune.Options{
 		Engine: eng, Evaluate: p.ev.TuneEvaluator(), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
 		Progress: func(pr tune.Progress) {
 			if p.o.Progress != nil {

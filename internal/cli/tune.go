@@ -95,7 +95,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	plan, err := tune.NewPlan(cfg)
+	plan, err := tune.NewPlan(capacity.TuneSpec(cfg))
 	if err != nil {
 		return usageError(err)
 	}
@@ -146,7 +146,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		artifacts = ""
 	}
 	start := time.Now()
-	res, runErr := tune.Run(cmd.Context(), cfg, tune.Options{
+	res, runErr := tune.Run(cmd.Context(), capacity.TuneSpec(cfg), tune.Options{
 		Engine:        eng,
 		Evaluate:      ev.TuneEvaluator(),
 		Capacity:      ev.CapacityFunc(),

@@ -182,7 +182,7 @@ func Plan(ctx context.Context, cfg *config.Config, o PlanOptions) (*report.Data,
 		Title: cfg.Report.Title, Generated: time.Now().UTC(), SpocVersion: o.Version, Quick: o.Quick,
 		Engine: report.Engine{Kind: cfg.Engine.Kind, Model: cfg.Engine.Model, GPU: cfg.Engine.GPU, GPUs: cfg.Engine.GPUs,
 			TensorParallelSize: cfg.Engine.TensorParallelSize, WeightFormat: cfg.Engine.WeightFormat, MaxModelLen: cfg.Engine.MaxModelLen},
-		SLA: cfg.SLA,
+		SLA: cfg.SLA.Result(),
 	}}
 	for _, a := range config.Assumptions(cfg) {
 		p.data.Assumptions = append(p.data.Assumptions, report.Assumption{Field: a.Path, Value: a.Value, Note: a.Note})

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/trace"
 )
 
@@ -14,7 +14,7 @@ import (
 func fuzzData(s string) *Data {
 	cats := []trace.CategoryTime{{Name: trace.Attention, TimeNS: 10, Share: 1, TopKernels: []trace.KernelTime{{Name: s, Category: trace.Attention, TimeNS: 10, Share: 1}}}}
 	return &Data{
-		Title: "plan", SLA: config.DefaultSLA(),
+		Title: "plan", SLA: result.DefaultSLA(),
 		Engine:   Engine{Kind: "sim", Model: s, GPU: "H100", GPUs: 1, TensorParallelSize: 1},
 		Capacity: Capacity{Users: 5, ServeCommand: "vllm serve " + s},
 		Sweep:    []SweepPoint{{Users: 5, Pass: true, Requests: 1, TTFTP95Ms: 10, Profiles: []ProfilePoint{{Name: s, Requests: 1, TTFTP95Ms: 9}}}},

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -90,7 +91,7 @@ func TestHTMLStructureGolden(t *testing.T) {
 // TestHTMLStructureEmpty renders a plan with nothing collected: every
 // section still present, each saying what is missing.
 func TestHTMLStructureEmpty(t *testing.T) {
-	d := &report.Data{Title: "empty", SLA: config.DefaultSLA(), Capacity: report.Capacity{ChosenTrial: -1}}
+	d := &report.Data{Title: "empty", SLA: result.DefaultSLA(), Capacity: report.Capacity{ChosenTrial: -1}}
 	page := render(t, d)
 	golden(t, "testdata/structure-empty.golden", structure(page))
 	for _, want := range []string{"No user count met the SLA", "Telemetry was not collected", "No kernel trace was analysed", "No sweep was recorded", "No parameter search ran", "Workload inspection was not recorded"} {
@@ -113,7 +114,7 @@ func hostile() *report.Data {
 	return &report.Data{
 		Title: "plan " + s, Generated: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), SpocVersion: s,
 		Engine: report.Engine{Kind: "sim", Model: "gpt-oss" + s, GPU: "H100" + s, GPUs: 4, TensorParallelSize: 4},
-		SLA:    config.DefaultSLA(),
+		SLA:    result.DefaultSLA(),
 		Workload: &workload.Inspection{Sessions: 1, Requests: 2, Profiles: []workload.ProfileSummary{{Name: "P0" + s, Share: 1, TurnsP50: 3, ContextStartP50: 100, ContextEndP50: 300}},
 			Prefix: workload.PrefixSummary{IdealHitRate: 0.5, Split: map[string]float64{"root" + s: 1}}},
 		Capacity: report.Capacity{Users: 10, FirstFailingUsers: 12, FailedClause: "P0" + s + " ttft", ServeCommand: "vllm serve gpt-oss" + s, Config: map[string]any{"flag" + s: s}, ChosenTrial: 3, ChosenBy: s},
@@ -121,7 +122,7 @@ func hostile() *report.Data {
 			{Users: 12, FailedClause: s, Requests: 5, TTFTP95Ms: 3000}},
 		Search: &report.Search{Study: s, Sampler: "nsga2", Users: 10, Objectives: []report.Objective{{Metric: "tput" + s, Direction: "maximize", Unit: "tok/s"}, {Metric: "ttft", Direction: "minimize", Unit: "ms"}},
 			Trials:    []report.Member{{Number: 3, Params: map[string]any{"p" + s: s}, Values: []float64{1, 2}, Feasible: true, OnFront: true}, {Number: 4, Params: map[string]any{"p" + s: 1.5}, Values: []float64{0.5, 3}}},
-			Influence: []report.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []config.Param{{Name: "p" + s, Doc: s}}},
+			Influence: []report.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []search.ParamSpec{{Name: "p" + s, Doc: s}}},
 		Candidates:  []report.Candidate{{Trial: 3, Params: map[string]any{"p" + s: s}, Ceiling: 10, FailedClause: s, Chosen: true}},
 		Client:      report.Client{Reasons: []string{s}, ClientBound: true},
 		Kernels:     &report.Kernels{File: "f" + s, Breakdown: bd},

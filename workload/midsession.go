@@ -1,8 +1,6 @@
 package workload
 
-import (
-	"math/rand/v2"
-)
+import "math/rand/v2"
 
 // MidSession wraps w so that every user's first session joins in progress:
 // it starts at a turn drawn uniformly from the session's turns, with the

@@ -1,8 +1,6 @@
 package workload
 
-import (
-	"testing"
-)
+import "testing"
 
 func TestMidSessionJoinsFirstSessionInProgress(t *testing.T) {
 	g, err := New(DefaultSpec(), 131072)

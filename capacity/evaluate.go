@@ -213,7 +213,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 	if v, ok := e.launcher.(engine.Virtual); ok {
 		return v.VirtualDeployment(engine.Params(params))
 	}
-	dep, err := sim.DeploymentFromConfig(e.cfg.Engine)
+	dep, err := sim.NewDeployment(e.cfg.Engine.SimDeployment())
 	if err != nil {
 		return dep, err
 	}
@@ -295,7 +295,7 @@ func (e *Evaluator) Close(ctx context.Context) error {
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	epoch := time.Unix(0, 0).UTC()
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
-	sum := result.NewSummary(e.cfg.SLA, window, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
+	sum := result.NewSummary(e.cfg.SLA.Result(), window, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {
@@ -394,7 +394,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	if err != nil {
 		return nil, err
 	}
-	sum := result.NewSummary(e.cfg.SLA, result.Window{}, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
+	sum := result.NewSummary(e.cfg.SLA.Result(), result.Window{}, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {

@@ -24,7 +24,7 @@ func TestEvaluateLiveOverHTTP(t *testing.T) {
 		t.Skip("serves the simulator over HTTP for a few seconds")
 	}
 	cfg := config.Default()
-	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func Default() *Config {
 func (c *Config) Validate() error {
 	errs := &Errors{}
 	c.Engine.validate("engine", errs)
-	c.Workload.validate("workload", errs, c.Engine.MaxModelLen)
+	validateWorkload(&c.Workload, "workload", errs, c.Engine.MaxModelLen)
 	c.SLA.validate("sla", errs)
 	c.Search.validate("search", errs)
 	c.Run.validate("run", errs)

@@ -3,56 +3,35 @@ package config
 import (
 	"fmt"
 	"math"
+
+	"github.com/spoc-project/spoc/workload"
 )
 
 // Distribution kinds accepted by Dist.Kind.
 const (
-	DistConstant    = "constant"
-	DistUniform     = "uniform"
-	DistNormal      = "normal"
-	DistLognormal   = "lognormal"
-	DistExponential = "exponential"
-	DistEmpirical   = "empirical"
+	DistConstant    = workload.DistConstant
+	DistUniform     = workload.DistUniform
+	DistNormal      = workload.DistNormal
+	DistLognormal   = workload.DistLognormal
+	DistExponential = workload.DistExponential
+	DistEmpirical   = workload.DistEmpirical
 )
 
 // DistKinds lists every distribution kind.
-var DistKinds = []string{DistConstant, DistUniform, DistNormal, DistLognormal, DistExponential, DistEmpirical}
+var DistKinds = workload.DistKinds
 
-// Dist describes a random quantity (token counts, seconds). Which fields are
-// used depends on Kind; Min and Max clip (truncate) any kind. The sampling
-// itself lives in package workload; this is the declarative spec.
-type Dist struct {
-	Kind    string    `yaml:"kind" doc:"constant | uniform | normal | lognormal | exponential | empirical"`
-	Value   float64   `yaml:"value,omitempty" doc:"constant: the value"`
-	Low     float64   `yaml:"low,omitempty" doc:"uniform: lower bound"`
-	High    float64   `yaml:"high,omitempty" doc:"uniform: upper bound"`
-	Mean    float64   `yaml:"mean,omitempty" doc:"normal and exponential: the mean"`
-	Stddev  float64   `yaml:"stddev,omitempty" doc:"normal: standard deviation (truncated to min/max)"`
-	Median  float64   `yaml:"median,omitempty" doc:"lognormal: the median"`
-	Sigma   float64   `yaml:"sigma,omitempty" doc:"lognormal: sigma of the underlying normal (or give p90 instead)"`
-	P90     float64   `yaml:"p90,omitempty" doc:"lognormal: the 90th percentile, an alternative to sigma"`
-	Values  []float64 `yaml:"values,omitempty" doc:"empirical: observed values (or histogram bin edges when weights has one entry fewer)"`
-	Weights []float64 `yaml:"weights,omitempty" doc:"empirical: weight per value, or per histogram bin"`
-	Min     *float64  `yaml:"min,omitempty" doc:"lower clip applied to every kind"`
-	Max     *float64  `yaml:"max,omitempty" doc:"upper clip applied to every kind"`
-}
+// Dist describes a random quantity (token counts, seconds) in YAML; the type
+// is owned by package workload, which samples it.
+type Dist = workload.DistSpec
 
 // Lognormal returns a lognormal Dist with the given median and sigma.
-func Lognormal(median, sigma float64) Dist {
-	return Dist{Kind: DistLognormal, Median: median, Sigma: sigma}
-}
+func Lognormal(median, sigma float64) Dist { return workload.Lognormal(median, sigma) }
 
 // Constant returns a constant Dist.
-func Constant(v float64) Dist { return Dist{Kind: DistConstant, Value: v} }
+func Constant(v float64) Dist { return workload.Constant(v) }
 
-// Clip returns d with Min and Max set.
-func (d Dist) Clip(lo, hi float64) Dist {
-	d.Min, d.Max = &lo, &hi
-	return d
-}
-
-// validate reports problems with d; path names the field.
-func (d *Dist) validate(path string, errs *Errors) {
+// validateDist reports problems with d; path names the field.
+func validateDist(d *Dist, path string, errs *Errors) {
 	pos := func(field string, v float64) {
 		if !(v > 0) || math.IsInf(v, 0) {
 			errs.Addf(path+"."+field, "must be a positive number, got %v", v)
@@ -126,65 +105,4 @@ func (d *Dist) validate(path string, errs *Errors) {
 	if d.Min != nil && *d.Min < 0 {
 		errs.Addf(path+".min", "must not be negative, got %v", *d.Min)
 	}
-}
-
-// UpperBound is the largest value d can produce, or +Inf when unbounded.
-func (d *Dist) UpperBound() float64 {
-	hi := math.Inf(1)
-	switch d.Kind {
-	case DistConstant:
-		hi = d.Value
-	case DistUniform:
-		hi = d.High
-	case DistEmpirical:
-		hi = math.Inf(-1)
-		for _, v := range d.Values {
-			hi = math.Max(hi, v)
-		}
-	}
-	if d.Max != nil && *d.Max < hi {
-		hi = *d.Max
-	}
-	return hi
-}
-
-// LowerBound is the smallest value d can produce.
-func (d *Dist) LowerBound() float64 {
-	lo := 0.0
-	switch d.Kind {
-	case DistConstant:
-		lo = d.Value
-	case DistUniform:
-		lo = d.Low
-	case DistEmpirical:
-		lo = math.Inf(1)
-		for _, v := range d.Values {
-			lo = math.Min(lo, v)
-		}
-	}
-	if d.Min != nil && *d.Min > lo {
-		lo = *d.Min
-	}
-	return lo
-}
-
-// Typical is a central value of d (median where known), used for checks such
-// as "context at start is above the maximum".
-func (d *Dist) Typical() float64 {
-	v := 0.0
-	switch d.Kind {
-	case DistConstant:
-		v = d.Value
-	case DistUniform:
-		v = (d.Low + d.High) / 2
-	case DistNormal, DistExponential:
-		v = d.Mean
-	case DistLognormal:
-		v = d.Median
-	case DistEmpirical:
-		if len(d.Values) > 0 {
-			v = d.Values[len(d.Values)/2]
-		}
-	}
-	return math.Max(d.LowerBound(), math.Min(v, d.UpperBound()))
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -125,6 +126,23 @@ func DefaultEngine() Engine {
 			ReadyTimeout: Duration(30 * 60e9),
 		},
 	}
+}
+
+// SimDeployment is the deployment the simulator resolves from e (with
+// sim.NewDeployment): model, hardware, engine flags, calibration and fault
+// injection.
+func (e Engine) SimDeployment() sim.DeploymentSpec {
+	spec := sim.DeploymentSpec{
+		Model: e.Model, ServedModelName: e.ServedModelName,
+		GPU: e.GPU, GPUCatalog: e.GPUCatalog, GPUs: e.GPUs, TensorParallelSize: e.TensorParallelSize,
+		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: e.Params,
+		Calibration: e.Sim.Calibration,
+	}
+	for _, t := range e.Sim.Throttle {
+		spec.Throttles = append(spec.Throttles, sim.Throttle{GPU: t.GPU, ClockFactor: t.ClockFactor,
+			Start: t.Start.D().Seconds(), End: t.End.D().Seconds()})
+	}
+	return spec
 }
 
 // WeightFormats lists accepted weight formats.

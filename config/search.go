@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/spoc-project/spoc/search"
 )
 
 // Objective metrics a study can optimise.
@@ -48,23 +50,13 @@ func (s Search) StorageIn(out string) string {
 	return path
 }
 
-// Objective is one optimisation target.
-type Objective struct {
-	Metric    string `yaml:"metric" doc:"output_throughput, total_throughput, request_throughput, goodput, ttft_p95, itl_p95, ... or capacity (max users under SLA by a short inner search)."`
-	Direction string `yaml:"direction" doc:"maximize or minimize."`
-}
+// Objective is one optimisation target (search.objectives[]); the type is
+// owned by package search.
+type Objective = search.ObjectiveSpec
 
-// Param is one dimension of the search space.
-type Param struct {
-	Name    string  `yaml:"name" doc:"Engine flag name as vLLM spells it (max-num-batched-tokens)."`
-	Type    string  `yaml:"type" doc:"int, float, bool or categorical."`
-	Low     float64 `yaml:"low,omitempty" doc:"Lower bound (int, float)."`
-	High    float64 `yaml:"high,omitempty" doc:"Upper bound (int, float)."`
-	Log     bool    `yaml:"log,omitempty" doc:"Sample on a log scale."`
-	Step    float64 `yaml:"step,omitempty" doc:"Grid step (int, float); 0 for none."`
-	Choices []any   `yaml:"choices,omitempty" doc:"Values of a categorical parameter."`
-	Doc     string  `yaml:"doc,omitempty" doc:"Why the parameter matters; shown in reports."`
-}
+// Param is one dimension of the search space (search.space[]); the type is
+// owned by package search.
+type Param = search.ParamSpec
 
 // DefaultSearch is a 60-trial NSGA-II study over the vLLM scheduler and
 // memory flags that decide throughput against latency.

@@ -1,9 +1,11 @@
 package config
 
+import "github.com/spoc-project/spoc/result"
+
 // SLA scopes.
 const (
-	SLAScopeOverall    = "overall"
-	SLAScopePerProfile = "per-profile"
+	SLAScopeOverall    = result.SLAScopeOverall
+	SLAScopePerProfile = result.SLAScopePerProfile
 )
 
 // LatencyClause bounds one latency percentile; Max 0 disables the clause.
@@ -23,15 +25,35 @@ type SLA struct {
 	Scope        string        `yaml:"scope" doc:"overall, or per-profile (every profile must meet every clause)."`
 }
 
-// DefaultSLA: TTFT p95 ≤ 2 s, ITL p95 ≤ 100 ms, errors ≤ 1 %, per profile.
+// DefaultSLA is the reference SLA (result.DefaultSLA) in the YAML schema:
+// TTFT p95 ≤ 2 s, ITL p95 ≤ 100 ms, errors ≤ 1 %, per profile.
 func DefaultSLA() SLA {
+	r := result.DefaultSLA()
+	clause := func(c result.LatencyClause) LatencyClause {
+		return LatencyClause{Percentile: c.Percentile, Max: Duration(c.Max)}
+	}
 	return SLA{
-		TTFT:         LatencyClause{Percentile: 95, Max: Duration(2e9)},
-		ITL:          LatencyClause{Percentile: 95, Max: Duration(100e6)},
-		TPOT:         LatencyClause{Percentile: 95},
-		E2E:          LatencyClause{Percentile: 95},
-		MaxErrorRate: 0.01,
-		Scope:        SLAScopePerProfile,
+		TTFT:         clause(r.TTFT),
+		ITL:          clause(r.ITL),
+		TPOT:         clause(r.TPOT),
+		E2E:          clause(r.E2E),
+		MaxErrorRate: r.MaxErrorRate,
+		Scope:        r.Scope,
+	}
+}
+
+// Result is s as the SLA that result.Summary judges runs against.
+func (s SLA) Result() result.SLA {
+	clause := func(c LatencyClause) result.LatencyClause {
+		return result.LatencyClause{Percentile: c.Percentile, Max: c.Max.D()}
+	}
+	return result.SLA{
+		TTFT:         clause(s.TTFT),
+		ITL:          clause(s.ITL),
+		TPOT:         clause(s.TPOT),
+		E2E:          clause(s.E2E),
+		MaxErrorRate: s.MaxErrorRate,
+		Scope:        s.Scope,
 	}
 }
 

@@ -73,7 +73,7 @@ func NewSim(base sim.Deployment, o SimOptions) (*Sim, error) {
 // NewSimFromConfig resolves the engine section's model, GPU and flags into a
 // simulated deployment and returns its launcher.
 func NewSimFromConfig(e config.Engine, o Options) (*Sim, error) {
-	d, err := sim.DeploymentFromConfig(e)
+	d, err := sim.NewDeployment(e.SimDeployment())
 	if err != nil {
 		return nil, fmt.Errorf("sim engine: %w", err)
 	}

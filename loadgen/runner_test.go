@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/loadgen/testserver"
 	"github.com/spoc-project/spoc/result"
@@ -158,7 +157,7 @@ func TestFaultInjectionAccounting(t *testing.T) {
 	}
 
 	// The summary over the measured window agrees with the records.
-	sum := result.NewSummary(config.DefaultSLA(), rep.Window)
+	sum := result.NewSummary(result.DefaultSLA(), rep.Window)
 	var inWindow, okTokens int64
 	wantCounts := map[result.Status]int64{}
 	for _, rec := range recs {

@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Summary, error) {
 		Title: cfg.Report.Title, Generated: time.Now().UTC(), SpocVersion: o.Version, Quick: o.Quick,
 		Engine: Engine{Kind: cfg.Engine.Kind, Model: cfg.Engine.Model, GPU: cfg.Engine.GPU, GPUs: cfg.Engine.GPUs,
 			TensorParallelSize: cfg.Engine.TensorParallelSize, WeightFormat: cfg.Engine.WeightFormat, MaxModelLen: cfg.Engine.MaxModelLen},
-		SLA: cfg.SLA,
+		SLA: cfg.SLA.Result(),
 	}
 	for _, a := range config.Assumptions(cfg) {
 		sum.Assumptions = append(sum.Assumptions, Assumption{Field: a.Path, Value: a.Value, Note: a.Note})
@@ -214,7 +214,7 @@ func simCalibration(cfg *config.Config) string {
 	if cfg.Engine.Sim.Calibration != "" {
 		return "calibration file " + cfg.Engine.Sim.Calibration
 	}
-	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
@@ -280,7 +280,7 @@ func (p *planner) baselineSweep(ctx context.Context) (string, error) {
 func (p *planner) tune(ctx context.Context) (string, error) {
 	cfg := p.cfg
 	p.logf("   study %q in %s: %d trials of %d users, %s each", cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Search.Users, cfg.Search.Duration)
-	res, err := tune.Run(ctx, cfg, tune.Options{
+	res, err := tune.Run(ctx, capacity.TuneSpec(cfg), tune.Options{
 		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
 		Progress: func(pr tune.Progress) {
 			if p.o.Progress != nil {

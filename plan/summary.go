@@ -3,7 +3,8 @@ package plan
 import (
 	"time"
 
-	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/trace/roofline"
@@ -24,7 +25,7 @@ type Summary struct {
 	Quick bool `json:"quick,omitempty"`
 
 	Engine   Engine               `json:"engine"`
-	SLA      config.SLA           `json:"sla"`
+	SLA      result.SLA           `json:"sla"`
 	Workload *workload.Inspection `json:"workload,omitempty"`
 	Capacity Capacity             `json:"capacity"`
 	// Sweep is the full sweep of the chosen configuration, one point per
@@ -161,7 +162,7 @@ type Search struct {
 	// objective over complete trials.
 	Influence []Influence `json:"influence,omitempty"`
 	// Params are the searched parameters with their documentation.
-	Params []config.Param `json:"params"`
+	Params []search.ParamSpec `json:"params"`
 }
 
 // Objective is one optimised metric.

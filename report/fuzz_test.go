@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/trace"
 )
 
@@ -15,7 +15,7 @@ import (
 func fuzzData(s string) *plan.Summary {
 	cats := []trace.CategoryTime{{Name: trace.Attention, TimeNS: 10, Share: 1, TopKernels: []trace.KernelTime{{Name: s, Category: trace.Attention, TimeNS: 10, Share: 1}}}}
 	return &plan.Summary{
-		Title: "plan", SLA: config.DefaultSLA(),
+		Title: "plan", SLA: result.DefaultSLA(),
 		Engine:   plan.Engine{Kind: "sim", Model: s, GPU: "H100", GPUs: 1, TensorParallelSize: 1},
 		Capacity: plan.Capacity{Users: 5, ServeCommand: "vllm serve " + s},
 		Sweep:    []plan.SweepPoint{{Users: 5, Pass: true, Requests: 1, TTFTP95Ms: 10, Profiles: []plan.ProfilePoint{{Name: s, Requests: 1, TTFTP95Ms: 9}}}},

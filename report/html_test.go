@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -91,7 +92,7 @@ func TestHTMLStructureGolden(t *testing.T) {
 // TestHTMLStructureEmpty renders a plan with nothing collected: every
 // section still present, each saying what is missing.
 func TestHTMLStructureEmpty(t *testing.T) {
-	d := &plan.Summary{Title: "empty", SLA: config.DefaultSLA(), Capacity: plan.Capacity{ChosenTrial: -1}}
+	d := &plan.Summary{Title: "empty", SLA: result.DefaultSLA(), Capacity: plan.Capacity{ChosenTrial: -1}}
 	page := render(t, d)
 	golden(t, "testdata/structure-empty.golden", structure(page))
 	for _, want := range []string{"No user count met the SLA", "Telemetry was not collected", "No kernel trace was analysed", "No sweep was recorded", "No parameter search ran", "Workload inspection was not recorded"} {
@@ -114,7 +115,7 @@ func hostile() *plan.Summary {
 	return &plan.Summary{
 		Title: "plan " + s, Generated: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), SpocVersion: s,
 		Engine: plan.Engine{Kind: "sim", Model: "gpt-oss" + s, GPU: "H100" + s, GPUs: 4, TensorParallelSize: 4},
-		SLA:    config.DefaultSLA(),
+		SLA:    result.DefaultSLA(),
 		Workload: &workload.Inspection{Sessions: 1, Requests: 2, Profiles: []workload.ProfileSummary{{Name: "P0" + s, Share: 1, TurnsP50: 3, ContextStartP50: 100, ContextEndP50: 300}},
 			Prefix: workload.PrefixSummary{IdealHitRate: 0.5, Split: map[string]float64{"root" + s: 1}}},
 		Capacity: plan.Capacity{Users: 10, FirstFailingUsers: 12, FailedClause: "P0" + s + " ttft", ServeCommand: "vllm serve gpt-oss" + s, Config: map[string]any{"flag" + s: s}, ChosenTrial: 3, ChosenBy: s},
@@ -122,7 +123,7 @@ func hostile() *plan.Summary {
 			{Users: 12, FailedClause: s, Requests: 5, TTFTP95Ms: 3000}},
 		Search: &plan.Search{Study: s, Sampler: "nsga2", Users: 10, Objectives: []plan.Objective{{Metric: "tput" + s, Direction: "maximize", Unit: "tok/s"}, {Metric: "ttft", Direction: "minimize", Unit: "ms"}},
 			Trials:    []plan.Member{{Number: 3, Params: map[string]any{"p" + s: s}, Values: []float64{1, 2}, Feasible: true, OnFront: true}, {Number: 4, Params: map[string]any{"p" + s: 1.5}, Values: []float64{0.5, 3}}},
-			Influence: []plan.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []config.Param{{Name: "p" + s, Doc: s}}},
+			Influence: []plan.Influence{{Param: "p" + s, Objective: "ttft", Correlation: 0.5}}, Params: []search.ParamSpec{{Name: "p" + s, Doc: s}}},
 		Candidates:  []plan.Candidate{{Trial: 3, Params: map[string]any{"p" + s: s}, Ceiling: 10, FailedClause: s, Chosen: true}},
 		Client:      plan.Client{Reasons: []string{s}, ClientBound: true},
 		Kernels:     &plan.Kernels{File: "f" + s, Breakdown: bd},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/result"
 )
 
@@ -12,7 +11,7 @@ import (
 // violated clause, which is what a capacity sweep reports.
 func ExampleSummary() {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	sum := result.NewSummary(config.DefaultSLA(), result.Window{Start: start, End: start.Add(time.Minute)})
+	sum := result.NewSummary(result.DefaultSLA(), result.Window{Start: start, End: start.Add(time.Minute)})
 	for i := range 20 {
 		s := start.Add(time.Duration(i) * time.Second)
 		for _, p := range []struct {

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // Violation is one SLA clause a run failed.
@@ -26,7 +24,7 @@ type Violation struct {
 // Verdict is the SLA judgement of a run.
 type Verdict struct {
 	Pass bool `json:"pass"`
-	// Scope is config.SLAScopeOverall or config.SLAScopePerProfile.
+	// Scope is SLAScopeOverall or SLAScopePerProfile.
 	Scope string `json:"scope"`
 	// Violations lists every failed clause: scopes in order (overall, or
 	// profiles by name), clauses in the order ttft, itl, tpot, e2e, error rate.
@@ -64,7 +62,7 @@ func (s *Summary) EvaluateSLA() Verdict {
 func (s *Summary) evaluateLocked() Verdict {
 	v := Verdict{Scope: s.sla.Scope}
 	if v.Scope == "" {
-		v.Scope = config.SLAScopeOverall
+		v.Scope = SLAScopeOverall
 	}
 	if s.overall.requests == 0 {
 		v.Violations = append(v.Violations, Violation{Scope: "overall", Clause: "requests",
@@ -72,7 +70,7 @@ func (s *Summary) evaluateLocked() Verdict {
 		return v
 	}
 	groups := []*group{s.overall}
-	if v.Scope == config.SLAScopePerProfile {
+	if v.Scope == SLAScopePerProfile {
 		groups = groups[:0]
 		for _, name := range sortedKeys(s.profiles) {
 			groups = append(groups, s.profiles[name])
@@ -93,7 +91,7 @@ func (s *Summary) judge(g *group) []Violation {
 	}
 	for _, c := range []struct {
 		m      Metric
-		clause config.LatencyClause
+		clause LatencyClause
 	}{{MetricTTFT, s.sla.TTFT}, {MetricITL, s.sla.ITL}, {MetricTPOT, s.sla.TPOT}, {MetricE2E, s.sla.E2E}} {
 		if c.clause.Max <= 0 {
 			continue
@@ -108,7 +106,7 @@ func (s *Summary) judge(g *group) []Violation {
 			}
 			continue
 		}
-		if limit := c.clause.Max.D(); val > limit {
+		if limit := c.clause.Max; val > limit {
 			out = append(out, Violation{Scope: g.name, Clause: name, Value: val.Seconds(), Limit: limit.Seconds(),
 				Message: g.name + " " + name + " " + fmtDuration(val) + " > " + fmtDuration(limit)})
 		}

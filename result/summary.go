@@ -8,8 +8,6 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // Metric names a latency distribution the Summary keeps.
@@ -116,7 +114,7 @@ func WithCPUSaturation(f float64) Option {
 // concurrent use; Result may be called at any time.
 type Summary struct {
 	mu       sync.Mutex
-	sla      config.SLA
+	sla      SLA
 	window   Window
 	lagLimit time.Duration
 	cpuLimit float64
@@ -130,7 +128,7 @@ type Summary struct {
 }
 
 // NewSummary returns an empty Summary judging against sla over window w.
-func NewSummary(sla config.SLA, w Window, opts ...Option) *Summary {
+func NewSummary(sla SLA, w Window, opts ...Option) *Summary {
 	s := &Summary{
 		sla:      sla,
 		window:   w,
@@ -213,15 +211,15 @@ func (s *Summary) isGood(r *Record) bool {
 		return false
 	}
 	if c := s.sla.TTFT; c.Max > 0 {
-		if ttft, ok := r.TTFT(); !ok || ttft > c.Max.D() {
+		if ttft, ok := r.TTFT(); !ok || ttft > c.Max {
 			return false
 		}
 	}
-	if c := s.sla.E2E; c.Max > 0 && r.E2E() > c.Max.D() {
+	if c := s.sla.E2E; c.Max > 0 && r.E2E() > c.Max {
 		return false
 	}
 	if c := s.sla.TPOT; c.Max > 0 {
-		if tpot, ok := r.TPOT(); ok && tpot > c.Max.D() {
+		if tpot, ok := r.TPOT(); ok && tpot > c.Max {
 			return false
 		}
 	}
@@ -230,7 +228,7 @@ func (s *Summary) isGood(r *Record) bool {
 		sort.Slice(s.gapBuf, func(i, j int) bool { return s.gapBuf[i] < s.gapBuf[j] })
 		idx := int(math.Ceil(c.Percentile/100*float64(len(s.gapBuf)))) - 1
 		idx = max(0, min(idx, len(s.gapBuf)-1))
-		if time.Duration(s.gapBuf[idx])*time.Microsecond > c.Max.D() {
+		if time.Duration(s.gapBuf[idx])*time.Microsecond > c.Max {
 			return false
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // rec builds an ok record scheduled at t0+at with the given TTFT, ITL gap and
@@ -31,8 +29,8 @@ func failed(profile string, at time.Duration, st Status, code int) *Record {
 func near(a, b float64) bool { return math.Abs(a-b) <= 0.002*math.Max(math.Abs(a), math.Abs(b))+1e-9 }
 
 func TestSummaryStats(t *testing.T) {
-	sla := config.DefaultSLA()
-	sla.Scope = config.SLAScopeOverall
+	sla := DefaultSLA()
+	sla.Scope = SLAScopeOverall
 	w := Window{Start: t0, End: t0.Add(10 * time.Second)}
 	s := NewSummary(sla, w)
 	// 100 ok P0 requests: TTFT i ms (1..100), 11 tokens at 20 ms gaps.
@@ -104,10 +102,10 @@ func TestSummaryStats(t *testing.T) {
 }
 
 func TestSLAVerdicts(t *testing.T) {
-	base := config.DefaultSLA() // ttft p95 2s, itl p95 100ms, 1 % errors, per profile
+	base := DefaultSLA() // ttft p95 2s, itl p95 100ms, 1 % errors, per profile
 	cases := []struct {
 		name    string
-		sla     func(*config.SLA)
+		sla     func(*SLA)
 		records []*Record
 		want    []string // violation messages; nil means pass
 	}{
@@ -115,16 +113,16 @@ func TestSLAVerdicts(t *testing.T) {
 		{name: "ttft per profile names the profile",
 			records: []*Record{rec("P0", 0, time.Second, 50*time.Millisecond, 5), rec("P2", 0, 2410*time.Millisecond, 50*time.Millisecond, 5)},
 			want:    []string{"P2 ttft p95 2.41s > 2s"}},
-		{name: "overall scope judges the mix", sla: func(s *config.SLA) { s.Scope = config.SLAScopeOverall },
+		{name: "overall scope judges the mix", sla: func(s *SLA) { s.Scope = SLAScopeOverall },
 			records: append(repeat(rec("P0", 0, time.Second, 50*time.Millisecond, 5), 99), rec("P2", 0, 3*time.Second, 50*time.Millisecond, 5)),
 		},
 		{name: "itl and error rate in clause order",
 			records: []*Record{rec("P0", 0, time.Second, 150*time.Millisecond, 5), failed("P0", 0, StatusHTTPError, 503)},
 			want:    []string{"P0 itl p95 150ms > 100ms", "P0 error rate 50% > 1%"}},
 		{name: "tpot and e2e clauses when enabled",
-			sla: func(s *config.SLA) {
-				s.TPOT = config.LatencyClause{Percentile: 99, Max: config.Duration(40 * time.Millisecond)}
-				s.E2E = config.LatencyClause{Percentile: 50, Max: config.Duration(time.Second)}
+			sla: func(s *SLA) {
+				s.TPOT = LatencyClause{Percentile: 99, Max: 40 * time.Millisecond}
+				s.E2E = LatencyClause{Percentile: 50, Max: time.Second}
 			},
 			records: []*Record{rec("P0", 0, 500*time.Millisecond, 50*time.Millisecond, 21)},
 			want:    []string{"P0 tpot p99 50ms > 40ms", "P0 e2e p50 1.5s > 1s"}},
@@ -165,7 +163,7 @@ func repeat(r *Record, n int) []*Record {
 }
 
 func TestClientBound(t *testing.T) {
-	s := NewSummary(config.DefaultSLA(), Window{}, WithClientBoundLag(5*time.Millisecond))
+	s := NewSummary(DefaultSLA(), Window{}, WithClientBoundLag(5*time.Millisecond))
 	r := rec("P0", 0, time.Second, time.Millisecond, 2)
 	r.Sent = r.Scheduled.Add(20 * time.Millisecond)
 	s.Add(r)
@@ -173,7 +171,7 @@ func TestClientBound(t *testing.T) {
 	if !res.Client.Bound || !strings.Contains(res.Client.Reasons[0], "dispatch lag p99 20ms > 5ms") {
 		t.Fatalf("client %+v", res.Client)
 	}
-	s = NewSummary(config.DefaultSLA(), Window{})
+	s = NewSummary(DefaultSLA(), Window{})
 	s.Add(rec("P0", 0, time.Second, time.Millisecond, 2))
 	s.SetClientHealth(ClientHealth{CPUCores: 1, CPUUtilization: 0.97})
 	if res := s.Result(); !res.Client.Bound || !strings.Contains(res.Client.Reasons[0], "CPU saturated") {
@@ -182,7 +180,7 @@ func TestClientBound(t *testing.T) {
 }
 
 func TestInferredWindowAndGoodput(t *testing.T) {
-	s := NewSummary(config.DefaultSLA(), Window{})
+	s := NewSummary(DefaultSLA(), Window{})
 	warm := rec("P0", 0, time.Millisecond, time.Millisecond, 2)
 	warm.Warmup = true
 	s.Add(warm)
@@ -201,7 +199,7 @@ func TestInferredWindowAndGoodput(t *testing.T) {
 }
 
 func BenchmarkSummaryAdd(b *testing.B) {
-	s := NewSummary(config.DefaultSLA(), Window{})
+	s := NewSummary(DefaultSLA(), Window{})
 	r := rec("P0", 0, time.Second, 20*time.Millisecond, 400)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -210,7 +208,7 @@ func BenchmarkSummaryAdd(b *testing.B) {
 }
 
 func TestWriteText(t *testing.T) {
-	s := NewSummary(config.DefaultSLA(), Window{Start: t0, End: t0.Add(time.Second)})
+	s := NewSummary(DefaultSLA(), Window{Start: t0, End: t0.Add(time.Second)})
 	s.Add(rec("P0", 0, 500*time.Millisecond, 20*time.Millisecond, 5))
 	s.Add(failed("P0", 0, StatusHTTPError, 503))
 	s.SetClientHealth(ClientHealth{CPUCores: 2, CPUUtilization: 0.5})
@@ -226,7 +224,7 @@ func TestWriteText(t *testing.T) {
 }
 
 func TestWriteTextWithoutWindow(t *testing.T) {
-	s := NewSummary(config.DefaultSLA(), Window{})
+	s := NewSummary(DefaultSLA(), Window{})
 	t0 := time.Unix(100, 0)
 	s.Add(&Record{Profile: "P0", Scheduled: t0, Sent: t0, Done: t0.Add(time.Second), Status: StatusOK, Warmup: true})
 	var b strings.Builder

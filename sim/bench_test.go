@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -61,8 +60,7 @@ func BenchmarkEngineStep(b *testing.B) {
 // BenchmarkRunVirtualDefaultWorkload is the same target on the workload
 // package's default (reference) workload.
 func BenchmarkRunVirtualDefaultWorkload(b *testing.B) {
-	cfg := config.Default()
-	src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	src, err := workload.New(workload.DefaultSpec(), ReferenceDeploymentSpec().MaxModelLen)
 	if err != nil {
 		b.Fatal(err)
 	}

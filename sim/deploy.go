@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -34,39 +33,86 @@ type Deployment struct {
 	ServedModelName string
 }
 
-// DeploymentFromConfig resolves the model, GPU and engine flags of an engine
-// section. The model may be a catalog name or a Hugging Face config.json
-// path; the GPU a catalog name or one defined in gpu_catalog.
-func DeploymentFromConfig(e config.Engine) (Deployment, error) {
-	model, err := resolveModel(e.Model)
+// DeploymentSpec names a deployment before it is resolved: the model and
+// GPU by catalog name or file, engine flags as vLLM names, and the
+// calibration file. Package config builds it from the engine section.
+type DeploymentSpec struct {
+	// Model is a catalog name or a Hugging Face config.json path.
+	Model string
+	// ServedModelName is the model name of the API; empty means Model.
+	ServedModelName string
+	// GPU is a catalog name or one defined in GPUCatalog.
+	GPU string
+	// GPUCatalog is an optional YAML file of extra GPU definitions.
+	GPUCatalog         string
+	GPUs               int
+	TensorParallelSize int
+	// WeightFormat is how expert weights execute (see Deployment).
+	WeightFormat string
+	MaxModelLen  int
+	// Params are engine flags by vLLM name (ParamsFromMap).
+	Params map[string]any
+	// Calibration is a file from spoc sim calibrate; empty uses the
+	// built-in factors.
+	Calibration string
+	// Throttles slow GPUs (fault injection).
+	Throttles []Throttle
+}
+
+// NewDeployment resolves the model, GPU, engine flags and calibration of
+// spec. Error messages name the engine section's fields (engine.model,
+// engine.params, ...), where users set them.
+func NewDeployment(spec DeploymentSpec) (Deployment, error) {
+	model, err := resolveModel(spec.Model)
 	if err != nil {
 		return Deployment{}, err
 	}
-	gpu, err := resolveGPU(e.GPU, e.GPUCatalog)
+	gpu, err := resolveGPU(spec.GPU, spec.GPUCatalog)
 	if err != nil {
 		return Deployment{}, err
 	}
-	p, err := ParamsFromMap(e.Params)
+	p, err := ParamsFromMap(spec.Params)
 	if err != nil {
 		return Deployment{}, fmt.Errorf("engine.params: %w", err)
 	}
 	d := Deployment{
-		Model: model, GPU: gpu, GPUs: e.GPUs, TensorParallelSize: e.TensorParallelSize,
-		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: p,
-		ServedModelName: vllm.ServedName(e.Model, e.ServedModelName),
+		Model: model, GPU: gpu, GPUs: spec.GPUs, TensorParallelSize: spec.TensorParallelSize,
+		WeightFormat: spec.WeightFormat, MaxModelLen: spec.MaxModelLen, Params: p,
+		ServedModelName: vllm.ServedName(spec.Model, spec.ServedModelName),
 	}
-	if e.Sim.Calibration != "" {
-		f, err := LoadCalibration(e.Sim.Calibration)
+	if spec.Calibration != "" {
+		f, err := LoadCalibration(spec.Calibration)
 		if err != nil {
 			return Deployment{}, fmt.Errorf("engine.sim.calibration: %w", err)
 		}
 		d.Factors = f
 	}
-	for _, t := range e.Sim.Throttle {
-		d.Throttles = append(d.Throttles, Throttle{GPU: t.GPU, ClockFactor: t.ClockFactor,
-			Start: t.Start.D().Seconds(), End: t.End.D().Seconds()})
-	}
+	d.Throttles = append(d.Throttles, spec.Throttles...)
 	return d, nil
+}
+
+// ReferenceDeploymentSpec is the reference case of DESIGN.md as the
+// simulator sees it: gpt-oss-120b on 4× H100 SXM, TP=4, w4a16 experts, a
+// 131072-token context and the default engine flags. It equals the default
+// engine section of a plan file (config checks that), so tests and
+// benchmarks of the simulator need not load a config.
+func ReferenceDeploymentSpec() DeploymentSpec {
+	return DeploymentSpec{
+		Model:              "gpt-oss-120b",
+		GPU:                "H100-SXM",
+		GPUs:               4,
+		TensorParallelSize: 4,
+		WeightFormat:       "w4a16",
+		MaxModelLen:        131072,
+		Params: map[string]any{
+			"max-num-batched-tokens": 8192,
+			"max-num-seqs":           256,
+			"gpu-memory-utilization": 0.9,
+			"enable-prefix-caching":  true,
+			"enable-chunked-prefill": true,
+			"block-size":             16,
+		},
+	}
 }
 
 func resolveModel(name string) (perfmodel.Model, error) {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/workload"
@@ -17,8 +16,7 @@ import (
 
 func defaultSource(t testing.TB) workload.Source {
 	t.Helper()
-	cfg := config.Default()
-	src, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	src, err := workload.New(workload.DefaultSpec(), ReferenceDeploymentSpec().MaxModelLen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +37,7 @@ func runProp(t *testing.T, users int, mod func(*Deployment)) propRun {
 	}
 	o := Options{Deployment: d, Users: users, Ramp: time.Minute, Warmup: time.Minute, Duration: propDuration, ThinkTimeScale: 1}
 	epoch := time.Unix(0, 0).UTC()
-	sum := result.NewSummary(config.DefaultSLA(), result.Window{Start: epoch.Add(o.Warmup), End: epoch.Add(o.Warmup + o.Duration)})
+	sum := result.NewSummary(result.DefaultSLA(), result.Window{Start: epoch.Add(o.Warmup), End: epoch.Add(o.Warmup + o.Duration)})
 	var ttftSum time.Duration
 	var n int64
 	st, err := RunVirtual(context.Background(), o, defaultSource(t), result.SinkFunc(func(r *result.Record) error {

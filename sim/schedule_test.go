@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/loadgen/testserver"
 	"github.com/spoc-project/spoc/result"
@@ -82,7 +81,7 @@ func replaySchedule(t *testing.T, name string, o workload.ScheduleOptions, src w
 func TestExecutorsFollowOneSchedule(t *testing.T) {
 	src := loadgen.SyntheticSource{Turns: 3, PrefixTokens: 20, NewTokens: 5, MaxTokens: 4, ThinkTime: 120 * time.Millisecond}
 	o := workload.ScheduleOptions{Users: 4, Ramp: 100 * time.Millisecond, Warmup: 200 * time.Millisecond, Duration: 800 * time.Millisecond, ThinkTimeScale: 0.5}
-	dep, err := sim.DeploymentFromConfig(config.DefaultEngine())
+	dep, err := sim.NewDeployment(sim.ReferenceDeploymentSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/result"
 )
 
 func referenceDeployment(t testing.TB) Deployment {
 	t.Helper()
-	d, err := DeploymentFromConfig(config.DefaultEngine())
+	d, err := NewDeployment(ReferenceDeploymentSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

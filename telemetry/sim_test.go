@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/sim/serve"
 )
@@ -24,7 +23,7 @@ import (
 // listener when nil). Throttle times are simulated seconds from now.
 func startSim(t *testing.T, l net.Listener, scale float64, throttles []sim.Throttle) (*serve.Server, sim.Deployment, string) {
 	t.Helper()
-	dep, err := sim.DeploymentFromConfig(config.DefaultEngine())
+	dep, err := sim.NewDeployment(sim.ReferenceDeploymentSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

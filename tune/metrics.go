@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/result"
 )
 
@@ -62,14 +61,14 @@ func Metrics(res *result.Result) map[string]float64 {
 // of different units weigh alike. names describe the clauses ("ttft p95 ≤
 // 2s"). A clause whose percentile the summary does not report (only p50,
 // p90, p95, p99 and max are) is judged from the summary's own verdict.
-func Constraints(res *result.Result, sla config.SLA) (values []float64, names []string) {
+func Constraints(res *result.Result, sla result.SLA) (values []float64, names []string) {
 	scopes := []result.Stats{res.Overall}
-	if sla.Scope == config.SLAScopePerProfile && len(res.Profiles) > 0 {
+	if sla.Scope == result.SLAScopePerProfile && len(res.Profiles) > 0 {
 		scopes = res.Profiles
 	}
 	clauses := []struct {
 		name string
-		c    config.LatencyClause
+		c    result.LatencyClause
 		get  func(result.Stats) result.Latency
 	}{
 		{"ttft", sla.TTFT, func(s result.Stats) result.Latency { return s.TTFT }},
@@ -81,8 +80,8 @@ func Constraints(res *result.Result, sla config.SLA) (values []float64, names []
 		if cl.c.Max <= 0 {
 			continue
 		}
-		limitMs := float64(time.Duration(cl.c.Max)) / float64(time.Millisecond)
-		name := fmt.Sprintf("%s p%g ≤ %s", cl.name, cl.c.Percentile, time.Duration(cl.c.Max))
+		limitMs := float64(cl.c.Max) / float64(time.Millisecond)
+		name := fmt.Sprintf("%s p%g ≤ %s", cl.name, cl.c.Percentile, cl.c.Max)
 		worst, known := math.Inf(-1), true
 		for _, s := range scopes {
 			v, ok := percentile(cl.get(s), cl.c.Percentile)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/result"
 )
 
@@ -26,7 +25,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, m[k], want)
 		}
 	}
-	for _, name := range config.ObjectiveMetrics {
+	for name := range metricUnits {
 		if _, ok := m[name]; !ok && name != MetricCapacity {
 			t.Errorf("objective metric %q has no value", name)
 		}
@@ -37,11 +36,11 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestConstraints(t *testing.T) {
-	sla := config.DefaultSLA() // ttft p95 ≤ 2s, itl p95 ≤ 100ms, errors ≤ 1%, per profile
+	sla := result.DefaultSLA() // ttft p95 ≤ 2s, itl p95 ≤ 100ms, errors ≤ 1%, per profile
 	for _, tc := range []struct {
 		name  string
 		res   result.Result
-		sla   func(*config.SLA)
+		sla   func(*result.SLA)
 		want  []float64
 		names []string
 	}{
@@ -56,26 +55,26 @@ func TestConstraints(t *testing.T) {
 			name: "overall scope ignores profiles",
 			res: result.Result{Overall: stats("overall", 1000, 50, 0),
 				Profiles: []result.Stats{stats("P2", 3000, 20, 0.03)}},
-			sla:  func(s *config.SLA) { s.Scope = config.SLAScopeOverall },
+			sla:  func(s *result.SLA) { s.Scope = result.SLAScopeOverall },
 			want: []float64{-0.5, -0.5, -1},
 		},
 		{
 			name: "disabled clauses are left out, zero error budget",
 			res:  result.Result{Overall: stats("overall", 1000, 50, 0.005)},
-			sla:  func(s *config.SLA) { s.Scope = config.SLAScopeOverall; s.ITL.Max = 0; s.MaxErrorRate = 0 },
+			sla:  func(s *result.SLA) { s.Scope = result.SLAScopeOverall; s.ITL.Max = 0; s.MaxErrorRate = 0 },
 			want: []float64{-0.5, 0.5}, names: []string{"ttft p95 ≤ 2s", "error rate ≤ 0%"},
 		},
 		{
 			name: "unreported percentile uses the verdict",
 			res: result.Result{Overall: stats("overall", 1000, 50, 0), SLA: result.Verdict{Violations: []result.Violation{
 				{Scope: "overall", Clause: "ttft p97", Value: 3, Limit: 2}}}},
-			sla:  func(s *config.SLA) { s.Scope = config.SLAScopeOverall; s.TTFT.Percentile = 97 },
+			sla:  func(s *result.SLA) { s.Scope = result.SLAScopeOverall; s.TTFT.Percentile = 97 },
 			want: []float64{0.5, -0.5, -1},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := sla
-			s.TTFT.Max = config.Duration(2 * time.Second)
+			s.TTFT.Max = 2 * time.Second
 			if tc.sla != nil {
 				tc.sla(&s)
 			}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
 )
 
@@ -48,7 +47,7 @@ func WriteProgress(w io.Writer, p Progress) error {
 	return err
 }
 
-func formatValues(values []float64, objs []config.Objective) string {
+func formatValues(values []float64, objs []search.ObjectiveSpec) string {
 	parts := make([]string, 0, len(values))
 	for i, v := range values {
 		if i >= len(objs) {

@@ -5,14 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
 )
 
 // A violated constraint is the worst profile, the printed values are
 // overall: the progress line names the failing clause from the verdict.
 func TestWriteProgressNamesTheFailingProfile(t *testing.T) {
-	objs := []config.Objective{{Metric: "ttft_p95"}}
+	objs := []search.ObjectiveSpec{{Metric: "ttft_p95"}}
 	for _, tc := range []struct {
 		name  string
 		attrs map[string]any

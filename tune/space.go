@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/search/grid"
 	"github.com/spoc-project/spoc/search/nsga2"
@@ -25,7 +24,7 @@ import (
 //
 // base holds the flags every trial gets (engine.BaseParams), consulted for
 // flags the space does not vary; maxModelLen is the context limit.
-func Space(params []config.Param, base search.Params, maxModelLen int) (search.Space, error) {
+func Space(params []search.ParamSpec, base search.Params, maxModelLen int) (search.Space, error) {
 	ps := make([]search.Param, 0, len(params))
 	for i, q := range params {
 		p := search.Param{Name: q.Name, Low: q.Low, High: q.High, Log: q.Log, Step: q.Step}
@@ -122,7 +121,7 @@ func canonicalChoice(c any) any {
 }
 
 // Directions returns the study's objective directions.
-func Directions(objs []config.Objective) ([]search.Direction, error) {
+func Directions(objs []search.ObjectiveSpec) ([]search.Direction, error) {
 	if len(objs) == 0 {
 		return nil, errors.New("search.objectives: at least one objective is needed")
 	}
@@ -137,8 +136,8 @@ func Directions(objs []config.Objective) ([]search.Direction, error) {
 	return dirs, nil
 }
 
-// Sampler builds the configured sampler.
-func Sampler(s config.Search, dirs []search.Direction) (search.Sampler, error) {
+// Sampler builds the sampler spec names.
+func Sampler(s Spec, dirs []search.Direction) (search.Sampler, error) {
 	switch s.Sampler {
 	case "nsga2", "":
 		return nsga2.New(nsga2.Options{
@@ -157,7 +156,7 @@ func Sampler(s config.Search, dirs []search.Direction) (search.Sampler, error) {
 }
 
 // SamplerConfig is what the study stores about the sampler, for display.
-func SamplerConfig(s config.Search) map[string]any {
+func SamplerConfig(s Spec) map[string]any {
 	return map[string]any{
 		"population":     s.Population,
 		"crossover_prob": s.CrossoverProb,

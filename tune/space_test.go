@@ -4,17 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
 )
 
-func TestSpaceFromDefaultConfig(t *testing.T) {
-	cfg := config.Default()
-	s, err := Space(cfg.Search.Space, search.Params{"max-num-seqs": 256}, cfg.Engine.MaxModelLen)
+func TestSpaceFromReferenceSpec(t *testing.T) {
+	spec := referenceSpec()
+	s, err := Space(spec.Space, search.Params{"max-num-seqs": 256}, spec.MaxModelLen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Params) != len(cfg.Search.Space) || len(s.Rules) != 2 {
+	if len(s.Params) != len(spec.Space) || len(s.Rules) != 2 {
 		t.Fatalf("space has %d params and %d rules", len(s.Params), len(s.Rules))
 	}
 	mnbt, _ := s.Param("max-num-batched-tokens")
@@ -54,7 +53,7 @@ func TestSpaceFromDefaultConfig(t *testing.T) {
 }
 
 func TestSpaceRulesUseBaseParams(t *testing.T) {
-	params := []config.Param{{Name: "max-num-batched-tokens", Type: "int", Low: 64, High: 8192}, {Name: "enable-chunked-prefill", Type: "bool"}}
+	params := []search.ParamSpec{{Name: "max-num-batched-tokens", Type: "int", Low: 64, High: 8192}, {Name: "enable-chunked-prefill", Type: "bool"}}
 	s, err := Space(params, search.Params{"max_num_seqs": 128}, 4096)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +72,7 @@ func TestSpaceRulesUseBaseParams(t *testing.T) {
 		}
 	}
 	// Without the flag anywhere, vLLM's default applies and no rule fires.
-	s, _ = Space([]config.Param{{Name: "enable-chunked-prefill", Type: "bool"}}, nil, 4096)
+	s, _ = Space([]search.ParamSpec{{Name: "enable-chunked-prefill", Type: "bool"}}, nil, 4096)
 	if _, err := s.Check(search.Params{"enable-chunked-prefill": false}); err != nil {
 		t.Errorf("rule fired without max-num-batched-tokens: %v", err)
 	}
@@ -81,22 +80,22 @@ func TestSpaceRulesUseBaseParams(t *testing.T) {
 
 func TestSpaceErrors(t *testing.T) {
 	for _, tc := range []struct {
-		p    config.Param
+		p    search.ParamSpec
 		want string
 	}{
-		{config.Param{Name: "x", Type: "complex"}, "unknown type"},
-		{config.Param{Name: "x", Type: "bool", Choices: []any{"yes"}}, "not true or false"},
-		{config.Param{Name: "x", Type: "int", Low: 0, High: 10, Log: true}, "log scale"},
-		{config.Param{Name: "x", Type: "categorical", Choices: []any{[]int{1}}}, "unsupported type"},
+		{search.ParamSpec{Name: "x", Type: "complex"}, "unknown type"},
+		{search.ParamSpec{Name: "x", Type: "bool", Choices: []any{"yes"}}, "not true or false"},
+		{search.ParamSpec{Name: "x", Type: "int", Low: 0, High: 10, Log: true}, "log scale"},
+		{search.ParamSpec{Name: "x", Type: "categorical", Choices: []any{[]int{1}}}, "unsupported type"},
 	} {
-		if _, err := Space([]config.Param{tc.p}, nil, 0); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "search.space[0]") {
+		if _, err := Space([]search.ParamSpec{tc.p}, nil, 0); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "search.space[0]") {
 			t.Errorf("Space(%+v) = %v, want %q naming search.space[0]", tc.p, err, tc.want)
 		}
 	}
-	if _, err := Directions([]config.Objective{{Metric: "x", Direction: "up"}}); err == nil || !strings.Contains(err.Error(), "objectives[0]") {
+	if _, err := Directions([]search.ObjectiveSpec{{Metric: "x", Direction: "up"}}); err == nil || !strings.Contains(err.Error(), "objectives[0]") {
 		t.Errorf("bad direction: %v", err)
 	}
-	if _, err := Sampler(config.Search{Sampler: "tpe"}, []search.Direction{search.Minimize}); err == nil {
+	if _, err := Sampler(Spec{Sampler: "tpe"}, []search.Direction{search.Minimize}); err == nil {
 		t.Error("unknown sampler accepted")
 	}
 }

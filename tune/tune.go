@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
@@ -32,7 +31,7 @@ type Evaluator func(ctx context.Context, t *search.TrialContext) (*result.Result
 type CapacityFunc func(ctx context.Context, t *search.TrialContext) (users int, err error)
 
 // Options are the run-time pieces of a study; what to search comes from
-// the configuration.
+// the Spec.
 type Options struct {
 	// Launcher is the study's engine; a study needs one that applies the
 	// trial's flags (not an external server).
@@ -61,14 +60,14 @@ type Progress struct {
 	// Best is the feasible COMPLETE trial best on the first objective, or
 	// nil while there is none.
 	Best       *search.Trial
-	Objectives []config.Objective
+	Objectives []search.ObjectiveSpec
 }
 
 // Result is a study's state when Run returns.
 type Result struct {
 	Study      string                    `json:"study"`
 	Storage    string                    `json:"storage"`
-	Objectives []config.Objective        `json:"objectives"`
+	Objectives []search.ObjectiveSpec    `json:"objectives"`
 	Run        study.Result              `json:"run"`
 	Trials     []search.Trial            `json:"trials"`
 	Front      []search.Trial            `json:"front"`
@@ -76,37 +75,37 @@ type Result struct {
 	States     map[search.TrialState]int `json:"states"`
 }
 
-// Plan is the search a configuration describes.
+// Plan is the search a Spec describes.
 type Plan struct {
 	Space      search.Space
 	Directions []search.Direction
 	Sampler    search.Sampler
-	Objectives []config.Objective
+	Objectives []search.ObjectiveSpec
 }
 
 // NewPlan builds the space (with vLLM's start-up rules), directions and
-// sampler of cfg's search section.
-func NewPlan(cfg *config.Config) (*Plan, error) {
-	space, err := Space(cfg.Search.Space, search.Params(engine.BaseParams(cfg.Engine)), cfg.Engine.MaxModelLen)
+// sampler of spec.
+func NewPlan(spec Spec) (*Plan, error) {
+	space, err := Space(spec.Space, spec.BaseParams, spec.MaxModelLen)
 	if err != nil {
 		return nil, err
 	}
-	dirs, err := Directions(cfg.Search.Objectives)
+	dirs, err := Directions(spec.Objectives)
 	if err != nil {
 		return nil, err
 	}
-	s, err := Sampler(cfg.Search, dirs)
+	s, err := Sampler(spec, dirs)
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: cfg.Search.Objectives}, nil
+	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: spec.Objectives}, nil
 }
 
-// Run creates or resumes the study cfg.Search names in cfg.Search.Storage
-// and runs trials until the budget (cfg.Search.Trials) is spent or ctx ends.
+// Run creates or resumes the study spec.Study in spec.Storage and runs
+// trials until the budget (spec.Trials) is spent or ctx ends.
 // On Ctrl-C the trial in flight is re-queued, its server stopped, and Run
 // returns ctx's error with the study's state; running it again continues.
-func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
+func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if o.Launcher == nil || o.Evaluate == nil {
 		return nil, errors.New("tune: an engine and an evaluator are required")
 	}
@@ -116,37 +115,37 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Search.Users < 1 {
-		return nil, fmt.Errorf("tune: search.users is %d; resolve the automatic tuning load (a baseline sweep) before the study", cfg.Search.Users)
+	if spec.Users < 1 {
+		return nil, fmt.Errorf("tune: search.users is %d; resolve the automatic tuning load (a baseline sweep) before the study", spec.Users)
 	}
-	plan, err := NewPlan(cfg)
+	plan, err := NewPlan(spec)
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(plan.Objectives, func(ob config.Objective) bool { return ob.Metric == MetricCapacity }) && o.Capacity == nil {
+	if slices.ContainsFunc(plan.Objectives, func(ob search.ObjectiveSpec) bool { return ob.Metric == MetricCapacity }) && o.Capacity == nil {
 		return nil, errors.New("tune: objective capacity needs a capacity search (CapacityFunc)")
 	}
-	db, err := study.Open(ctx, cfg.Search.Storage)
+	db, err := study.Open(ctx, spec.Storage)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	st, err := db.CreateOrLoad(ctx, study.Config{
-		Name: cfg.Search.Study, Directions: plan.Directions, Space: plan.Space,
-		Sampler: cfg.Search.Sampler, SamplerConfig: SamplerConfig(cfg.Search), Seed: cfg.Search.Seed,
+		Name: spec.Study, Directions: plan.Directions, Space: plan.Space,
+		Sampler: spec.Sampler, SamplerConfig: SamplerConfig(spec), Seed: spec.Seed,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUsers(ctx, st, cfg.Search.Users); err != nil {
+	if err := checkUsers(ctx, st, spec.Users); err != nil {
 		return nil, err
 	}
-	ev := &evaluation{cfg: cfg, o: o, plan: plan}
+	ev := &evaluation{spec: spec, o: o, plan: plan}
 	run, runErr := study.Optimize(ctx, study.Options{
 		Study:             st,
 		Sampler:           plan.Sampler,
 		Objective:         ev.objective,
-		Trials:            cfg.Search.Trials,
+		Trials:            spec.Trials,
 		Worker:            o.Worker,
 		ArtifactsRoot:     o.ArtifactsRoot,
 		Logger:            o.Logger,
@@ -176,7 +175,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Result, error) {
 		return nil, errors.Join(runErr, err)
 	}
 	res := &Result{
-		Study: st.Name, Storage: cfg.Search.Storage, Objectives: plan.Objectives, Run: run,
+		Study: st.Name, Storage: spec.Storage, Objectives: plan.Objectives, Run: run,
 		Trials: trials, Front: search.ParetoFront(trials, plan.Directions), Directions: plan.Directions,
 		States: map[search.TrialState]int{},
 	}
@@ -204,7 +203,7 @@ func Best(trials []search.Trial, dirs []search.Direction) *search.Trial {
 
 // evaluation is the study's objective.
 type evaluation struct {
-	cfg  *config.Config
+	spec Spec
 	o    Options
 	plan *Plan
 }
@@ -251,12 +250,12 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 		}
 		values[i] = v
 	}
-	constraints, names := Constraints(res, e.cfg.SLA)
+	constraints, names := Constraints(res, e.spec.SLA)
 	tc.SetUserAttr("metrics", metrics)
 	tc.SetUserAttr("constraint_names", names)
 	tc.SetUserAttr("sla", res.SLA.String())
 	tc.SetUserAttr("requests", res.Overall.Requests)
-	tc.SetUserAttr(AttrUsers, e.cfg.Search.Users)
+	tc.SetUserAttr(AttrUsers, e.spec.Users)
 	return values, constraints, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
@@ -48,21 +47,21 @@ func (e *nopEngine) Start(context.Context, engine.Params) (engine.Server, error)
 	return nil, errors.New("nopEngine: not startable")
 }
 
-// testConfig is a small study over two flags with a synthetic chunked
+// testSpec is a small study over two flags with a synthetic chunked
 // prefill trade-off.
-func testConfig(t *testing.T, trials int) *config.Config {
-	cfg := config.Default()
-	cfg.Search.Trials = trials
-	cfg.Search.Population = 4
-	cfg.Search.Storage = "sqlite:" + filepath.Join(t.TempDir(), "study.db")
-	cfg.Search.Study = "test"
-	cfg.Search.Users = 50
-	cfg.Search.Space = []config.Param{
+func testSpec(t *testing.T, trials int) Spec {
+	spec := referenceSpec()
+	spec.Trials = trials
+	spec.Population = 4
+	spec.Storage = "sqlite:" + filepath.Join(t.TempDir(), "study.db")
+	spec.Study = "test"
+	spec.Users = 50
+	spec.Space = []search.ParamSpec{
 		{Name: "max-num-batched-tokens", Type: "int", Low: 256, High: 16384, Log: true},
 		{Name: "gpu-memory-utilization", Type: "float", Low: 0.8, High: 0.95},
 	}
-	cfg.Engine.Params = map[string]any{"max-num-seqs": 64}
-	return cfg
+	spec.BaseParams = search.Params{"tensor-parallel-size": 4, "max-model-len": 131072, "max-num-seqs": 64}
+	return spec
 }
 
 // synthetic: bigger token budgets cut TTFT and raise ITL; memory
@@ -85,7 +84,7 @@ func synthetic(ctx context.Context, tc *search.TrialContext) (*result.Result, er
 }
 
 func TestRunStudyResumesAndClassifies(t *testing.T) {
-	cfg := testConfig(t, 10)
+	spec := testSpec(t, 10)
 	eng := &nopEngine{}
 	var lines bytes.Buffer
 	var seen []Progress
@@ -95,7 +94,7 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	res, err := Run(context.Background(), cfg, o)
+	res, err := Run(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +136,9 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 	}
 
 	// The same command with a larger budget continues the same study.
-	cfg.Search.Trials = 14
+	spec.Trials = 14
 	seen = nil
-	res2, err := Run(context.Background(), cfg, o)
+	res2, err := Run(context.Background(), spec, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,43 +155,43 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 	if u := trialUsers(res2.Trials[0]); u != 50 {
 		t.Errorf("trial 0 users attribute = %d", u)
 	}
-	if u, err := StudyUsers(context.Background(), cfg.Search.Storage, "test"); err != nil || u != 50 {
+	if u, err := StudyUsers(context.Background(), spec.Storage, "test"); err != nil || u != 50 {
 		t.Errorf("StudyUsers = %d, %v", u, err)
 	}
-	if u, err := StudyUsers(context.Background(), cfg.Search.Storage, "nope"); err != nil || u != 0 {
+	if u, err := StudyUsers(context.Background(), spec.Storage, "nope"); err != nil || u != 0 {
 		t.Errorf("StudyUsers of a missing study = %d, %v", u, err)
 	}
-	cfg.Search.Users = 60
-	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "50 users") {
+	spec.Users = 60
+	if _, err := Run(context.Background(), spec, o); err == nil || !strings.Contains(err.Error(), "50 users") {
 		t.Errorf("resume at another load: err = %v", err)
 	}
-	cfg.Search.Users = 0
-	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "search.users") {
+	spec.Users = 0
+	if _, err := Run(context.Background(), spec, o); err == nil || !strings.Contains(err.Error(), "search.users") {
 		t.Errorf("automatic load not resolved: err = %v", err)
 	}
-	cfg.Search.Users = 50
+	spec.Users = 50
 	// A changed space is a different study.
-	cfg.Search.Space[0].High = 8192
-	if _, err := Run(context.Background(), cfg, o); err == nil || !strings.Contains(err.Error(), "different parameter space") {
+	spec.Space[0].High = 8192
+	if _, err := Run(context.Background(), spec, o); err == nil || !strings.Contains(err.Error(), "different parameter space") {
 		t.Errorf("changed space: err = %v", err)
 	}
 }
 
 func TestRunRefusesExternalAndMissingCapacity(t *testing.T) {
-	cfg := testConfig(t, 2)
+	spec := testSpec(t, 2)
 	ext, err := engine.NewExternal("http://127.0.0.1:1", "m", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), cfg, Options{Launcher: ext, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "external") {
+	if _, err := Run(context.Background(), spec, Options{Launcher: ext, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "external") {
 		t.Errorf("external engine: err = %v", err)
 	}
-	cfg.Search.Objectives = append(cfg.Search.Objectives, config.Objective{Metric: "capacity", Direction: "maximize"})
-	if _, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "capacity") {
+	spec.Objectives = append(spec.Objectives, search.ObjectiveSpec{Metric: "capacity", Direction: "maximize"})
+	if _, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: synthetic}); err == nil || !strings.Contains(err.Error(), "capacity") {
 		t.Errorf("capacity without CapacityFunc: err = %v", err)
 	}
 	users := 0
-	res, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: synthetic,
+	res, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: synthetic,
 		Capacity: func(ctx context.Context, tc *search.TrialContext) (int, error) {
 			users += 10
 			return users, nil
@@ -208,8 +207,8 @@ func TestRunRefusesExternalAndMissingCapacity(t *testing.T) {
 }
 
 func TestRunNoRequestsIsInfeasible(t *testing.T) {
-	cfg := testConfig(t, 1)
-	res, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: func(context.Context, *search.TrialContext) (*result.Result, error) {
+	spec := testSpec(t, 1)
+	res, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: func(context.Context, *search.TrialContext) (*result.Result, error) {
 		return &result.Result{}, nil
 	}})
 	if err != nil {
@@ -224,7 +223,7 @@ func TestRunNoRequestsIsInfeasible(t *testing.T) {
 // process (with a grandchild) serves the first trial: nothing may survive,
 // and the same study then completes its budget.
 func TestInterruptStopsServerAndResumes(t *testing.T) {
-	cfg := testConfig(t, 3)
+	spec := testSpec(t, 3)
 	rec := filepath.Join(t.TempDir(), "record.json")
 	gc := filepath.Join(t.TempDir(), "grandchild.pid")
 	eng, err := engine.NewProcess(engine.ProcessOptions{
@@ -253,7 +252,7 @@ func TestInterruptStopsServerAndResumes(t *testing.T) {
 		<-started
 		cancel() // what Ctrl-C does through signal.NotifyContext
 	}()
-	res, err := Run(ctx, cfg, Options{Launcher: eng, Evaluate: evaluate, ArtifactsRoot: t.TempDir()})
+	res, err := Run(ctx, spec, Options{Launcher: eng, Evaluate: evaluate, ArtifactsRoot: t.TempDir()})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
@@ -273,7 +272,7 @@ func TestInterruptStopsServerAndResumes(t *testing.T) {
 	if !res.Run.Interrupted || res.States[search.StateWaiting] != 1 {
 		t.Errorf("after interrupt: run %+v, states %v", res.Run, res.States)
 	}
-	res, err = Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: synthetic})
+	res, err = Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: synthetic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,15 +296,15 @@ func alive(pid int) bool {
 // with an evaluator that costs nothing: what tune adds to every trial.
 func BenchmarkStudy60(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		cfg := config.Default()
-		cfg.Search.Users = 200
-		cfg.Search.Storage = "sqlite:" + filepath.Join(b.TempDir(), "study.db")
+		spec := referenceSpec()
+		spec.Users = 200
+		spec.Storage = "sqlite:" + filepath.Join(b.TempDir(), "study.db")
 		fast := func(ctx context.Context, tc *search.TrialContext) (*result.Result, error) {
 			p := tc.Params
 			s := result.Stats{OK: 1, OutputTokensPerSecond: float64(p.Int("max-num-seqs")), TTFT: result.Latency{P95: 1e6 / float64(p.Int("max-num-batched-tokens"))}, ITL: result.Latency{P95: p.Float("gpu-memory-utilization")}}
 			return &result.Result{Overall: s}, nil
 		}
-		if _, err := Run(context.Background(), cfg, Options{Launcher: &nopEngine{}, Evaluate: fast, Progress: func(Progress) {}}); err != nil {
+		if _, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: fast, Progress: func(Progress) {}}); err != nil {
 			b.Fatal(err)
 		}
 	}

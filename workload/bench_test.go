@@ -3,14 +3,12 @@ package workload
 import (
 	"context"
 	"testing"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // BenchmarkSessions10k generates the scripts (lengths and segment layout) of
 // 10,000 sessions; sessions/s is reported.
 func BenchmarkSessions10k(b *testing.B) {
-	g := newTestGenerator(b, config.DefaultWorkload())
+	g := newTestGenerator(b, DefaultSpec())
 	b.ReportAllocs()
 	for b.Loop() {
 		for u := 0; u < 10000; u++ {
@@ -25,7 +23,7 @@ func BenchmarkSessions10k(b *testing.B) {
 // BenchmarkRender100k materialises one prompt of about 100,000 tokens (the
 // last turn of a P1 session).
 func BenchmarkRender100k(b *testing.B) {
-	g := newTestGenerator(b, config.DefaultWorkload())
+	g := newTestGenerator(b, DefaultSpec())
 	var segs []Segment
 	for u := 0; ; u++ {
 		s, _ := g.Session(u, 0)
@@ -57,7 +55,7 @@ func BenchmarkRender100k(b *testing.B) {
 // BenchmarkInspect2000 is spoc workload inspect --sessions 2000 without
 // printing.
 func BenchmarkInspect2000(b *testing.B) {
-	g := newTestGenerator(b, config.DefaultWorkload())
+	g := newTestGenerator(b, DefaultSpec())
 	for b.Loop() {
 		if _, err := Inspect(context.Background(), g, InspectOptions{Sessions: 2000, Seed: 1}); err != nil {
 			b.Fatal(err)

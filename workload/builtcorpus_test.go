@@ -5,7 +5,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/corpus"
 )
 
@@ -34,7 +33,7 @@ func TestBuiltCorpusTokenExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(config.DefaultWorkload(), 131072, WithCorpus(c))
+	g, err := New(DefaultSpec(), 131072, WithCorpus(c))
 	if err != nil {
 		t.Fatal(err)
 	}

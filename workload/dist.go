@@ -5,8 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // z90 is the standard normal's 90th percentile, relating a lognormal's p90 to
@@ -17,11 +15,11 @@ const z90 = 1.2815515655446004
 // its [min, max]; a sample still outside after that many draws is clamped.
 const maxRedraws = 32
 
-// Dist samples a random quantity described by a config.Dist. Min and max
+// Dist samples a random quantity described by a DistSpec. Min and max
 // truncate: samples outside are drawn again (up to 32 times), then clamped,
 // so a bound far in the tail does not pile up mass at the bound.
 type Dist struct {
-	spec     config.Dist
+	spec     DistSpec
 	mu, sig  float64   // lognormal parameters
 	cum      []float64 // empirical: cumulative weights
 	lo, hi   float64   // truncation bounds
@@ -29,7 +27,7 @@ type Dist struct {
 }
 
 // NewDist checks spec and prepares a sampler.
-func NewDist(spec config.Dist) (*Dist, error) {
+func NewDist(spec DistSpec) (*Dist, error) {
 	d := &Dist{spec: spec, lo: math.Inf(-1), hi: math.Inf(1)}
 	if spec.Min != nil {
 		d.lo, d.hasBound = *spec.Min, true
@@ -41,16 +39,16 @@ func NewDist(spec config.Dist) (*Dist, error) {
 		return nil, fmt.Errorf("distribution %s: max %v below min %v", spec.Kind, d.hi, d.lo)
 	}
 	switch spec.Kind {
-	case config.DistConstant:
-	case config.DistUniform:
+	case DistConstant:
+	case DistUniform:
 		if spec.High < spec.Low {
 			return nil, fmt.Errorf("uniform distribution: high %v below low %v", spec.High, spec.Low)
 		}
-	case config.DistNormal:
+	case DistNormal:
 		if spec.Stddev < 0 {
 			return nil, fmt.Errorf("normal distribution: negative stddev %v", spec.Stddev)
 		}
-	case config.DistLognormal:
+	case DistLognormal:
 		if !(spec.Median > 0) {
 			return nil, fmt.Errorf("lognormal distribution: median must be positive, got %v", spec.Median)
 		}
@@ -64,11 +62,11 @@ func NewDist(spec config.Dist) (*Dist, error) {
 		if d.sig < 0 {
 			return nil, fmt.Errorf("lognormal distribution: negative sigma %v", d.sig)
 		}
-	case config.DistExponential:
+	case DistExponential:
 		if !(spec.Mean > 0) {
 			return nil, fmt.Errorf("exponential distribution: mean must be positive, got %v", spec.Mean)
 		}
-	case config.DistEmpirical:
+	case DistEmpirical:
 		n := len(spec.Values)
 		if n == 0 {
 			return nil, fmt.Errorf("empirical distribution: no values")
@@ -111,7 +109,7 @@ func (d *Dist) Sample(r *rand.Rand) float64 {
 		if !d.hasBound || (v >= d.lo && v <= d.hi) {
 			return v
 		}
-		if i == maxRedraws || d.spec.Kind == config.DistConstant {
+		if i == maxRedraws || d.spec.Kind == DistConstant {
 			return math.Max(d.lo, math.Min(d.hi, v))
 		}
 	}
@@ -120,17 +118,17 @@ func (d *Dist) Sample(r *rand.Rand) float64 {
 func (d *Dist) raw(r *rand.Rand) float64 {
 	s := &d.spec
 	switch s.Kind {
-	case config.DistConstant:
+	case DistConstant:
 		return s.Value
-	case config.DistUniform:
+	case DistUniform:
 		return s.Low + (s.High-s.Low)*r.Float64()
-	case config.DistNormal:
+	case DistNormal:
 		return s.Mean + s.Stddev*r.NormFloat64()
-	case config.DistLognormal:
+	case DistLognormal:
 		return math.Exp(d.mu + d.sig*r.NormFloat64())
-	case config.DistExponential:
+	case DistExponential:
 		return s.Mean * r.ExpFloat64()
-	case config.DistEmpirical:
+	case DistEmpirical:
 		u := r.Float64() * d.cum[len(d.cum)-1]
 		i := sort.Search(len(d.cum), func(i int) bool { return d.cum[i] > u })
 		if i >= len(d.cum) {
@@ -147,7 +145,7 @@ func (d *Dist) raw(r *rand.Rand) float64 {
 // Median is the distribution's median before truncation where it is known
 // in closed form, otherwise its typical value.
 func (d *Dist) Median() float64 {
-	if d.spec.Kind == config.DistLognormal {
+	if d.spec.Kind == DistLognormal {
 		return d.spec.Median
 	}
 	return d.spec.Typical()

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 func ptr(v float64) *float64 { return &v }
@@ -14,20 +12,20 @@ func ptr(v float64) *float64 { return &v }
 func TestDistSampling(t *testing.T) {
 	tests := []struct {
 		name       string
-		spec       config.Dist
+		spec       DistSpec
 		wantMedian float64
 		wantMean   float64 // 0: not checked
 		lo, hi     float64
 	}{
-		{"constant", config.Constant(7), 7, 7, 7, 7},
-		{"uniform", config.Dist{Kind: config.DistUniform, Low: 10, High: 20}, 15, 15, 10, 20},
-		{"normal truncated", config.Dist{Kind: config.DistNormal, Mean: 100, Stddev: 10, Min: ptr(90), Max: ptr(130)}, 102.0, 0, 90, 130},
-		{"lognormal sigma", config.Lognormal(5000, 0.25), 5000, 0, 0, math.Inf(1)},
-		{"lognormal p90", config.Dist{Kind: config.DistLognormal, Median: 1000, P90: 2000}, 1000, 0, 0, math.Inf(1)},
-		{"lognormal clipped", config.Lognormal(1200, 0.8).Clip(50, 16000), 1200, 0, 50, 16000},
-		{"exponential", config.Dist{Kind: config.DistExponential, Mean: 30}, 30 * math.Ln2, 30, 0, math.Inf(1)},
-		{"empirical values", config.Dist{Kind: config.DistEmpirical, Values: []float64{1, 2, 3}, Weights: []float64{1, 0, 3}}, 3, 2.5, 1, 3},
-		{"empirical histogram", config.Dist{Kind: config.DistEmpirical, Values: []float64{0, 10, 20}, Weights: []float64{1, 1}}, 10, 10, 0, 20},
+		{"constant", Constant(7), 7, 7, 7, 7},
+		{"uniform", DistSpec{Kind: DistUniform, Low: 10, High: 20}, 15, 15, 10, 20},
+		{"normal truncated", DistSpec{Kind: DistNormal, Mean: 100, Stddev: 10, Min: ptr(90), Max: ptr(130)}, 102.0, 0, 90, 130},
+		{"lognormal sigma", Lognormal(5000, 0.25), 5000, 0, 0, math.Inf(1)},
+		{"lognormal p90", DistSpec{Kind: DistLognormal, Median: 1000, P90: 2000}, 1000, 0, 0, math.Inf(1)},
+		{"lognormal clipped", Lognormal(1200, 0.8).Clip(50, 16000), 1200, 0, 50, 16000},
+		{"exponential", DistSpec{Kind: DistExponential, Mean: 30}, 30 * math.Ln2, 30, 0, math.Inf(1)},
+		{"empirical values", DistSpec{Kind: DistEmpirical, Values: []float64{1, 2, 3}, Weights: []float64{1, 0, 3}}, 3, 2.5, 1, 3},
+		{"empirical histogram", DistSpec{Kind: DistEmpirical, Values: []float64{0, 10, 20}, Weights: []float64{1, 1}}, 10, 10, 0, 20},
 	}
 	for _, tt := range tests {
 		d, err := NewDist(tt.spec)
@@ -70,16 +68,16 @@ func TestDistSampling(t *testing.T) {
 }
 
 func TestNewDistErrors(t *testing.T) {
-	bad := []config.Dist{
+	bad := []DistSpec{
 		{Kind: "zipf"},
-		{Kind: config.DistUniform, Low: 5, High: 1},
-		{Kind: config.DistLognormal, Median: 0, Sigma: 1},
-		{Kind: config.DistLognormal, Median: 10, P90: 5},
-		{Kind: config.DistExponential},
-		{Kind: config.DistEmpirical},
-		{Kind: config.DistEmpirical, Values: []float64{1, 2}, Weights: []float64{0, 0}},
-		{Kind: config.DistEmpirical, Values: []float64{1, 2, 3}, Weights: []float64{1, 1, 1, 1}},
-		config.Constant(1).Clip(5, 2),
+		{Kind: DistUniform, Low: 5, High: 1},
+		{Kind: DistLognormal, Median: 0, Sigma: 1},
+		{Kind: DistLognormal, Median: 10, P90: 5},
+		{Kind: DistExponential},
+		{Kind: DistEmpirical},
+		{Kind: DistEmpirical, Values: []float64{1, 2}, Weights: []float64{0, 0}},
+		{Kind: DistEmpirical, Values: []float64{1, 2, 3}, Weights: []float64{1, 1, 1, 1}},
+		Constant(1).Clip(5, 2),
 	}
 	for _, spec := range bad {
 		if _, err := NewDist(spec); err == nil {

@@ -3,14 +3,13 @@ package workload_test
 import (
 	"fmt"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/workload"
 )
 
 // A session script is lengths and keys only; Render turns a segment into
 // text of exactly its token count.
 func ExampleGenerator_Session() {
-	g, err := workload.New(config.DefaultWorkload(), 131072)
+	g, err := workload.New(workload.DefaultSpec(), 131072)
 	if err != nil {
 		panic(err)
 	}

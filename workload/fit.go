@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/corpus"
 	"github.com/spoc-project/spoc/tokenizer"
 )
@@ -42,7 +41,7 @@ type Fitted struct {
 	// Profile is a workload profile with the fitted distributions (lognormal,
 	// clipped to the observed p1..p99 range); think time is not in the data
 	// and keeps the reference P0 assumption.
-	Profile config.Profile `json:"profile"`
+	Profile Profile `json:"profile"`
 }
 
 // Fit summarises measured trajectories and fits a profile to them.
@@ -70,8 +69,8 @@ func Fit(ms []corpus.Measure, name string) (*Fitted, error) {
 	f := &Fitted{Trajectories: len(start), Calls: calls,
 		ContextStart: summarize(start), ContextMax: summarize(cmax), Turns: summarize(turns),
 		Growth: summarize(growth), OutputTokens: summarize(out), ToolOutput: summarize(tool)}
-	ref := config.DefaultWorkload().Profiles[0]
-	f.Profile = config.Profile{
+	ref := DefaultSpec().Profiles[0]
+	f.Profile = Profile{
 		Name:         name,
 		Weight:       1,
 		ContextStart: lognormalOf(f.ContextStart, start),
@@ -114,13 +113,13 @@ func summarize(xs []int) Sample {
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // lognormalOf is the fitted lognormal clipped to the observed p1..p99.
-func lognormalOf(s Sample, sorted []int) config.Dist {
+func lognormalOf(s Sample, sorted []int) DistSpec {
 	if s.Median <= 0 {
-		return config.Constant(float64(max(1, s.P50)))
+		return Constant(float64(max(1, s.P50)))
 	}
 	lo := float64(max(1, sorted[rank(len(sorted), 0.01)]))
 	hi := float64(max(sorted[rank(len(sorted), 0.99)], int(lo)))
-	return config.Lognormal(s.Median, s.Sigma).Clip(lo, hi)
+	return Lognormal(s.Median, s.Sigma).Clip(lo, hi)
 }
 
 // FitTrajectories measures every trajectory of the parquet sources with tok

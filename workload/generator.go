@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/corpus"
 	"github.com/spoc-project/spoc/tokenizer"
 )
@@ -26,7 +25,7 @@ const (
 // a workload configuration. It implements Source and Renderer and is safe for
 // concurrent use.
 type Generator struct {
-	cfg         config.Workload
+	cfg         Spec
 	maxModelLen int
 	profiles    []profile
 	profileCum  []float64 // cumulative profile weights, normalised to 1
@@ -41,7 +40,7 @@ type Generator struct {
 	corpus   *corpus.Corpus
 }
 
-// profile is a config.Profile with its samplers.
+// profile is a Profile with its samplers.
 type profile struct {
 	name                         string
 	maxContext                   int // effective maximum prompt tokens
@@ -69,7 +68,7 @@ func WithCorpus(c *corpus.Corpus) Option { return func(g *Generator) { g.corpus 
 // limit (engine.max_model_len); with a profile's output budget it bounds how
 // far sessions grow. Text is prepared on the first Render, so a caller that
 // only needs scripts (the simulator) never pays for it.
-func New(cfg config.Workload, maxModelLen int, opts ...Option) (*Generator, error) {
+func New(cfg Spec, maxModelLen int, opts ...Option) (*Generator, error) {
 	g := &Generator{cfg: cfg, maxModelLen: maxModelLen}
 	for _, o := range opts {
 		o(g)
@@ -84,7 +83,7 @@ func New(cfg config.Workload, maxModelLen int, opts ...Option) (*Generator, erro
 		var err error
 		for _, f := range []struct {
 			field string
-			spec  config.Dist
+			spec  DistSpec
 			dst   **Dist
 		}{{"context_start", p.ContextStart, &pr.start}, {"growth", p.Growth, &pr.growth}, {"output_tokens", p.OutputTokens, &pr.output}, {"think_time_s", p.ThinkTime, &pr.think}} {
 			if *f.dst, err = NewDist(f.spec); err != nil {
@@ -117,7 +116,7 @@ func New(cfg config.Workload, maxModelLen int, opts ...Option) (*Generator, erro
 	}
 	geo := cfg.Geometry
 	switch geo.Kind {
-	case config.GeometryPartialCommonGround, config.GeometrySharedSystem, config.GeometryNone:
+	case GeometryPartialCommonGround, GeometrySharedSystem, GeometryNone:
 	default:
 		return nil, fmt.Errorf("workload.geometry.kind: unknown prefix geometry %q", geo.Kind)
 	}
@@ -179,7 +178,7 @@ func (g *Generator) UserProfile(user int) int {
 
 // UserTeam returns user's team (0 for geometries without teams).
 func (g *Generator) UserTeam(user int) int {
-	if g.cfg.Geometry.Kind != config.GeometryPartialCommonGround {
+	if g.cfg.Geometry.Kind != GeometryPartialCommonGround {
 		return 0
 	}
 	_, f := math.Modf(g.teamOff + float64(user)*teamStep)
@@ -242,7 +241,7 @@ func (g *Generator) prefix(dst []Segment, user, n, team, tokens int) []Segment {
 		}
 	}
 	switch geo.Kind {
-	case config.GeometryNone:
+	case GeometryNone:
 		add(KindUser, user, hashKey(seed, tagUserDoc, uint64(user), uint64(n)), tokens)
 		return dst
 	}
@@ -250,7 +249,7 @@ func (g *Generator) prefix(dst []Segment, user, n, team, tokens int) []Segment {
 	add(KindSystem, 0, hashKey(seed, tagSystem), sys)
 	rest := tokens - sys
 	root, tm := 0, 0
-	if geo.Kind == config.GeometryPartialCommonGround {
+	if geo.Kind == GeometryPartialCommonGround {
 		root = min(geo.RootTokens, int(math.Round(geo.RootFraction*float64(rest))))
 		tm = min(geo.TeamTokens, int(math.Round(geo.TeamFraction*float64(rest))))
 		add(KindRoot, 0, hashKey(seed, tagRoot), root)

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 func scriptsHash(t *testing.T, g *Generator, users int) string {
@@ -30,7 +28,7 @@ func scriptsHash(t *testing.T, g *Generator, users int) string {
 }
 
 func TestSessionDeterministic(t *testing.T) {
-	cfg := config.DefaultWorkload()
+	cfg := DefaultSpec()
 	a := scriptsHash(t, newTestGenerator(t, cfg), 200)
 	if b := scriptsHash(t, newTestGenerator(t, cfg), 200); a != b {
 		t.Fatalf("same config and seed: script hashes %s and %s differ", a, b)
@@ -42,7 +40,7 @@ func TestSessionDeterministic(t *testing.T) {
 }
 
 func TestRenderDeterministic(t *testing.T) {
-	g := newTestGenerator(t, config.DefaultWorkload())
+	g := newTestGenerator(t, DefaultSpec())
 	s, _ := g.Session(3, 1)
 	render := func(gen *Generator) string {
 		var b []byte
@@ -56,7 +54,7 @@ func TestRenderDeterministic(t *testing.T) {
 		return hex.EncodeToString(sum[:])
 	}
 	// A generator preparing its own text must produce the same bytes.
-	own, err := New(config.DefaultWorkload(), 131072)
+	own, err := New(DefaultSpec(), 131072)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +64,7 @@ func TestRenderDeterministic(t *testing.T) {
 }
 
 func TestSessionOrderIndependent(t *testing.T) {
-	g := newTestGenerator(t, config.DefaultWorkload())
+	g := newTestGenerator(t, DefaultSpec())
 	first, _ := g.Session(17, 4)
 	for u := 0; u < 50; u++ {
 		if _, err := g.Session(u, u%3); err != nil {
@@ -85,8 +83,8 @@ func TestSessionOrderIndependent(t *testing.T) {
 }
 
 func TestSessionInvariants(t *testing.T) {
-	for _, kind := range config.Geometries {
-		cfg := config.DefaultWorkload()
+	for _, kind := range Geometries {
+		cfg := DefaultSpec()
 		cfg.Geometry.Kind = kind
 		g := newTestGenerator(t, cfg)
 		for u := 0; u < 300; u++ {
@@ -117,8 +115,8 @@ func TestSessionInvariants(t *testing.T) {
 			}
 			for _, seg := range s.Prefix {
 				switch {
-				case kind == config.GeometryNone && seg.Kind != KindUser,
-					kind == config.GeometrySharedSystem && (seg.Kind == KindRoot || seg.Kind == KindTeam):
+				case kind == GeometryNone && seg.Kind != KindUser,
+					kind == GeometrySharedSystem && (seg.Kind == KindRoot || seg.Kind == KindTeam):
 					t.Fatalf("%s geometry has a %s segment", kind, seg.Kind)
 				}
 			}
@@ -127,7 +125,7 @@ func TestSessionInvariants(t *testing.T) {
 }
 
 func TestProfileShares(t *testing.T) {
-	g := newTestGenerator(t, config.DefaultWorkload())
+	g := newTestGenerator(t, DefaultSpec())
 	const users = 2000
 	counts := map[string]int{}
 	teams := make([]int, 8)
@@ -135,7 +133,7 @@ func TestProfileShares(t *testing.T) {
 		counts[g.Profiles()[g.UserProfile(u)]]++
 		teams[g.UserTeam(u)]++
 	}
-	for _, p := range config.DefaultWorkload().Profiles {
+	for _, p := range DefaultSpec().Profiles {
 		if got := float64(counts[p.Name]) / users; math.Abs(got-p.Weight) > 0.005 {
 			t.Errorf("profile %s share %.4f, want %.2f", p.Name, got, p.Weight)
 		}
@@ -156,22 +154,22 @@ func TestProfileShares(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		modify func(*config.Workload)
+		modify func(*Spec)
 		want   string
 	}{
-		{"no profiles", func(w *config.Workload) { w.Profiles = nil }, "workload: no profiles"},
-		{"bad dist", func(w *config.Workload) { w.Profiles[0].Growth.Kind = "zipf" }, `workload.profiles[0] (P0).growth: unknown distribution "zipf"`},
-		{"bad geometry", func(w *config.Workload) { w.Geometry.Kind = "ring" }, `workload.geometry.kind: unknown prefix geometry "ring"`},
-		{"bad tokenizer", func(w *config.Workload) { w.Tokenizer = "gpt9" }, `workload.tokenizer: tokenizer "gpt9": unknown tokenizer`},
-		{"zero weights", func(w *config.Workload) {
+		{"no profiles", func(w *Spec) { w.Profiles = nil }, "workload: no profiles"},
+		{"bad dist", func(w *Spec) { w.Profiles[0].Growth.Kind = "zipf" }, `workload.profiles[0] (P0).growth: unknown distribution "zipf"`},
+		{"bad geometry", func(w *Spec) { w.Geometry.Kind = "ring" }, `workload.geometry.kind: unknown prefix geometry "ring"`},
+		{"bad tokenizer", func(w *Spec) { w.Tokenizer = "gpt9" }, `workload.tokenizer: tokenizer "gpt9": unknown tokenizer`},
+		{"zero weights", func(w *Spec) {
 			for i := range w.Profiles {
 				w.Profiles[i].Weight = 0
 			}
 		}, "workload: profile weights sum to 0"},
 	}
 	for _, tt := range tests {
-		cfg := config.DefaultWorkload()
-		cfg.Profiles = append([]config.Profile(nil), cfg.Profiles...)
+		cfg := DefaultSpec()
+		cfg.Profiles = append([]Profile(nil), cfg.Profiles...)
 		tt.modify(&cfg)
 		_, err := New(cfg, 131072)
 		if err == nil || !bytes.HasPrefix([]byte(err.Error()), []byte(tt.want)) {

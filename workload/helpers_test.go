@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/corpus"
 	"github.com/spoc-project/spoc/tokenizer"
 )
@@ -33,7 +32,7 @@ func testText(t testing.TB) *Text {
 }
 
 // newTestGenerator builds a generator on the reference model context limit.
-func newTestGenerator(t testing.TB, cfg config.Workload) *Generator {
+func newTestGenerator(t testing.TB, cfg Spec) *Generator {
 	t.Helper()
 	g, err := New(cfg, 131072, WithText(testText(t)))
 	if err != nil {

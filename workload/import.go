@@ -10,7 +10,7 @@ import (
 	"github.com/spoc-project/spoc/tokenizer"
 )
 
-// Import formats accepted by OpenImport (config.ImportFormats).
+// Import formats accepted by OpenImport (ImportFormats).
 const (
 	FormatVLLM     = "vllm-multiturn"
 	FormatAIPerf   = "aiperf"
@@ -44,7 +44,7 @@ var (
 	_ Renderer = (*Imported)(nil)
 )
 
-// OpenImport reads the trace at path in format (see config.ImportFormats).
+// OpenImport reads the trace at path in format (see ImportFormats).
 // tokenizerName counts the tokens of recorded text.
 func OpenImport(format, path, tokenizerName string, seed uint64) (*Imported, error) {
 	tok, err := tokenizer.New(tokenizerName)

@@ -1,10 +1,6 @@
 package workload
 
-import (
-	"math/rand/v2"
-
-	"github.com/spoc-project/spoc/config"
-)
+import "math/rand/v2"
 
 // MidSession wraps w so that every user's first session joins in progress:
 // it starts at a turn drawn uniformly from the session's turns, with the
@@ -50,7 +46,7 @@ func (m *midSession) Session(user, n int) (*Script, error) {
 // OpenForRun opens the workload a load run replays: Open, wrapped in
 // MidSession when the run starts users mid-session (run.mid_session_start).
 // Imported traces are replayed as recorded.
-func OpenForRun(cfg config.Workload, maxModelLen int, midSession bool) (Workload, error) {
+func OpenForRun(cfg Spec, maxModelLen int, midSession bool) (Workload, error) {
 	w, err := Open(cfg, maxModelLen)
 	if err != nil {
 		return nil, err

@@ -1,13 +1,9 @@
 package workload
 
-import (
-	"testing"
-
-	"github.com/spoc-project/spoc/config"
-)
+import "testing"
 
 func TestMidSessionJoinsFirstSessionInProgress(t *testing.T) {
-	g, err := New(config.DefaultWorkload(), 131072)
+	g, err := New(DefaultSpec(), 131072)
 	if err != nil {
 		t.Fatal(err)
 	}

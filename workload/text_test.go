@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"math"
 	"testing"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // TestRenderTokenExact re-tokenizes generated segments and whole prompts:
 // every segment has exactly its length, and a whole prompt is within 0.5 %
 // of its target (in fact exact, since segments are cut at safe boundaries).
 func TestRenderTokenExact(t *testing.T) {
-	g := newTestGenerator(t, config.DefaultWorkload())
+	g := newTestGenerator(t, DefaultSpec())
 	tok := testText(t).Tokenizer()
 	users := []int{0, 1, 2, 5, 9, 13}
 	if testing.Short() {
@@ -98,7 +96,7 @@ func TestRenderTokenExactCl100k(t *testing.T) {
 	if testing.Short() {
 		t.Skip("prepares the built-in corpus a second time")
 	}
-	cfg := config.DefaultWorkload()
+	cfg := DefaultSpec()
 	cfg.Tokenizer = "cl100k_base"
 	g, err := New(cfg, 131072)
 	if err != nil {

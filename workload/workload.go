@@ -2,8 +2,6 @@ package workload
 
 import (
 	"fmt"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // Workload is a source of session scripts that can also render their text:
@@ -16,7 +14,7 @@ type Workload interface {
 // Open returns the workload cfg describes: the importer of cfg.Import when
 // set, otherwise a Generator over the profiles. maxModelLen is the served
 // model's context limit.
-func Open(cfg config.Workload, maxModelLen int, opts ...Option) (Workload, error) {
+func Open(cfg Spec, maxModelLen int, opts ...Option) (Workload, error) {
 	if cfg.Import == nil {
 		return New(cfg, maxModelLen, opts...)
 	}

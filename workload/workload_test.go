@@ -6,13 +6,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/corpus"
 )
 
 func TestOpenImport(t *testing.T) {
-	cfg := config.DefaultWorkload()
-	cfg.Import = &config.Import{Format: FormatMooncake, Path: "testdata/mooncake_trace.jsonl"}
+	cfg := DefaultSpec()
+	cfg.Import = &Import{Format: FormatMooncake, Path: "testdata/mooncake_trace.jsonl"}
 	w, err := Open(cfg, 131072)
 	if err != nil {
 		t.Fatal(err)
@@ -21,7 +20,7 @@ func TestOpenImport(t *testing.T) {
 	if err != nil || s.Turns[0].PromptTokens != 1300 {
 		t.Fatalf("session %+v, %v", s, err)
 	}
-	cfg.Import = &config.Import{Format: FormatAIPerf, Path: "testdata/missing.jsonl"}
+	cfg.Import = &Import{Format: FormatAIPerf, Path: "testdata/missing.jsonl"}
 	if _, err := Open(cfg, 131072); err == nil {
 		t.Fatal("missing trace accepted")
 	}
@@ -36,7 +35,7 @@ func TestOpenImport(t *testing.T) {
 // TestConcurrentUse runs Session and Render from several goroutines (run
 // with -race).
 func TestConcurrentUse(t *testing.T) {
-	g := newTestGenerator(t, config.DefaultWorkload())
+	g := newTestGenerator(t, DefaultSpec())
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -67,7 +66,7 @@ func TestCorpusFileFromConfig(t *testing.T) {
 	if err := writeFile(path, buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.DefaultWorkload()
+	cfg := DefaultSpec()
 	cfg.Corpus = path
 	g, err := New(cfg, 131072)
 	if err != nil {

@@ -174,7 +174,7 @@ func newSimRunCmd() *cobra.Command {
 		if err := cfg.Validate(); err != nil {
 			return usageError(err)
 		}
-		dep, err := sim.DeploymentFromConfig(cfg.Engine)
+		dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 		if err != nil {
 			return usageError(err)
 		}
@@ -205,7 +205,7 @@ func runSim(ctx context.Context, stdout io.Writer, cfg *config.Config, dep sim.D
 		opts.SeriesInterval = -1
 	}
 	epoch := time.Unix(0, 0).UTC()
-	summary := result.NewSummary(cfg.SLA, result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
+	summary := result.NewSummary(cfg.SLA.Result(), result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
 	var st *sim.RunStats
 	run := func(sink result.Sink) (err error) {
 		st, err = sim.RunVirtual(ctx, opts, src, sink)
@@ -309,7 +309,7 @@ func newSimServeCmd() *cobra.Command {
 		if err := cfg.Validate(); err != nil {
 			return usageError(err)
 		}
-		dep, err := sim.DeploymentFromConfig(cfg.Engine)
+		dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 		if err != nil {
 			return usageError(err)
 		}

@@ -34,7 +34,7 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 				return fmt.Errorf("open records: %w", err)
 			}
 			defer f.Close()
-			sum := result.NewSummary(cfg.SLA, result.Window{}, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
+			sum := result.NewSummary(cfg.SLA.Result(), result.Window{}, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
 			records := 0
 			truncated, err := result.ReadAll(f, args[0], func(r *result.Record) error {
 				records++

@@ -95,7 +95,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	plan, err := tune.NewPlan(cfg)
+	plan, err := tune.NewPlan(capacity.TuneSpec(cfg))
 	if err != nil {
 		return usageError(err)
 	}
@@ -147,7 +147,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		artifacts = ""
 	}
 	start := time.Now()
-	res, runErr := tune.Run(cmd.Context(), cfg, tune.Options{
+	res, runErr := tune.Run(cmd.Context(), capacity.TuneSpec(cfg), tune.Options{
 		Launcher:      eng,
 		Evaluate:      ev.TuneEvaluator(),
 		Capacity:      ev.CapacityFunc(),

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/tune"
 )
 
@@ -171,5 +173,19 @@ sweep:
 	// An explicit other load is refused for this study.
 	if code, _, stderr := tuneCLI(t, "-c", cfg, "--out", out, "--trials", "4", "--users", "1000"); code == 0 || !strings.Contains(stderr, "was evaluated at") {
 		t.Errorf("other load: exit %d, %s", code, stderr)
+	}
+}
+
+// Every objective metric the config schema accepts is one tune can read
+// from a run (or measures itself: capacity) and has a unit to print.
+func TestConfigObjectiveMetricsKnownToTune(t *testing.T) {
+	m := tune.Metrics(&result.Result{})
+	for _, name := range config.ObjectiveMetrics {
+		if _, ok := m[name]; !ok && name != tune.MetricCapacity {
+			t.Errorf("objective metric %q has no value", name)
+		}
+		if tune.Unit(name) == "" {
+			t.Errorf("objective metric %q has no unit", name)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
@@ -22,19 +21,19 @@ func TestLoadgenAgainstServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders the reference workload's prompts")
 	}
-	cfg := config.Default()
-	dep, err := sim.DeploymentFromConfig(cfg.Engine)
+	spec, wl := sim.ReferenceDeploymentSpec(), workload.DefaultSpec()
+	dep, err := sim.NewDeployment(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := serve.New(serve.Config{Deployment: dep, TimeScale: 50, Tokenizer: cfg.Workload.Tokenizer})
+	srv, err := serve.New(serve.Config{Deployment: dep, TimeScale: 50, Tokenizer: wl.Tokenizer})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
 	defer srv.Close()
 	defer ts.Close()
-	gen, err := workload.New(cfg.Workload, cfg.Engine.MaxModelLen)
+	gen, err := workload.New(wl, spec.MaxModelLen)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/sim"
 )
 
@@ -23,7 +22,7 @@ var fmtSscan = fmt.Sscan
 // referenceDeployment is the default configuration's deployment.
 func referenceDeployment(t testing.TB) sim.Deployment {
 	t.Helper()
-	d, err := sim.DeploymentFromConfig(config.DefaultEngine())
+	d, err := sim.NewDeployment(sim.ReferenceDeploymentSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,44 @@
+package tune
+
+import (
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/search"
+)
+
+// Spec is what a study searches and how, resolved before the study starts:
+// the space and objectives, the sampler and its settings, where the study is
+// stored and how many trials it runs, the load every trial is evaluated at,
+// the flags every trial's server gets and the SLA whose clauses are the
+// constraints. It is a plain value; Run does not change it.
+type Spec struct {
+	// Space lists the searched engine flags.
+	Space []search.ParamSpec
+	// Objectives are what the study optimises, in order.
+	Objectives []search.ObjectiveSpec
+	// Sampler is nsga2 (also when empty), random or grid.
+	Sampler string
+	// Population, CrossoverProb and MutationProb configure NSGA-II;
+	// MutationProb 0 means 1/number of parameters.
+	Population    int
+	CrossoverProb float64
+	MutationProb  float64
+	// Seed seeds the sampler.
+	Seed uint64
+	// Trials is the study's budget, all workers together.
+	Trials int
+	// Storage is the study database (a SQLite path or postgres:// URL) and
+	// Study the study's name in it.
+	Storage string
+	Study   string
+	// Users is the concurrent user count every trial is evaluated at; it
+	// must be resolved (at least 1) before Run.
+	Users int
+	// BaseParams are the flags every trial's server gets before the
+	// sampled ones (engine.BaseParams); flags the space does not vary are
+	// read from it for vLLM's start-up rules.
+	BaseParams search.Params
+	// MaxModelLen is the context limit in tokens.
+	MaxModelLen int
+	// SLA gives the constraints of every trial.
+	SLA result.SLA
+}

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
@@ -29,11 +27,6 @@ type Load struct {
 	Warmup         time.Duration
 	Duration       time.Duration
 	ThinkTimeScale float64
-}
-
-// RunLoad is the load of cfg.Run at users users.
-func RunLoad(cfg *config.Config, users int) Load {
-	return Load{Users: users, Ramp: cfg.Run.Ramp.D(), Warmup: cfg.Run.Warmup.D(), Duration: cfg.Run.Duration.D(), ThinkTimeScale: cfg.Run.ThinkTimeScale}
 }
 
 // Outputs are optional writers for one evaluation's raw data.
@@ -71,20 +64,23 @@ type Evaluation struct {
 
 // SimInfo is what the simulator knows that a real server would not say.
 type SimInfo struct {
-	Replicas       int         `json:"replicas"`
-	KVTokens       int         `json:"kv_tokens_per_replica"`
-	MeanKVUsage    float64     `json:"mean_kv_cache_usage"`
-	PeakKVUsage    float64     `json:"peak_kv_cache_usage"`
-	MeanSMActive   float64     `json:"mean_sm_active"`
-	PrefixHitRate  float64     `json:"prefix_cache_hit_rate"`
-	Preemptions    int64       `json:"preemptions"`
-	AttentionShare float64     `json:"attention_share"`
-	MoEShare       float64     `json:"moe_share"`
-	DenseShare     float64     `json:"dense_gemm_share"`
-	CommShare      float64     `json:"communication_share"`
-	OverheadShare  float64     `json:"overhead_share"`
-	OtherShare     float64     `json:"other_share"`
-	Series         *sim.Series `json:"-"`
+	Replicas       int     `json:"replicas"`
+	KVTokens       int     `json:"kv_tokens_per_replica"`
+	MeanKVUsage    float64 `json:"mean_kv_cache_usage"`
+	PeakKVUsage    float64 `json:"peak_kv_cache_usage"`
+	MeanSMActive   float64 `json:"mean_sm_active"`
+	PrefixHitRate  float64 `json:"prefix_cache_hit_rate"`
+	Preemptions    int64   `json:"preemptions"`
+	AttentionShare float64 `json:"attention_share"`
+	MoEShare       float64 `json:"moe_share"`
+	DenseShare     float64 `json:"dense_gemm_share"`
+	CommShare      float64 `json:"communication_share"`
+	OverheadShare  float64 `json:"overhead_share"`
+	OtherShare     float64 `json:"other_share"`
+	// Engine sums the replicas' counters (steps, preemptions, prefix
+	// queries and hits) over the whole run.
+	Engine sim.EngineStats `json:"engine"`
+	Series *sim.Series     `json:"-"`
 }
 
 // Repeat reduces an evaluation to what the sweep needs.
@@ -106,7 +102,7 @@ func (ev *Evaluation) Repeat() Repeat {
 // same flags (its prefix cache reset between runs), restarted only when the
 // flags change or it died. Close stops the last one.
 type Evaluator struct {
-	cfg      *config.Config
+	setup    Setup
 	gen      workload.Workload
 	launcher engine.Launcher
 	logger   *slog.Logger
@@ -135,27 +131,27 @@ type EngineUsage struct {
 // configuration names; spoc never substitutes the simulator for it.
 var ErrNoEngine = errors.New("evaluator: no engine launcher given")
 
-// NewEvaluator builds the workload of cfg once. launcher is the engine
+// NewEvaluator builds the workload of s once. s.Launcher is the engine
 // every evaluation runs on; nil is an error (ErrNoEngine).
-func NewEvaluator(cfg *config.Config, launcher engine.Launcher, logger *slog.Logger) (*Evaluator, error) {
-	if launcher == nil {
+func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
+	if s.Launcher == nil {
 		return nil, ErrNoEngine
 	}
-	gen, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
+	gen, err := workload.OpenForRun(s.Workload, s.Deployment.MaxModelLen, s.MidSessionStart)
 	if err != nil {
 		return nil, fmt.Errorf("build workload: %w", err)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{cfg: cfg, gen: gen, launcher: launcher, logger: logger}, nil
+	return &Evaluator{setup: s, gen: gen, launcher: s.Launcher, logger: logger}, nil
 }
 
 // Workload is the session source shared by every evaluation.
 func (e *Evaluator) Workload() workload.Workload { return e.gen }
 
-// Config is the plan configuration the evaluator was built with.
-func (e *Evaluator) Config() *config.Config { return e.cfg }
+// Setup is the resolved configuration the evaluator was built with.
+func (e *Evaluator) Setup() Setup { return e.setup }
 
 // Launcher is the engine every evaluation runs on.
 func (e *Evaluator) Launcher() engine.Launcher { return e.launcher }
@@ -213,7 +209,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 	if v, ok := e.launcher.(engine.Virtual); ok {
 		return v.VirtualDeployment(engine.Params(params))
 	}
-	dep, err := sim.NewDeployment(e.cfg.Engine.SimDeployment())
+	dep, err := sim.NewDeployment(e.setup.Deployment.Sim)
 	if err != nil {
 		return dep, err
 	}
@@ -259,7 +255,7 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.S
 	if ep.Model == "" {
 		ep.Model = e.model()
 	}
-	if err := Preflight(ctx, ep, e.cfg.Run.Endpoint, os.Getenv(e.cfg.Run.APIKeyEnv)); err != nil {
+	if err := Preflight(ctx, ep, e.setup.Client.Endpoint, e.setup.Client.APIKey); err != nil {
 		if serr := e.stopLocked(ctx); serr != nil {
 			e.logger.Warn("stop engine after a failed preflight", "err", serr)
 		}
@@ -295,7 +291,7 @@ func (e *Evaluator) Close(ctx context.Context) error {
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	epoch := time.Unix(0, 0).UTC()
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
-	sum := result.NewSummary(e.cfg.SLA.Result(), window, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
+	sum := result.NewSummary(e.setup.SLA, window, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {
@@ -305,7 +301,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	stats, err := sim.RunVirtual(ctx, sim.Options{
 		Deployment: dep, Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration,
 		ThinkTimeScale: load.ThinkTimeScale, Start: epoch, RunID: fmt.Sprintf("sim-%d", load.Users),
-		ErrorRate: e.cfg.Engine.Sim.ErrorRate, Seed: e.cfg.Workload.Seed,
+		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed,
 	}, e.gen, result.Tee(sinks...))
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {
@@ -321,14 +317,14 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	}
 	res := sum.Result()
 	ev := &Evaluation{Users: load.Users, Params: params, Virtual: true, Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
-	sig := SimSignals(stats, dep, e.cfg.Telemetry.StragglerClockDrop)
+	sig := SimSignals(stats, dep, e.setup.Telemetry.StragglerClockDrop)
 	ev.Signals = &sig
 	share := stats.Share()
 	ev.Sim = &SimInfo{
 		Replicas: stats.Replicas, KVTokens: stats.KVTokens, MeanKVUsage: stats.MeanKVUsage, PeakKVUsage: stats.PeakKVUsage,
 		MeanSMActive: stats.MeanSMActive, Preemptions: stats.Engine.Preemptions,
 		AttentionShare: share.Attention, MoEShare: share.MoE, DenseShare: share.DenseGEMM, CommShare: share.Communication,
-		OverheadShare: share.Overhead, OtherShare: share.Other, Series: &stats.Series,
+		OverheadShare: share.Overhead, OtherShare: share.Other, Engine: stats.Engine, Series: &stats.Series,
 	}
 	if q := stats.Engine.PrefixQueries; q > 0 {
 		ev.Sim.PrefixHitRate = float64(stats.Engine.PrefixHits) / float64(q)
@@ -354,22 +350,21 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		}
 	}()
 
+	tel := e.setup.Telemetry
 	var targets []telemetry.Target
 	for i, u := range ep.MetricsURLs {
 		targets = append(targets, telemetry.Target{Name: fmt.Sprintf("engine%d", i), URL: u})
 	}
-	for _, t := range e.cfg.Telemetry.Targets {
-		targets = append(targets, telemetry.Target{Name: t.Name, URL: t.URL})
-	}
+	targets = append(targets, e.setup.Telemetry.Targets...)
 	var coll *telemetry.Collector
 	tctx, stopTelemetry := context.WithCancel(ctx)
 	var twg sync.WaitGroup
 	// With a Prometheus server configured, the run's window is queried from
 	// it afterwards instead of scraping the targets directly.
-	if e.cfg.Telemetry.Enabled && len(targets) > 0 && e.cfg.Telemetry.Prometheus == "" {
-		coll, err = telemetry.NewCollector(targets, e.cfg.Telemetry.Interval.D(), telemetry.Options{
+	if tel.Enabled && len(targets) > 0 && tel.Prometheus == "" {
+		coll, err = telemetry.NewCollector(targets, tel.Interval, telemetry.Options{
 			JSONL: out.Telemetry, Logger: e.logger,
-			Derive: telemetry.DeriveOptions{ClockFraction: e.cfg.Telemetry.StragglerClockDrop, TPSize: e.cfg.Engine.TensorParallelSize},
+			Derive: telemetry.DeriveOptions{ClockFraction: tel.StragglerClockDrop, TPSize: e.setup.Deployment.TensorParallelSize},
 		})
 		if err != nil {
 			stopTelemetry()
@@ -385,16 +380,16 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		model = e.model()
 	}
 	runner, err := loadgen.New(loadgen.Options{
-		Target: ep.BaseURL, Endpoint: e.cfg.Run.Endpoint, Model: model, APIKey: os.Getenv(e.cfg.Run.APIKeyEnv),
+		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
-		RequestTimeout: e.cfg.Run.RequestTimeout.D(), FirstByteTimeout: e.cfg.Run.FirstByteTimeout.D(),
-		ExactOutputLength: e.cfg.Workload.ExactOutputLength, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
+		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
+		ExactOutputLength: e.setup.Client.ExactOutputLength, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
 		Renderer: e.gen, Logger: e.logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	sum := result.NewSummary(e.cfg.SLA.Result(), result.Window{}, result.WithClientBoundLag(e.cfg.Run.ClientBoundLagP99.D()))
+	sum := result.NewSummary(e.setup.SLA, result.Window{}, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {
@@ -423,19 +418,19 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		// caller may print it, but it is no verdict.
 		return ev, err
 	}
-	derive := telemetry.DeriveOptions{ClockFraction: e.cfg.Telemetry.StragglerClockDrop, TPSize: e.cfg.Engine.TensorParallelSize}
+	derive := telemetry.DeriveOptions{ClockFraction: tel.StragglerClockDrop, TPSize: e.setup.Deployment.TensorParallelSize}
 	switch {
 	case coll != nil:
 		stopTelemetry()
 		twg.Wait()
 		sig := coll.Window(rep.Window.Start, rep.Window.End)
 		ev.Signals = &sig
-	case e.cfg.Telemetry.Enabled && e.cfg.Telemetry.Prometheus != "":
-		store, qerr := telemetry.QueryRange(ctx, e.cfg.Telemetry.Prometheus, rep.Window.Start, rep.Window.End,
-			telemetry.QueryOptions{Step: e.cfg.Telemetry.Interval.D(), Queries: telemetry.Queries(e.cfg.Telemetry.Queries)})
+	case tel.Enabled && tel.Prometheus != "":
+		store, qerr := telemetry.QueryRange(ctx, tel.Prometheus, rep.Window.Start, rep.Window.End,
+			telemetry.QueryOptions{Step: tel.Interval, Queries: tel.Queries})
 		if qerr != nil {
 			// the load run stands on its own; the gap is logged, not fatal
-			e.logger.Warn("telemetry query failed; the run has no engine or GPU signals", "prometheus", e.cfg.Telemetry.Prometheus, "err", qerr)
+			e.logger.Warn("telemetry query failed; the run has no engine or GPU signals", "prometheus", tel.Prometheus, "err", qerr)
 			break
 		}
 		sig := store.Window(rep.Window.Start, rep.Window.End, derive)
@@ -450,7 +445,7 @@ func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) 
 // model is the name requests use when the server does not say: the served
 // name, else the model.
 func (e *Evaluator) model() string {
-	return vllm.ServedName(e.cfg.Engine.Model, e.cfg.Engine.ServedModelName)
+	return e.setup.Deployment.RequestModel()
 }
 
 // watchProgress calls fn with the runner's counters every second until the

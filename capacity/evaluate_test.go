@@ -1,4 +1,4 @@
-package capacity
+package capacity_test
 
 import (
 	"bytes"
@@ -8,26 +8,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 )
 
-func quickConfig() *config.Config {
+// quickSetup is the reference configuration, resolved as spoc resolves a
+// user's, with one-minute runs.
+func quickSetup(t testing.TB) capacity.Setup {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Run.Ramp = config.Duration(10 * time.Second)
 	cfg.Run.Warmup = config.Duration(30 * time.Second)
 	cfg.Run.Duration = config.Duration(60 * time.Second)
-	return cfg
+	s, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Setup
 }
 
 func TestEvaluateVirtualAccountsEveryRequest(t *testing.T) {
-	cfg := quickConfig()
-	ev, err := NewEvaluator(cfg, simLauncher(t, cfg), nil)
+	s := quickSetup(t)
+	ev, err := capacity.NewEvaluator(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs bytes.Buffer
-	got, err := ev.Evaluate(context.Background(), map[string]any{"max-num-batched-tokens": 2048}, RunLoad(cfg, 40), Outputs{Records: &recs})
+	got, err := ev.Evaluate(context.Background(), map[string]any{"max-num-batched-tokens": 2048}, s.Windows.Run.At(40), capacity.Outputs{Records: &recs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +53,7 @@ func TestEvaluateVirtualAccountsEveryRequest(t *testing.T) {
 	if lines == 0 {
 		t.Fatal("no records written")
 	}
-	if got.Signals.Engine.KVCacheUsage.Samples == 0 || len(got.Signals.GPUs) != cfg.Engine.GPUs {
+	if got.Signals.Engine.KVCacheUsage.Samples == 0 || len(got.Signals.GPUs) != s.Deployment.GPUs {
 		t.Errorf("telemetry not derived from the simulator: %+v GPUs=%d", got.Signals.Engine.KVCacheUsage, len(got.Signals.GPUs))
 	}
 	if got.Pass != got.Summary.SLA.Pass || (!got.Pass && got.Failed == "") {
@@ -55,28 +62,28 @@ func TestEvaluateVirtualAccountsEveryRequest(t *testing.T) {
 }
 
 func TestEvaluateInfeasibleParams(t *testing.T) {
-	cfg := quickConfig()
-	ev, err := NewEvaluator(cfg, simLauncher(t, cfg), nil)
+	s := quickSetup(t)
+	ev, err := capacity.NewEvaluator(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ev.Evaluate(context.Background(), map[string]any{"gpu-memory-utilization": 0.05}, RunLoad(cfg, 5), Outputs{})
-	if !IsInfeasible(err) {
+	_, err = ev.Evaluate(context.Background(), map[string]any{"gpu-memory-utilization": 0.05}, s.Windows.Run.At(5), capacity.Outputs{})
+	if !capacity.IsInfeasible(err) {
 		t.Fatalf("weights cannot fit in 5 %% of memory: want an infeasible error, got %v", err)
 	}
 }
 
 func TestEvaluateDeterministic(t *testing.T) {
-	cfg := quickConfig()
-	ev, err := NewEvaluator(cfg, simLauncher(t, cfg), nil)
+	s := quickSetup(t)
+	ev, err := capacity.NewEvaluator(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var a, b bytes.Buffer
-	if _, err := ev.Evaluate(context.Background(), nil, RunLoad(cfg, 20), Outputs{Records: &a}); err != nil {
+	if _, err := ev.Evaluate(context.Background(), nil, s.Windows.Run.At(20), capacity.Outputs{Records: &a}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ev.Evaluate(context.Background(), nil, RunLoad(cfg, 20), Outputs{Records: &b}); err != nil {
+	if _, err := ev.Evaluate(context.Background(), nil, s.Windows.Run.At(20), capacity.Outputs{Records: &b}); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
@@ -84,19 +91,11 @@ func TestEvaluateDeterministic(t *testing.T) {
 	}
 }
 
-// simLauncher is the simulator launcher of cfg's engine section.
-func simLauncher(t testing.TB, cfg *config.Config) engine.Launcher {
-	t.Helper()
-	l, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // A missing engine is a programming error, never a silent simulator.
 func TestNewEvaluatorRefusesMissingEngine(t *testing.T) {
-	if _, err := NewEvaluator(quickConfig(), nil, nil); !errors.Is(err, ErrNoEngine) {
+	s := quickSetup(t)
+	s.Launcher = nil
+	if _, err := capacity.NewEvaluator(s, nil); !errors.Is(err, capacity.ErrNoEngine) {
 		t.Fatalf("NewEvaluator(nil engine) = %v, want ErrNoEngine", err)
 	}
 }

@@ -1,4 +1,4 @@
-package capacity
+package capacity_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/sim/serve"
@@ -35,20 +35,22 @@ func TestEvaluateLiveOverHTTP(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer srv.Close()
 	defer ts.Close()
-	eng, err := engine.NewExternal(ts.URL, srv.Model(), "/health", []string{ts.URL + "/metrics", ts.URL + "/dcgm/metrics"})
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = ts.URL
+	cfg.Engine.External.MetricsURL = []string{ts.URL + "/metrics", ts.URL + "/dcgm/metrics"}
+	cfg.Engine.ServedModelName = srv.Model()
+	cfg.Telemetry.Interval = config.Duration(250 * time.Millisecond)
+	setup, err := cfg.Setup(config.SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Engine.Kind = config.EngineExternal
-	cfg.Engine.External.URL = ts.URL
-	cfg.Telemetry.Interval = config.Duration(250 * time.Millisecond)
-	ev, err := NewEvaluator(cfg, eng, nil)
+	ev, err := capacity.NewEvaluator(setup.Setup, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs bytes.Buffer
-	load := Load{Users: 4, Ramp: 500 * time.Millisecond, Warmup: time.Second, Duration: 3 * time.Second, ThinkTimeScale: 0.01}
-	got, err := ev.Evaluate(context.Background(), nil, load, Outputs{Records: &recs})
+	load := capacity.Load{Users: 4, Ramp: 500 * time.Millisecond, Warmup: time.Second, Duration: 3 * time.Second, ThinkTimeScale: 0.01}
+	got, err := ev.Evaluate(context.Background(), nil, load, capacity.Outputs{Records: &recs})
 	if err != nil {
 		t.Fatal(err)
 	}

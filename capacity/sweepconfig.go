@@ -3,22 +3,7 @@ package capacity
 import (
 	"context"
 	"io"
-
-	"github.com/spoc-project/spoc/config"
 )
-
-// SweepLoad is the load of one sweep level: the sweep's windows, or run's.
-func SweepLoad(cfg *config.Config, users int) Load {
-	l := RunLoad(cfg, users)
-	if cfg.Sweep.Duration > 0 {
-		l.Duration = cfg.Sweep.Duration.D()
-	}
-	if cfg.Sweep.Warmup > 0 {
-		l.Warmup = cfg.Sweep.Warmup.D()
-	}
-	l.Ramp = min(l.Ramp, l.Warmup)
-	return l
-}
 
 // SweepConfig sweeps params to the capacity ceiling. Level evaluations are
 // passed to keep (for records and telemetry) as they finish.
@@ -48,12 +33,6 @@ func SweepConfig(ctx context.Context, ev *Evaluator, params map[string]any, load
 	}, opts)
 }
 
-// SweepOptionsFrom reads the sweep section.
-func SweepOptionsFrom(cfg *config.Config) SweepOptions {
-	return SweepOptions{Grid: cfg.Sweep.Users, Start: cfg.Sweep.Start, Max: cfg.Sweep.Max,
-		ResolutionUsers: cfg.Sweep.ResolutionUsers, ResolutionFraction: cfg.Sweep.ResolutionFraction, Repeats: cfg.Sweep.Repeats}
-}
-
 // ShortSweep sweeps params over the evaluator's configured flags with the
 // tuning windows, one repeat and the sweep's resolution: the short sweep
 // that compares candidate configurations with each other and with the
@@ -62,14 +41,10 @@ func SweepOptionsFrom(cfg *config.Config) SweepOptions {
 // configuration whose full sweep served 168 users against the baseline's 156
 // (measured before the simulator modelled async scheduling's lookahead).
 func ShortSweep(ctx context.Context, ev *Evaluator, params map[string]any) (*SweepResult, error) {
-	cfg := ev.Config()
-	opts := SweepOptionsFrom(cfg)
+	s := ev.Setup()
+	opts := s.Sweep.SweepOptions
 	opts.Repeats = 1
-	return SweepConfig(ctx, ev, params, func(users int) Load {
-		l := TuneLoad(cfg)
-		l.Users = users
-		return l
-	}, opts, nil)
+	return SweepConfig(ctx, ev, params, s.Windows.Tune.At, opts, nil)
 }
 
 // BaselineSweep is the short sweep of the configured engine flags. Its

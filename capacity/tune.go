@@ -4,33 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
-	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
 )
 
-// TuneLoad is the load every trial of the study runs: search.users for
-// search.duration after search.warmup.
-func TuneLoad(cfg *config.Config) Load {
-	return Load{Users: cfg.Search.Users, Ramp: min(cfg.Run.Ramp.D(), cfg.Search.Warmup.D()), Warmup: cfg.Search.Warmup.D(),
-		Duration: cfg.Search.Duration.D(), ThinkTimeScale: cfg.Run.ThinkTimeScale}
-}
-
 // TuneEvaluator adapts the evaluator to package tune: each trial runs at
-// TuneLoad on the evaluator's engine (virtual time for the simulator),
+// load on the evaluator's engine (virtual time for the simulator),
 // keeps records and telemetry in the trial's artefact folder when the study
 // has one, and stores the numbers a report needs as trial attributes.
-func (e *Evaluator) TuneEvaluator() tune.Evaluator {
+func (e *Evaluator) TuneEvaluator(load Load) tune.Evaluator {
 	return func(ctx context.Context, t *search.TrialContext) (*result.Result, error) {
 		out, closeOut, err := trialOutputs(t)
 		if err != nil {
 			return nil, err
 		}
-		ev, err := e.Evaluate(ctx, map[string]any(t.Params), TuneLoad(e.cfg), out)
+		ev, err := e.Evaluate(ctx, map[string]any(t.Params), load, out)
 		if cerr := closeOut(); err == nil && cerr != nil {
 			err = cerr
 		}
@@ -46,17 +40,15 @@ func (e *Evaluator) TuneEvaluator() tune.Evaluator {
 // coarse resolution (max(10 users, 10 %)) over the tuning windows.
 func (e *Evaluator) CapacityFunc() tune.CapacityFunc {
 	return func(ctx context.Context, t *search.TrialContext) (int, error) {
-		cfg := e.cfg
+		sw := e.setup.Sweep
 		res, err := Sweep(ctx, func(ctx context.Context, users, _ int) (Repeat, error) {
-			l := TuneLoad(cfg)
-			l.Users = users
-			r, err := e.Evaluate(ctx, map[string]any(t.Params), l, Outputs{})
+			r, err := e.Evaluate(ctx, map[string]any(t.Params), e.setup.Windows.Tune.At(users), Outputs{})
 			if err != nil {
 				return Repeat{}, err
 			}
 			return r.Repeat(), nil
-		}, SweepOptions{Start: cfg.Sweep.Start, Max: cfg.Sweep.Max, ResolutionUsers: max(cfg.Sweep.ResolutionUsers, 10),
-			ResolutionFraction: max(cfg.Sweep.ResolutionFraction, 0.1), Repeats: 1})
+		}, SweepOptions{Start: sw.Start, Max: sw.Max, ResolutionUsers: max(sw.ResolutionUsers, 10),
+			ResolutionFraction: max(sw.ResolutionFraction, 0.1), Repeats: 1})
 		if err != nil {
 			return 0, err
 		}
@@ -99,3 +91,72 @@ func recordAttrs(tc *search.TrialContext, ev *Evaluation) {
 		tc.SetUserAttr("preemptions", ev.Sim.Preemptions)
 	}
 }
+
+// TuneOptions configure Tune.
+type TuneOptions struct {
+	// ArtifactsRoot keeps one folder per trial (records, telemetry);
+	// empty keeps none.
+	ArtifactsRoot string
+	// Progress receives every finished trial.
+	Progress func(tune.Progress)
+	// Notify receives one line per decision Tune takes on its own (the
+	// tuning load when search.users is automatic).
+	Notify func(string)
+	Logger *slog.Logger
+}
+
+// Tune runs the study of s.Search on s's engine: the `spoc tune` use case.
+// The engine must apply each trial's flags (not an external server) and
+// pass its own check. When s.Search.Users is 0 the study runs at the load
+// its trials already ran at (a resumed study) or, for a new study, at the
+// ceiling of the configured flags found by a short baseline sweep. It
+// returns the study's state, also with the error of an interrupted run.
+func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
+	if !engine.Reconfigurable(s.Launcher) {
+		return nil, fmt.Errorf("tune: %w", ErrNotReconfigurable)
+	}
+	if err := engine.Check(s.Launcher); err != nil {
+		return nil, err
+	}
+	notify := o.Notify
+	if notify == nil {
+		notify = func(string) {}
+	}
+	ev, err := NewEvaluator(s, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close(ctx)
+	spec := s.Search
+	if spec.Users == 0 {
+		users, err := tune.StudyUsers(ctx, spec.Storage, spec.Study)
+		if err != nil {
+			return nil, err
+		}
+		if users > 0 {
+			notify(fmt.Sprintf("search.users auto: study %q runs at %d users", spec.Study, users))
+		} else {
+			notify("search.users auto: finding the ceiling of engine.params with a short baseline sweep ...")
+			res, err := BaselineSweep(ctx, ev)
+			if err != nil {
+				return nil, fmt.Errorf("baseline sweep: %w", err)
+			}
+			users = max(res.Ceiling, 1)
+			notify(fmt.Sprintf("search.users auto: engine.params serve %d users within the SLA; the study tunes at %d users", res.Ceiling, users))
+		}
+		spec.Users = users
+	}
+	notify(fmt.Sprintf("study %q in %s: %d trials, %s engine, %d users per trial", spec.Study, spec.Storage, spec.Trials, s.Deployment.Kind, spec.Users))
+	return tune.Run(ctx, spec, tune.Options{
+		Launcher:      s.Launcher,
+		Evaluate:      ev.TuneEvaluator(s.Windows.Tune.At(spec.Users)),
+		Capacity:      ev.CapacityFunc(),
+		ArtifactsRoot: o.ArtifactsRoot,
+		Progress:      o.Progress,
+		Logger:        o.Logger,
+	})
+}
+
+// ErrNotReconfigurable: a study needs an engine it can restart with each
+// trial's flags (sim, process or kubernetes), not an external server.
+var ErrNotReconfigurable = errors.New("a study needs an engine it can restart with each trial's flags (sim, process or kubernetes), not external")

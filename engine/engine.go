@@ -195,3 +195,21 @@ var (
 	_ Checker   = (*Process)(nil)
 	_ Checker   = (*Kubernetes)(nil)
 )
+
+// ErrSetup is matched by a launcher check that failed: the engine cannot
+// start anything as configured (a missing command, no kubectl), whatever
+// the flags. The configuration must change.
+var ErrSetup = errors.New("engine setup")
+
+// Check runs l's own check when it has one (Checker), before any time is
+// spent on it; a failure matches ErrSetup.
+func Check(l Launcher) error {
+	c, ok := l.(Checker)
+	if !ok {
+		return nil
+	}
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	return nil
+}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
@@ -68,16 +67,6 @@ func NewSim(base sim.Deployment, o SimOptions) (*Sim, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Sim{base: base, opts: o, dirs: &serverDirs{root: o.Dir}}, nil
-}
-
-// NewSimFromConfig resolves the engine section's model, GPU and flags into a
-// simulated deployment and returns its launcher.
-func NewSimFromConfig(e config.Engine, o Options) (*Sim, error) {
-	d, err := sim.NewDeployment(e.SimDeployment())
-	if err != nil {
-		return nil, fmt.Errorf("sim engine: %w", err)
-	}
-	return NewSim(d, SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, Dir: o.Dir, Logger: o.Logger})
 }
 
 // Kind returns "sim".

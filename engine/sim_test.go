@@ -3,21 +3,23 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/spoc-project/spoc/sim"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/spoc-project/spoc/config"
 )
 
 // newTestSim returns the default simulated deployment's launcher, whose
 // server folders go to s.opts.Dir (a test temporary directory).
 func newTestSim(t *testing.T) *Sim {
 	t.Helper()
-	e := config.DefaultEngine()
-	s, err := NewSimFromConfig(e, Options{Dir: t.TempDir()})
+	d, err := sim.NewDeployment(sim.ReferenceDeploymentSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSim(d, SimOptions{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,55 +152,5 @@ func TestSimDryRun(t *testing.T) {
 	got, _ = dr.DryRun(Params{"gpu-memory-utilization": 0.05})
 	if !strings.Contains(got, "INFEASIBLE") {
 		t.Errorf("DryRun of an impossible deployment = %q", got)
-	}
-}
-
-func TestFromConfig(t *testing.T) {
-	e := config.DefaultEngine()
-	for _, tc := range []struct {
-		kind string
-		mod  func(*config.Engine)
-		want string
-	}{
-		{config.EngineSim, nil, "sim"},
-		{config.EngineProcess, func(e *config.Engine) { e.Process.Command = []string{"vllm", "serve", "{{.Model}}"} }, "process"},
-		{config.EngineExternal, func(e *config.Engine) { e.External.URL = "http://gpu-box:8000" }, "external"},
-		{config.EngineKubernetes, nil, "kubernetes"},
-	} {
-		c := e
-		c.Kind = tc.kind
-		if tc.mod != nil {
-			tc.mod(&c)
-		}
-		eng, err := FromConfig(c, Options{})
-		if err != nil {
-			t.Errorf("%s: %v", tc.kind, err)
-			continue
-		}
-		if got := eng.(Namer).Kind(); got != tc.want {
-			t.Errorf("kind %s gave %s", tc.kind, got)
-		}
-		if Reconfigurable(eng) != (tc.kind != config.EngineExternal) {
-			t.Errorf("%s: Reconfigurable = %v", tc.kind, Reconfigurable(eng))
-		}
-		if d, ok := eng.(Describer); !ok || d.Describe() == "" {
-			t.Errorf("%s: no description (Describer: %v)", tc.kind, ok)
-		}
-	}
-	c := e
-	c.Kind = config.EngineProcess
-	c.GPUs, c.TensorParallelSize = 4, 2
-	c.Process.Command = []string{"vllm", "serve", "m", "--max-model-len", "8192"}
-	eng, err := FromConfig(c, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := eng.(DryRunner).DryRun(Params{"max-num-seqs": 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "vllm serve m --max-model-len 8192 --block-size 16 --data-parallel-size 2 --enable-chunked-prefill --enable-prefix-caching --gpu-memory-utilization 0.9 --max-num-batched-tokens 8192 --max-num-seqs 32 --tensor-parallel-size 2"
-	if got != want {
-		t.Errorf("process dry run:\n got %s\nwant %s", got, want)
 	}
 }

@@ -8,14 +8,13 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
-	"github.com/spoc-project/spoc/config"
 )
 
 // choose gives the configured flags and the best front members a short
 // sweep each and keeps the configuration with the highest ceiling (or the
 // most throughput at its ceiling, under sweep.choose: max-throughput).
 func (p *planner) choose(ctx context.Context) (string, error) {
-	cfg := p.cfg
+	sw := p.s.Sweep
 	type cand struct {
 		trial  int
 		params map[string]any
@@ -30,8 +29,8 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		cands = append(cands, c)
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].tput > cands[j].tput })
-	if len(cands) > cfg.Sweep.TopK {
-		cands = cands[:cfg.Sweep.TopK]
+	if len(cands) > sw.TopK {
+		cands = cands[:sw.TopK]
 	}
 	// The configured engine flags are always a candidate, and the first, so
 	// that a tuned configuration must beat them (a tie keeps the flags the
@@ -51,12 +50,12 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			}
 			return "", err
 		}
-		rc := Candidate{Trial: c.trial, Params: withBase(cfg, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
+		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
 		ran = append(ran, c.params)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		tput := res.CeilingThroughput()
-		if best < 0 || better(cfg.Sweep.Choose, rc, p.sum.Candidates[best], tput, bestTput) {
+		if best < 0 || better(sw.Choose, rc, p.sum.Candidates[best], tput, bestTput) {
 			best, bestTput = len(p.sum.Candidates)-1, tput
 		}
 	}
@@ -64,8 +63,8 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		return "", errors.New("no candidate configuration could run")
 	}
 	how := fmt.Sprintf("short-sweep ceiling %d users", p.sum.Candidates[best].Ceiling)
-	if tied := tiedAtTop(cfg.Sweep.Choose, p.sum.Candidates); len(tied) > 1 {
-		if cfg.Engine.Kind != config.EngineSim {
+	if tied := tiedAtTop(sw.Choose, p.sum.Candidates); len(tied) > 1 {
+		if !p.ev.Virtual() {
 			// Full sweeps of every tied candidate on a real deployment
 			// would multiply the plan's hours; say so instead.
 			names := make([]string, 0, len(tied))
@@ -76,7 +75,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 				len(tied), p.sum.Candidates[best].Ceiling, strings.Join(names, ", "), trialName(p.sum.Candidates[best].Trial))
 		} else {
 			w, err := breakTie(p.sum.Candidates, tied, func(i int) (int, string, error) {
-				res, err := capacity.SweepConfig(ctx, p.ev, ran[i], func(u int) capacity.Load { return capacity.SweepLoad(cfg, u) }, capacity.SweepOptionsFrom(cfg), nil)
+				res, err := capacity.SweepConfig(ctx, p.ev, ran[i], p.s.Windows.Sweep.At, sw.SweepOptions, nil)
 				if err != nil {
 					return 0, "", err
 				}
@@ -95,7 +94,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	ch := p.sum.Candidates[best]
 	p.sum.Capacity.Config = ch.Params
 	p.sum.Capacity.ChosenTrial = ch.Trial
-	p.sum.Capacity.ChosenBy = cfg.Sweep.Choose
+	p.sum.Capacity.ChosenBy = sw.Choose
 	return fmt.Sprintf("chose %s (%s)", trialName(ch.Trial), how), nil
 }
 
@@ -182,9 +181,9 @@ func describeParams(m map[string]any) string {
 
 // withBase is params over the configured engine flags: the full
 // configuration a user would deploy.
-func withBase(cfg *config.Config, params map[string]any) map[string]any {
+func withBase(base, params map[string]any) map[string]any {
 	out := map[string]any{}
-	for k, v := range cfg.Engine.Params {
+	for k, v := range base {
 		out[k] = v
 	}
 	for k, v := range params {

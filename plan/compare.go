@@ -6,33 +6,25 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
-	"github.com/spoc-project/spoc/engine"
 )
 
 // compare sweeps the chosen configuration on each hardware target, the
 // simulator pricing every target, and states each ceiling relative to the
 // first target's.
 func (p *planner) compare(ctx context.Context) (string, error) {
-	if len(p.targets) == 0 {
+	if len(p.s.Compare) == 0 {
 		return "not requested", nil
 	}
 	var parts []string
-	for _, t := range p.targets {
-		cfg := *p.cfg
-		cfg.Engine.GPU, cfg.Engine.GPUs, cfg.Engine.TensorParallelSize = t.GPU, t.GPUs, t.TensorParallelSize
+	for _, t := range p.s.Compare {
 		// Hardware the user does not have can only be simulated: the
-		// comparison runs on the simulator by request (engine.compare,
-		// --compare) and is labelled so, whatever engine the plan uses.
-		simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{Logger: p.o.Logger})
+		// target's Setup has a simulator launcher, and the row says so.
+		ev, err := capacity.NewEvaluator(t.Setup, p.o.Logger)
 		if err != nil {
 			return "", fmt.Errorf("target %s: %w", t.Name, err)
 		}
-		ev, err := capacity.NewEvaluator(&cfg, simLauncher, p.o.Logger)
-		if err != nil {
-			return "", err
-		}
 		p.logf("   target %s (%d× %s, TP %d)", t.Name, t.GPUs, t.GPU, t.TensorParallelSize)
-		res, err := capacity.SweepConfig(ctx, ev, p.sum.Capacity.Config, func(u int) capacity.Load { return capacity.SweepLoad(&cfg, u) }, capacity.SweepOptionsFrom(&cfg), nil)
+		res, err := capacity.SweepConfig(ctx, ev, p.sum.Capacity.Config, t.Setup.Windows.Sweep.At, t.Setup.Sweep.SweepOptions, nil)
 		if err != nil {
 			return "", fmt.Errorf("target %s: %w", t.Name, err)
 		}

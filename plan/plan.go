@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/sim"
@@ -25,15 +24,6 @@ type Options struct {
 	// OutDir receives the study and the sweep's records (records/). Run
 	// writes no report file there; report.WriteFiles does, from the Summary.
 	OutDir string
-	// Quick is a smoke run: fewer trials, shorter windows.
-	Quick bool
-	// Compare sweeps the chosen configuration on every engine.compare target
-	// (4× H100 and 2× H200 when none are configured).
-	Compare bool
-	// Engine is the launcher every phase runs on (the simulator's launcher
-	// runs in virtual time). It is required: a plan never substitutes the
-	// simulator for a missing engine.
-	Engine engine.Launcher
 	// Progress receives one line per step of every phase.
 	Progress io.Writer
 	Logger   *slog.Logger
@@ -41,41 +31,16 @@ type Options struct {
 	Version string
 }
 
-// Quick settings: enough to exercise every phase in under half a minute.
-const (
-	quickTrials     = 12
-	quickPopulation = 6
-)
-
-// ApplyQuick shortens cfg in place for a smoke run.
-func ApplyQuick(cfg *config.Config) {
-	cfg.Search.Trials = min(cfg.Search.Trials, quickTrials)
-	cfg.Search.Population = min(cfg.Search.Population, quickPopulation)
-	// Windows stay long enough for the cold prefill burst of mid-session
-	// starts (every user's history is uncached on its first request) to
-	// drain before measuring; in virtual time they cost little.
-	cfg.Search.Warmup = config.Duration(90 * time.Second)
-	cfg.Search.Duration = config.Duration(2 * time.Minute)
-	cfg.Run.Ramp = config.Duration(60 * time.Second)
-	cfg.Run.Warmup = config.Duration(90 * time.Second)
-	cfg.Run.Duration = config.Duration(3 * time.Minute)
-	cfg.Sweep.Duration, cfg.Sweep.Warmup = 0, 0
-	cfg.Sweep.TopK = min(cfg.Sweep.TopK, 2)
-	cfg.Sweep.ResolutionUsers = max(cfg.Sweep.ResolutionUsers, 10)
-	cfg.Sweep.ResolutionFraction = max(cfg.Sweep.ResolutionFraction, 0.05)
-}
-
 // planner carries one Run's state.
 type planner struct {
-	// cfg is the resolved configuration the phases read and hand to
-	// capacity, tune and workload. TODO(setup): becomes the resolved Setup.
-	cfg *config.Config
+	// s is the resolved plan; no phase changes it.
+	s   Setup
 	o   Options
 	ev  *capacity.Evaluator
-	// targets are the hardware targets of the compare phase (none: not
-	// requested).
-	targets []config.Target
-	sum     *Summary
+	sum *Summary
+	// tuneUsers is the load the study runs at: search.users, or the
+	// baseline's ceiling when that is 0 (auto).
+	tuneUsers int
 	// baseline is the configured engine flags' short sweep.
 	baseline *capacity.SweepResult
 }
@@ -114,52 +79,32 @@ func ifNotEmpty(prefix, s string) string {
 // Summary, which Run does not write (report.WriteFiles does). A plan that
 // fails in any phase returns no Summary: a partial one would state a
 // capacity that was never established.
-func Run(ctx context.Context, cfg *config.Config, o Options) (*Summary, error) {
+func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if o.OutDir == "" {
 		return nil, errors.New("plan: no output folder")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	// TODO(setup): the only place Run resolves the configuration; a Setup
-	// resolved by the CLI from config and flags replaces this block.
-	if o.Quick {
-		ApplyQuick(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkInputs(cfg); err != nil {
-		return nil, err
-	}
-	cfg.Search.Storage = cfg.Search.StorageIn(o.OutDir)
-	var targets []config.Target
-	if o.Compare || len(cfg.Engine.Compare) > 0 {
-		targets = cfg.Engine.Compare
-		if len(targets) == 0 {
-			targets = []config.Target{
-				{Name: "4x H100", GPU: "H100-SXM", GPUs: 4, TensorParallelSize: 4},
-				{Name: "2x H200", GPU: "H200-SXM", GPUs: 2, TensorParallelSize: 2},
-			}
-		}
-	}
+	d := s.Deployment
 	sum := &Summary{
-		Title: cfg.Report.Title, Generated: time.Now().UTC(), SpocVersion: o.Version, Quick: o.Quick,
-		Engine: Engine{Kind: cfg.Engine.Kind, Model: cfg.Engine.Model, GPU: cfg.Engine.GPU, GPUs: cfg.Engine.GPUs,
-			TensorParallelSize: cfg.Engine.TensorParallelSize, WeightFormat: cfg.Engine.WeightFormat, MaxModelLen: cfg.Engine.MaxModelLen},
-		SLA: cfg.SLA.Result(),
+		Title: s.Title, Generated: time.Now().UTC(), SpocVersion: o.Version, Quick: s.Quick,
+		Engine: Engine{Kind: d.Kind, Model: d.Model, GPU: d.GPU, GPUs: d.GPUs,
+			TensorParallelSize: d.TensorParallelSize, WeightFormat: d.WeightFormat, MaxModelLen: d.MaxModelLen},
+		SLA:         s.SLA,
+		Assumptions: s.Assumptions,
 	}
-	for _, a := range config.Assumptions(cfg) {
-		sum.Assumptions = append(sum.Assumptions, Assumption{Field: a.Path, Value: a.Value, Note: a.Note})
-	}
-	if cfg.Engine.Kind == config.EngineSim {
-		sum.Engine.Calibration = simCalibration(cfg)
+	if _, virtual := s.Launcher.(engine.Virtual); virtual {
+		sum.Engine.Calibration = simCalibration(s)
 	}
 
+	if err := engine.Check(s.Launcher); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	ev, err := capacity.NewEvaluator(cfg, o.Engine, o.Logger)
+	ev, err := capacity.NewEvaluator(s.Setup, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +113,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Summary, error) {
 			o.Logger.Warn("stop engine at the end of the plan", "err", cerr)
 		}
 	}()
-	p := &planner{cfg: cfg, o: o, ev: ev, targets: targets, sum: sum}
+	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
 	steps := []struct {
 		name string
 		fn   func(context.Context) (string, error)
@@ -189,32 +134,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) (*Summary, error) {
 	return p.sum, nil
 }
 
-// checkInputs fails before the first phase when a file the plan reads in a
-// later phase is missing, rather than after minutes of tuning.
-func checkInputs(cfg *config.Config) error {
-	errs := &config.Errors{}
-	for _, f := range []struct{ field, path string }{
-		{"trace.file", cfg.Trace.File}, {"trace.rules", cfg.Trace.Rules},
-		{"engine.sim.calibration", cfg.Engine.Sim.Calibration}, {"engine.gpu_catalog", cfg.Engine.GPUCatalog},
-		{"workload.corpus", cfg.Workload.Corpus},
-	} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			errs.Addf(f.field, "%v", err)
-		}
-	}
-	return errs.Err()
-}
-
 // simCalibration names the cost-model factors the simulator uses and their
 // validation error, so a reader knows how far to trust simulated numbers.
-func simCalibration(cfg *config.Config) string {
-	if cfg.Engine.Sim.Calibration != "" {
-		return "calibration file " + cfg.Engine.Sim.Calibration
+func simCalibration(s Setup) string {
+	if s.CalibrationFile != "" {
+		return "calibration file " + s.CalibrationFile
 	}
-	dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
+	dep, err := sim.NewDeployment(s.Deployment.Sim)
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
@@ -237,16 +163,16 @@ func simCalibration(cfg *config.Config) string {
 
 func (p *planner) inspect(ctx context.Context) (string, error) {
 	n := 2000
-	if p.o.Quick {
+	if p.s.Quick {
 		n = 500
 	}
 	// Inspect the workload as generated: mid-session starts would show
 	// joined sessions' contexts as start contexts.
-	src, err := workload.Open(p.cfg.Workload, p.cfg.Engine.MaxModelLen)
+	src, err := workload.Open(p.s.Workload, p.s.Deployment.MaxModelLen)
 	if err != nil {
 		return "", err
 	}
-	insp, err := workload.Inspect(ctx, src, workload.InspectOptions{Sessions: n, Seed: p.cfg.Workload.Seed})
+	insp, err := workload.Inspect(ctx, src, workload.InspectOptions{Sessions: n, Seed: p.s.Workload.Seed})
 	if err != nil {
 		return "", err
 	}
@@ -270,18 +196,20 @@ func (p *planner) baselineSweep(ctx context.Context) (string, error) {
 	}
 	p.baseline = res
 	msg := fmt.Sprintf("engine.params ceiling %d users (short windows)", res.Ceiling)
-	if p.cfg.Search.Users == 0 {
-		p.cfg.Search.Users = max(res.Ceiling, 1)
-		msg += fmt.Sprintf("; the study tunes at %d users", p.cfg.Search.Users)
+	if p.tuneUsers == 0 {
+		p.tuneUsers = max(res.Ceiling, 1)
+		msg += fmt.Sprintf("; the study tunes at %d users", p.tuneUsers)
 	}
 	return msg, nil
 }
 
 func (p *planner) tune(ctx context.Context) (string, error) {
-	cfg := p.cfg
-	p.logf("   study %q in %s: %d trials of %d users, %s each", cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Search.Users, cfg.Search.Duration)
-	res, err := tune.Run(ctx, capacity.TuneSpec(cfg), tune.Options{
-		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
+	spec := p.s.Search
+	spec.Users = p.tuneUsers
+	load := p.s.Windows.Tune.At(spec.Users)
+	p.logf("   study %q in %s: %d trials of %d users, %s each", spec.Study, spec.Storage, spec.Trials, spec.Users, load.Duration)
+	res, err := tune.Run(ctx, spec, tune.Options{
+		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
 		Progress: func(pr tune.Progress) {
 			if p.o.Progress != nil {
 				fmt.Fprint(p.o.Progress, "   ")
@@ -292,7 +220,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p.sum.Search = searchSection(cfg, res)
+	p.sum.Search = searchSection(spec, res)
 	p.sum.Trials = len(res.Trials)
 	for _, m := range p.sum.Search.Trials {
 		if m.OnFront {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
 )
@@ -13,8 +12,8 @@ import (
 // searchSection turns a study result into the report's search section:
 // every trial, the feasible front, hypervolume after each generation and the
 // rank correlation of each numeric parameter with each objective.
-func searchSection(cfg *config.Config, res *tune.Result) *Search {
-	s := &Search{Study: res.Study, Sampler: cfg.Search.Sampler, Users: cfg.Search.Users, Params: cfg.Search.Space}
+func searchSection(spec tune.Spec, res *tune.Result) *Search {
+	s := &Search{Study: res.Study, Sampler: spec.Sampler, Users: spec.Users, Params: spec.Space}
 	for _, o := range res.Objectives {
 		s.Objectives = append(s.Objectives, Objective{Metric: o.Metric, Direction: o.Direction, Unit: tune.Unit(o.Metric)})
 	}
@@ -41,7 +40,7 @@ func searchSection(cfg *config.Config, res *tune.Result) *Search {
 		s.Trials = append(s.Trials, m)
 	}
 	s.Hypervolume = hypervolumeByGeneration(res.Trials, res.Directions)
-	s.Influence = influence(res.Trials, cfg)
+	s.Influence = influence(res.Trials, spec)
 	return s
 }
 
@@ -102,10 +101,10 @@ func hypervolumeByGeneration(trials []search.Trial, dirs []search.Direction) []G
 
 // influence is Spearman's rank correlation between each parameter (numbers;
 // booleans as 0/1) and each objective over complete trials.
-func influence(trials []search.Trial, cfg *config.Config) []Influence {
+func influence(trials []search.Trial, spec tune.Spec) []Influence {
 	var done []search.Trial
 	for _, t := range trials {
-		if t.State == search.StateComplete && len(t.Values) == len(cfg.Search.Objectives) {
+		if t.State == search.StateComplete && len(t.Values) == len(spec.Objectives) {
 			done = append(done, t)
 		}
 	}
@@ -113,7 +112,7 @@ func influence(trials []search.Trial, cfg *config.Config) []Influence {
 		return nil
 	}
 	var out []Influence
-	for _, p := range cfg.Search.Space {
+	for _, p := range spec.Space {
 		xs := make([]float64, 0, len(done))
 		for _, t := range done {
 			v, ok := numeric(t.Params[p.Name])
@@ -126,7 +125,7 @@ func influence(trials []search.Trial, cfg *config.Config) []Influence {
 		if xs == nil {
 			continue
 		}
-		for i, o := range cfg.Search.Objectives {
+		for i, o := range spec.Objectives {
 			ys := make([]float64, len(done))
 			for j, t := range done {
 				ys[j] = t.Values[i]

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -17,14 +16,13 @@ import (
 // sweep's windows and repeats, keeping each level's records in
 // OutDir/records and the telemetry at the ceiling.
 func (p *planner) sweep(ctx context.Context) (string, error) {
-	cfg := p.cfg
 	params := p.sum.Capacity.Config
 	recDir := filepath.Join(p.o.OutDir, "records")
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", err
 	}
 	levels := map[int]*capacity.Evaluation{}
-	opts := capacity.SweepOptionsFrom(cfg)
+	opts := p.s.Sweep.SweepOptions
 	opts.Progress = func(l capacity.Level, phase string) {
 		r := l.Repeats[0]
 		verdict := "pass"
@@ -36,7 +34,7 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 			levels[l.Users] = ev
 		}
 	}
-	res, err := capacity.SweepConfig(ctx, p.ev, params, func(u int) capacity.Load { return capacity.SweepLoad(cfg, u) }, opts, func(users int) (io.WriteCloser, error) {
+	res, err := capacity.SweepConfig(ctx, p.ev, params, p.s.Windows.Sweep.At, opts, func(users int) (io.WriteCloser, error) {
 		return capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", users)))
 	})
 	if err != nil {
@@ -45,8 +43,8 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	c := &p.sum.Capacity
 	c.Users, c.FirstFailingUsers, c.FailedClause = res.Ceiling, res.FirstFailing, res.FailedClause
 	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
-	c.UsersPerGPU = float64(res.Ceiling) / float64(cfg.Engine.GPUs)
-	c.ServeCommand = serveCommand(cfg, c.Config)
+	c.UsersPerGPU = float64(res.Ceiling) / float64(p.s.Deployment.GPUs)
+	c.ServeCommand = serveCommand(p.s.Deployment, c.Config)
 	for _, l := range res.Levels {
 		ev := levels[l.Users]
 		if ev == nil {
@@ -63,7 +61,7 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("No user count met the SLA: even %d users failed (%s).", res.FirstFailing, res.FailedClause))
 	}
 	if res.FirstFailing == 0 {
-		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Every user count up to sweep.max = %d met the SLA; the ceiling is at least that.", cfg.Sweep.Max))
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Every user count up to sweep.max = %d met the SLA; the ceiling is at least that.", p.s.Sweep.Max))
 	}
 	return fmt.Sprintf("capacity ceiling %d users (first failing %d: %s)", res.Ceiling, res.FirstFailing, res.FailedClause), nil
 }
@@ -91,19 +89,20 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 }
 
 // serveCommand renders the chosen configuration as a vllm serve command.
-func serveCommand(cfg *config.Config, params map[string]any) string {
-	model := cfg.Engine.ServedModelName
-	if model == "" {
-		model = cfg.Engine.Model
-		if model == "gpt-oss-120b" || model == "gpt-oss-20b" {
-			model = "openai/" + model
-		}
+func serveCommand(d capacity.Deployment, params map[string]any) string {
+	model := d.Model
+	if model == "gpt-oss-120b" || model == "gpt-oss-20b" {
+		model = "openai/" + model
 	}
-	args := []string{"vllm", "serve", model, "--tensor-parallel-size", fmt.Sprint(cfg.Engine.TensorParallelSize)}
-	if dp := cfg.Engine.GPUs / max(cfg.Engine.TensorParallelSize, 1); dp > 1 {
+	args := []string{"vllm", "serve", model}
+	if d.ServedModelName != "" {
+		args = append(args, "--served-model-name", d.ServedModelName)
+	}
+	args = append(args, "--tensor-parallel-size", fmt.Sprint(d.TensorParallelSize))
+	if dp := d.Replicas(); dp > 1 {
 		args = append(args, "--data-parallel-size", fmt.Sprint(dp))
 	}
-	args = append(args, "--max-model-len", fmt.Sprint(cfg.Engine.MaxModelLen))
+	args = append(args, "--max-model-len", fmt.Sprint(d.MaxModelLen))
 	flags, err := vllm.Flags(params)
 	if err == nil {
 		args = append(args, flags...)

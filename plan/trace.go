@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/trace"
 	"github.com/spoc-project/spoc/trace/nsys"
@@ -14,7 +13,7 @@ import (
 )
 
 // readTrace reads the configured nsys SQLite export or stats CSV.
-func readTrace(ctx context.Context, t config.Trace) (*trace.Profile, error) {
+func readTrace(ctx context.Context, t Trace) (*trace.Profile, error) {
 	var opt nsys.Options
 	if t.Window != "" {
 		a, b, _ := strings.Cut(t.Window, ":")
@@ -29,7 +28,7 @@ func readTrace(ctx context.Context, t config.Trace) (*trace.Profile, error) {
 }
 
 func (p *planner) trace(ctx context.Context) (string, error) {
-	t := p.cfg.Trace
+	t := p.s.Trace
 	if t.File == "" {
 		p.sum.Notes = append(p.sum.Notes, "No kernel trace configured (trace.file): the kernel breakdown was not collected. `spoc trace recipe` prints how to capture one.")
 		return "no trace configured", nil
@@ -84,7 +83,7 @@ func topCategory(b *trace.Breakdown) string {
 // prefill chunk of the batched-token budget.
 func (p *planner) batchMix() roofline.BatchMix {
 	mix := roofline.BatchMix{DecodeSeqs: 64, DecodeContext: 20000, PrefillTokens: 2048}
-	replicas := max(p.cfg.Engine.GPUs/max(p.cfg.Engine.TensorParallelSize, 1), 1)
+	replicas := p.s.Deployment.Replicas()
 	if s := p.sum.Telemetry; s != nil && s.Engine.Running.Mean > 0 {
 		mix.DecodeSeqs = max(int(s.Engine.Running.Mean/float64(replicas)+0.5), 1)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/search"
@@ -55,12 +54,11 @@ func addKernels(t testing.TB, d *plan.Summary) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		t.Fatalf("testdata/breakdown.json: %v", err)
 	}
-	cfg := config.Default()
-	simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+	setup, err := config.Default().Setup(config.SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := capacity.NewEvaluator(cfg, simLauncher, nil)
+	ev, err := capacity.NewEvaluator(setup.Setup, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +199,12 @@ func quickPlanData(t testing.TB) *plan.Summary {
 		}
 		defer os.RemoveAll(dir)
 		start := time.Now()
-		cfg := config.Default()
-		simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+		setup, err := config.Default().Setup(config.SetupOptions{OutDir: dir, Quick: true, Compare: true})
 		if err != nil {
 			quickPlan.err = err
 			return
 		}
-		quickPlan.d, quickPlan.err = plan.Run(context.Background(), cfg, plan.Options{OutDir: dir, Quick: true, Compare: true, Version: "test", Engine: simLauncher})
+		quickPlan.d, quickPlan.err = plan.Run(context.Background(), setup, plan.Options{OutDir: dir, Version: "test"})
 		quickPlan.took = time.Since(start)
 	})
 	if quickPlan.err != nil {

@@ -44,15 +44,12 @@ sweep's records. With no configuration it plans the reference case
 				progress = nil
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Dir: filepath.Join(out, "servers"), Logger: logger})
+			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Quick: quick, Compare: compare, Logger: logger})
 			if err != nil {
 				return usageError(err)
 			}
-			d, err := plan.Run(cmd.Context(), cfg, plan.Options{
-				OutDir: out, Quick: quick, Compare: compare, Progress: progress, Logger: logger, Version: Version, Engine: eng,
-			})
-			var bad *config.Errors
-			if errors.As(err, &bad) {
+			d, err := plan.Run(cmd.Context(), setup, plan.Options{OutDir: out, Progress: progress, Logger: logger, Version: Version})
+			if errors.Is(err, engine.ErrSetup) {
 				return usageError(err)
 			}
 			if err != nil {

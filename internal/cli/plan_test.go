@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 )
@@ -25,12 +24,11 @@ func TestPlanSummaryRoundTrip(t *testing.T) {
 		t.Skip("runs a whole quick plan (seconds)")
 	}
 	dir := t.TempDir()
-	cfg := config.Default()
-	simLauncher, err := engine.NewSimFromConfig(cfg.Engine, engine.Options{})
+	setup, err := config.Default().Setup(config.SetupOptions{OutDir: dir, Quick: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := plan.Run(context.Background(), cfg, plan.Options{OutDir: dir, Quick: true, Version: "test", Engine: simLauncher})
+	s, err := plan.Run(context.Background(), setup, plan.Options{OutDir: dir, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,8 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
-	"github.com/spoc-project/spoc/vllm"
 )
 
 func init() { register(newRunCmd) }
@@ -110,22 +108,20 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if rc.Ramp > rc.Warmup {
 		fmt.Fprintf(stderr, "spoc: warning: ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running\n", rc.Ramp, rc.Warmup)
 	}
-	model := vllm.ServedName(cfg.Engine.Model, cfg.Engine.ServedModelName)
-	if f.model != "" {
-		model = f.model
-	}
+	// The server is not spoc's: the run is an evaluation on an external
+	// engine at that address, like any other engine's.
 	cfg.Run = rc
-	if err := cfg.Validate(); err != nil {
-		return usageError(err)
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = rc.Target
+	if f.model != "" {
+		cfg.Engine.ServedModelName = f.model
 	}
-	// The server is not spoc's: an external launcher checks and returns
-	// it; the evaluator runs the load against it like any other engine.
-	ext, err := engine.NewExternal(rc.Target, model, "", cfg.Engine.External.MetricsURL)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
 	if err != nil {
 		return usageError(err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ev, err := capacity.NewEvaluator(cfg, ext, logger)
+	ev, err := capacity.NewEvaluator(setup.Setup, logger)
 	if err != nil {
 		return usageError(err)
 	}
@@ -140,7 +136,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		progress = &progressLine{w: stderr, users: rc.Users}
 		out.Progress = progress.show
 	}
-	res, runErr := ev.Evaluate(cmd.Context(), nil, capacity.RunLoad(cfg, rc.Users), out)
+	res, runErr := ev.Evaluate(cmd.Context(), nil, setup.Windows.Run, out)
 	progress.clear()
 	closeErr := file.Close()
 	interrupted := runErr != nil && res != nil && res.Interrupted

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/perfmodel/calibrate"
@@ -21,7 +23,6 @@ import (
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/sim/serve"
 	"github.com/spoc-project/spoc/vllm"
-	"github.com/spoc-project/spoc/workload"
 )
 
 func init() { register(newSimCmd) }
@@ -171,87 +172,72 @@ func newSimRunCmd() *cobra.Command {
 		if cmd.Flags().Changed("ramp") {
 			cfg.Run.Ramp = config.Duration(ramp)
 		}
-		if err := cfg.Validate(); err != nil {
-			return usageError(err)
-		}
-		dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
-		if err != nil {
-			return usageError(err)
-		}
 		for _, t := range throttles {
 			th, err := sim.ParseThrottle(t)
 			if err != nil {
 				return usageErrorf("--throttle: %v", err)
 			}
-			dep.Throttles = append(dep.Throttles, th)
+			cfg.Engine.Sim.Throttle = append(cfg.Engine.Sim.Throttle, config.Throttle{GPU: th.GPU, ClockFactor: th.ClockFactor,
+				Start: config.Duration(th.Start * float64(time.Second)), End: config.Duration(th.End * float64(time.Second))})
 		}
-		src, err := workload.OpenForRun(cfg.Workload, cfg.Engine.MaxModelLen, cfg.Run.MidSessionStart)
+		// sim run is the run use case on the simulator's launcher, in
+		// virtual time, whatever engine the configuration names.
+		cfg.Engine.Kind = config.EngineSim
+		setup, err := cfg.Setup(config.SetupOptions{})
 		if err != nil {
 			return usageError(err)
 		}
-		return runSim(cmd.Context(), cmd.OutOrStdout(), cfg, dep, src, out, seriesOut, asJSON, check)
+		return runSim(cmd.Context(), cmd.OutOrStdout(), setup.Setup, out, seriesOut, asJSON, check)
 	}
 	return cmd
 }
 
-func runSim(ctx context.Context, stdout io.Writer, cfg *config.Config, dep sim.Deployment, src workload.Source,
-	out, seriesOut string, asJSON, check bool) error {
-	opts := sim.Options{
-		Deployment: dep, Users: cfg.Run.Users, Ramp: cfg.Run.Ramp.D(), Warmup: cfg.Run.Warmup.D(),
-		Duration: cfg.Run.Duration.D(), ThinkTimeScale: cfg.Run.ThinkTimeScale, RunID: "sim",
-		ErrorRate: cfg.Engine.Sim.ErrorRate, Seed: cfg.Workload.Seed,
+func runSim(ctx context.Context, stdout io.Writer, s capacity.Setup, out, seriesOut string, asJSON, check bool) error {
+	ev, err := capacity.NewEvaluator(s, nil)
+	if err != nil {
+		return usageError(err)
 	}
-	if seriesOut == "" {
-		opts.SeriesInterval = -1
-	}
-	epoch := time.Unix(0, 0).UTC()
-	summary := result.NewSummary(cfg.SLA.Result(), result.Window{Start: epoch.Add(opts.Warmup), End: epoch.Add(opts.Warmup + opts.Duration)})
-	var st *sim.RunStats
-	run := func(sink result.Sink) (err error) {
-		st, err = sim.RunVirtual(ctx, opts, src, sink)
+	var res *capacity.Evaluation
+	run := func(o capacity.Outputs) (err error) {
+		res, err = ev.Evaluate(ctx, nil, s.Windows.Run, o)
 		return err
 	}
-	var err error
 	if out == "" {
-		err = run(summary)
+		err = run(capacity.Outputs{})
 	} else {
 		// records go through the one atomic writer: no half file on failure
-		err = writeAtomic(out, func(w io.Writer) error {
-			jw := result.NewWriter(w)
-			if err := run(result.Tee(summary, jw)); err != nil {
-				return err
-			}
-			return jw.Close()
-		})
+		err = writeAtomic(out, func(w io.Writer) error { return run(capacity.Outputs{Records: w}) })
 	}
 	if err != nil {
+		var bad *config.Errors
+		if errors.As(err, &bad) || capacity.IsInfeasible(err) {
+			return usageError(fmt.Errorf("sim run: %w", err))
+		}
 		return fmt.Errorf("sim run: %w", err)
 	}
+	st := res.Sim
 	if seriesOut != "" {
 		if err := writeAtomic(seriesOut, func(w io.Writer) error { return writeJSON(w, st.Series) }); err != nil {
 			return fmt.Errorf("sim run: %w", err)
 		}
 	}
-	st.Series = sim.Series{}
-	res := summary.Result()
 	if asJSON {
-		if err := writeJSON(stdout, map[string]any{"summary": res, "sim": st, "time_share": st.Share()}); err != nil {
+		if err := writeJSON(stdout, map[string]any{"summary": res.Summary, "sim": st}); err != nil {
 			return err
 		}
 	} else {
-		if err := result.WriteText(stdout, res); err != nil {
+		if err := result.WriteText(stdout, res.Summary); err != nil {
 			return err
 		}
-		sh := st.Share()
+		d := s.Deployment
 		fmt.Fprintf(stdout, "\nsimulator: %s on %d× %s (TP %d, %d replica(s)), %d KV tokens per replica\n",
-			dep.Model.Name, max(dep.GPUs, 1), dep.GPU.Name, dep.TensorParallelSize, st.Replicas, st.KVTokens)
+			d.Model, max(d.GPUs, 1), d.GPU, d.TensorParallelSize, st.Replicas, st.KVTokens)
 		fmt.Fprintf(stdout, "  steps %d, preemptions %d, prefix-cache hit rate %.1f%%, KV usage mean %.1f%% peak %.1f%%, SM active %.1f%%\n",
-			st.Engine.Steps, st.Engine.Preemptions, 100*simRatio(st.Engine.PrefixHits, st.Engine.PrefixQueries),
-			100*st.MeanKVUsage, 100*st.PeakKVUsage, 100*st.MeanSMActive)
+			st.Engine.Steps, st.Preemptions, 100*st.PrefixHitRate, 100*st.MeanKVUsage, 100*st.PeakKVUsage, 100*st.MeanSMActive)
 		fmt.Fprintf(stdout, "  GPU time: attention %.1f%%, MoE %.1f%%, dense GEMM %.1f%%, communication %.1f%%, overhead %.1f%%, other %.1f%%\n",
-			100*sh.Attention, 100*sh.MoE, 100*sh.DenseGEMM, 100*sh.Communication, 100*sh.Overhead, 100*sh.Other)
+			100*st.AttentionShare, 100*st.MoEShare, 100*st.DenseShare, 100*st.CommShare, 100*st.OverheadShare, 100*st.OtherShare)
 	}
-	if check && !res.SLA.Pass {
+	if check && !res.Pass {
 		return &ExitError{Code: ExitSLANotMet}
 	}
 	return nil

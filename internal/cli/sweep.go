@@ -14,8 +14,8 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/study"
+	"github.com/spoc-project/spoc/tune"
 )
 
 func init() { register(newSweepCmd) }
@@ -51,7 +51,9 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 			if cmd.Flags().Changed("repeats") {
 				cfg.Sweep.Repeats = repeats
 			}
-			if err := cfg.Validate(); err != nil {
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, NamePrefix: "spoc-sweep", Logger: logger})
+			if err != nil {
 				return usageError(err)
 			}
 			params, err := parseParams(paramsFlag)
@@ -62,28 +64,23 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 				if paramsFlag != "" {
 					return usageErrorf("--params and --trial exclude each other")
 				}
-				if params, err = trialParams(cmd.Context(), cfg, out, trial); err != nil {
+				if params, err = trialParams(cmd.Context(), setup.Search, trial); err != nil {
 					return err
 				}
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-sweep", Dir: filepath.Join(out, "servers"), Logger: logger})
-			if err != nil {
-				return usageError(err)
-			}
-			ev, err := capacity.NewEvaluator(cfg, eng, logger)
+			ev, err := capacity.NewEvaluator(setup.Setup, logger)
 			if err != nil {
 				return usageError(err)
 			}
 			defer ev.Close(cmd.Context())
 			// Refuse flags the engine cannot take before any run starts.
-			if cfg.Engine.Kind == config.EngineSim {
+			if ev.Virtual() {
 				if _, err := ev.Deployment(params); err != nil {
 					return usageErrorf("--params: %v", err)
 				}
 			}
 			progress := cmd.ErrOrStderr()
-			opts := capacity.SweepOptionsFrom(cfg)
+			opts := setup.Sweep.SweepOptions
 			if !quiet {
 				opts.Progress = func(l capacity.Level, phase string) {
 					for i, r := range l.Repeats {
@@ -105,8 +102,7 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 					return capacity.CreateAtomic(filepath.Join(dir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
 				}
 			}
-			load := func(u int) capacity.Load { return capacity.SweepLoad(cfg, u) }
-			res, err := capacity.SweepConfig(cmd.Context(), ev, params, load, opts, records)
+			res, err := capacity.SweepConfig(cmd.Context(), ev, params, setup.Windows.Sweep.At, opts, records)
 			if err != nil {
 				return err
 			}
@@ -184,13 +180,13 @@ func parseParams(s string) (map[string]any, error) {
 	return m, nil
 }
 
-func trialParams(ctx context.Context, cfg *config.Config, out string, n int) (map[string]any, error) {
-	db, err := study.Open(ctx, cfg.Search.StorageIn(out))
+func trialParams(ctx context.Context, spec tune.Spec, n int) (map[string]any, error) {
+	db, err := study.Open(ctx, spec.Storage)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	st, err := db.Load(ctx, cfg.Search.Study)
+	st, err := db.Load(ctx, spec.Study)
 	if err != nil {
 		return nil, err
 	}
@@ -203,5 +199,5 @@ func trialParams(ctx context.Context, cfg *config.Config, out string, n int) (ma
 			return map[string]any(t.Params), nil
 		}
 	}
-	return nil, usageErrorf("study %q has no trial %d", cfg.Search.Study, n)
+	return nil, usageErrorf("study %q has no trial %d", spec.Study, n)
 }

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -83,79 +83,62 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		}
 		cfg.Engine.Kind = f.engineKind
 	}
-	if err := cfg.Validate(); err != nil {
-		return usageError(err)
-	}
-	if cfg.Engine.Kind == config.EngineExternal {
-		return usageErrorf("tune needs an engine it can restart with each trial's flags (sim, process or kubernetes), not external")
-	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	eng, err := engine.FromConfig(cfg.Engine, engine.Options{NamePrefix: "spoc-" + cfg.Search.Study, Dir: filepath.Join(f.out, "servers"), Logger: logger})
+	out := f.out
+	if f.dryRun {
+		out = "" // a dry run creates nothing
+	}
+	setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Logger: logger})
 	if err != nil {
 		return usageError(err)
 	}
-	plan, err := tune.NewPlan(capacity.TuneSpec(cfg))
+	if !engine.Reconfigurable(setup.Launcher) {
+		return usageError(capacity.ErrNotReconfigurable)
+	}
+	plan, err := tune.NewPlan(setup.Search)
 	if err != nil {
 		return usageError(err)
 	}
 	if f.dryRun {
-		launches, err := tune.FirstGeneration(cmd.Context(), plan, eng, cfg.Search.Population, cfg.Search.Trials)
+		launches, err := tune.FirstGeneration(cmd.Context(), plan, setup.Launcher, setup.Search.Population, setup.Search.Trials)
 		if err != nil {
 			return err
 		}
 		if f.asJSON {
 			return writeJSON(stdout, launches)
 		}
-		return writeDryRun(stdout, cfg, launches)
+		return writeDryRun(stdout, setup.Search, setup.Deployment.Kind, launches)
 	}
-
-	if c, ok := eng.(engine.Checker); ok {
-		if err := c.Check(); err != nil {
-			return usageError(err)
-		}
-	}
-	cfg.Search.Storage = cfg.Search.StorageIn(f.out)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
-	ev, err := capacity.NewEvaluator(cfg, eng, logger)
-	if err != nil {
-		return usageError(err)
-	}
-	defer ev.Close(cmd.Context())
 	progressOut := stdout
 	if f.asJSON {
 		progressOut = stderr
-	}
-	if cfg.Search.Users == 0 {
-		if err := autoTuneUsers(cmd.Context(), progressOut, cfg, ev); err != nil {
-			return err
-		}
 	}
 	var progress func(tune.Progress)
 	if !f.quiet {
 		progress = func(p tune.Progress) { tune.WriteProgress(progressOut, p) }
 	}
-	fmt.Fprintf(progressOut, "study %q in %s: %d trials, %s engine, %d users per trial\n",
-		cfg.Search.Study, cfg.Search.Storage, cfg.Search.Trials, cfg.Engine.Kind, cfg.Search.Users)
 	// A simulated trial is reproduced exactly by spoc sim run with its
 	// flags, so its records (megabytes per trial) are kept only on request;
-	// a real server's trial folder holds the server log and cannot be redone.
+	// a real server's trial folder holds its records and cannot be redone.
 	artifacts := filepath.Join(f.out, "trials")
-	if _, virtual := eng.(engine.Virtual); virtual && !f.keepArtifacts {
+	if _, virtual := setup.Launcher.(engine.Virtual); virtual && !f.keepArtifacts {
 		artifacts = ""
 	}
 	start := time.Now()
-	res, runErr := tune.Run(cmd.Context(), capacity.TuneSpec(cfg), tune.Options{
-		Launcher:      eng,
-		Evaluate:      ev.TuneEvaluator(),
-		Capacity:      ev.CapacityFunc(),
+	res, runErr := capacity.Tune(cmd.Context(), setup.Setup, capacity.TuneOptions{
 		ArtifactsRoot: artifacts,
 		Progress:      progress,
+		Notify:        func(line string) { fmt.Fprintln(progressOut, line) },
 		Logger:        logger,
 	})
 	if res == nil {
+		if errors.Is(runErr, engine.ErrSetup) {
+			return usageError(runErr)
+		}
 		return runErr
 	}
 	if f.asJSON {
@@ -171,31 +154,8 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	return runErr
 }
 
-// autoTuneUsers resolves search.users 0: a study being resumed keeps the
-// load its trials ran at; a new one tunes at the ceiling of engine.params
-// found by a short baseline sweep, where the SLA binds.
-func autoTuneUsers(ctx context.Context, w io.Writer, cfg *config.Config, ev *capacity.Evaluator) error {
-	users, err := tune.StudyUsers(ctx, cfg.Search.Storage, cfg.Search.Study)
-	if err != nil {
-		return err
-	}
-	if users > 0 {
-		cfg.Search.Users = users
-		fmt.Fprintf(w, "search.users auto: study %q runs at %d users\n", cfg.Search.Study, users)
-		return nil
-	}
-	fmt.Fprintln(w, "search.users auto: finding the ceiling of engine.params with a short baseline sweep ...")
-	res, err := capacity.BaselineSweep(ctx, ev)
-	if err != nil {
-		return fmt.Errorf("baseline sweep: %w", err)
-	}
-	cfg.Search.Users = max(res.Ceiling, 1)
-	fmt.Fprintf(w, "search.users auto: engine.params serve %d users within the SLA; the study tunes at %d users\n", res.Ceiling, cfg.Search.Users)
-	return nil
-}
-
-func writeDryRun(w io.Writer, cfg *config.Config, launches []tune.Launch) error {
-	fmt.Fprintf(w, "study %q, %s engine: the first %d trials (of %d) would launch:\n", cfg.Search.Study, cfg.Engine.Kind, len(launches), cfg.Search.Trials)
+func writeDryRun(w io.Writer, spec tune.Spec, kind string, launches []tune.Launch) error {
+	fmt.Fprintf(w, "study %q, %s engine: the first %d trials (of %d) would launch:\n", spec.Study, kind, len(launches), spec.Trials)
 	for _, l := range launches {
 		fmt.Fprintf(w, "\n# trial %d\n", l.Trial)
 		if strings.Contains(l.Launch, "\n") {

@@ -1,20 +1,19 @@
-package capacity
+package config
 
 import (
 	"reflect"
 	"testing"
 
-	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/search"
 )
 
 func TestTuneSpecFromConfig(t *testing.T) {
-	cfg := config.Default()
+	cfg := Default()
 	cfg.Search.Users = 120
 	cfg.Search.Storage = "sqlite:out/study.db"
 	cfg.Engine.Params = map[string]any{"max-num-seqs": 64}
-	cfg.SLA.Scope = config.SLAScopeOverall
-	spec := TuneSpec(cfg)
+	cfg.SLA.Scope = SLAScopeOverall
+	spec := cfg.TuneSpec()
 	if spec.Users != 120 || spec.Storage != "sqlite:out/study.db" || spec.Study != "default" || spec.Trials != 60 ||
 		spec.Population != 12 || spec.Sampler != "nsga2" || spec.Seed != 1 || spec.MaxModelLen != 131072 {
 		t.Errorf("search settings lost: %+v", spec)

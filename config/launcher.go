@@ -1,0 +1,120 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/vllm"
+)
+
+// LauncherOptions are what Engine.Launcher needs beyond the engine section.
+type LauncherOptions struct {
+	// NamePrefix names Kubernetes objects (the study name, for example);
+	// "spoc" when empty.
+	NamePrefix string
+	// ExtraMetricsURLs (GPU exporters from the telemetry section) are added
+	// to every endpoint of process and external launchers.
+	ExtraMetricsURLs []string
+	// Dir receives one folder per started server (its log and files).
+	Dir string
+	// Runner replaces kubectl (tests, wrappers); nil runs the configured
+	// binary.
+	Runner engine.Runner
+	Logger *slog.Logger
+}
+
+// BaseParams are the flags every server of this deployment gets before a
+// candidate's: the configured engine.params, the tensor-parallel size, the
+// context limit, the served model name when one is configured and, for a
+// local process on several tensor-parallel groups, the data-parallel size.
+// Kubernetes runs data-parallel replicas as pods instead
+// (engine.KubernetesOptions.Replicas).
+func (e Engine) BaseParams() engine.Params {
+	p := engine.Params{}
+	if e.TensorParallelSize > 0 {
+		p["tensor-parallel-size"] = e.TensorParallelSize
+	}
+	if e.MaxModelLen > 0 {
+		p["max-model-len"] = e.MaxModelLen
+	}
+	if e.ServedModelName != "" && e.Kind != EngineSim {
+		// requests use the served name; a server started without it would
+		// answer them 404
+		p["served-model-name"] = e.ServedModelName
+	}
+	if e.Kind == EngineProcess && e.TensorParallelSize > 0 && e.GPUs/e.TensorParallelSize > 1 {
+		p["data-parallel-size"] = e.GPUs / e.TensorParallelSize
+	}
+	return vllm.Merge(p, e.Params)
+}
+
+// Launcher returns the launcher the engine section describes: the one
+// engine every phase of a plan runs on.
+func (e Engine) Launcher(o LauncherOptions) (engine.Launcher, error) {
+	served := vllm.ServedName(e.Model, e.ServedModelName)
+	switch e.Kind {
+	case EngineSim:
+		return e.SimLauncher(o)
+	case EngineProcess:
+		pe := e.Process
+		return engine.NewProcess(engine.ProcessOptions{
+			Command:          pe.Command,
+			Env:              pe.Env,
+			Model:            e.Model,
+			ServedModelName:  served,
+			BaseParams:       e.BaseParams(),
+			HealthPath:       pe.HealthPath,
+			MetricsPath:      pe.MetricsPath,
+			ExtraMetricsURLs: o.ExtraMetricsURLs,
+			HealthTimeout:    time.Duration(pe.HealthTimeout),
+			StopTimeout:      time.Duration(pe.StopTimeout),
+			Dir:              o.Dir,
+			Logger:           o.Logger,
+		})
+	case EngineExternal:
+		urls := append(append([]string(nil), e.External.MetricsURL...), o.ExtraMetricsURLs...)
+		return engine.NewExternal(e.External.URL, served, "", urls)
+	case EngineKubernetes:
+		k := e.Kubernetes
+		tp := max(e.TensorParallelSize, 1)
+		runner := o.Runner
+		if runner == nil {
+			runner = engine.ExecRunner{Binary: k.Kubectl}
+		}
+		return engine.NewKubernetes(engine.KubernetesOptions{
+			Namespace:       k.Namespace,
+			Context:         k.Context,
+			Image:           k.Image,
+			Args:            k.Args,
+			Model:           e.Model,
+			ServedModelName: served,
+			BaseParams:      e.BaseParams(),
+			Replicas:        max(e.GPUs/tp, 1),
+			GPUsPerReplica:  tp,
+			GPUResource:     k.GPUResource,
+			NodeSelector:    k.NodeSelector,
+			ReadyTimeout:    time.Duration(k.ReadyTimeout),
+			StopTimeout:     time.Duration(e.Process.StopTimeout),
+			PortForward:     k.PortForward,
+			NamePrefix:      o.NamePrefix,
+			Dir:             o.Dir,
+			Runner:          runner,
+			Logger:          o.Logger,
+		})
+	}
+	return nil, fmt.Errorf("engine.kind: unknown engine %q", e.Kind)
+}
+
+// SimLauncher is the simulator launcher of the engine section's model, GPU
+// and flags, whatever its kind: for the sim kind, and where the
+// configuration asks for a simulation (hardware comparison targets).
+func (e Engine) SimLauncher(o LauncherOptions) (*engine.Sim, error) {
+	d, err := sim.NewDeployment(e.SimDeployment())
+	if err != nil {
+		return nil, fmt.Errorf("sim engine: %w", err)
+	}
+	return engine.NewSim(d, engine.SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, Dir: o.Dir, Logger: o.Logger})
+}

@@ -1,0 +1,218 @@
+package config
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/telemetry"
+	"github.com/spoc-project/spoc/tune"
+)
+
+// SetupOptions are what resolving a configuration needs besides the file.
+type SetupOptions struct {
+	// OutDir is the output folder: a relative study storage is resolved
+	// in it, and servers keep their logs in OutDir/servers.
+	OutDir string
+	// Compare adds the default hardware comparison (4× H100, 2× H200) when
+	// engine.compare names none (spoc plan --compare).
+	Compare bool
+	// Quick resolves the smoke-run settings (ApplyQuick) on a copy of the
+	// configuration (spoc plan --quick).
+	Quick bool
+	// NamePrefix names Kubernetes objects (default "spoc-" + study name).
+	NamePrefix string
+	Logger     *slog.Logger
+}
+
+// DefaultCompareTargets are the hardware options --compare plans when
+// engine.compare names none: the reference case's two deployments.
+var DefaultCompareTargets = []Target{
+	{Name: "4x H100", GPU: "H100-SXM", GPUs: 4, TensorParallelSize: 4},
+	{Name: "2x H200", GPU: "H200-SXM", GPUs: 2, TensorParallelSize: 2},
+}
+
+// Setup validates c and resolves it, once, into the value every use case
+// runs on: the engine's launcher, the workload, SLA, client, windows, sweep
+// policy, study and telemetry as domain types. Files that later phases read
+// must exist now (an error naming the field rather than a failure after
+// minutes of tuning). Only config knows the YAML schema; nothing downstream
+// sees *Config.
+func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
+	if o.Quick {
+		quick := *c
+		quick.ApplyQuick()
+		c = &quick
+	}
+	if err := c.Validate(); err != nil {
+		return plan.Setup{}, err
+	}
+	if err := c.checkInputs(); err != nil {
+		return plan.Setup{}, err
+	}
+	if o.NamePrefix == "" {
+		o.NamePrefix = "spoc-" + c.Search.Study
+	}
+	lo := LauncherOptions{NamePrefix: o.NamePrefix, Logger: o.Logger}
+	if o.OutDir != "" {
+		lo.Dir = filepath.Join(o.OutDir, "servers")
+	}
+	launcher, err := c.Engine.Launcher(lo)
+	if err != nil {
+		return plan.Setup{}, err
+	}
+	s := plan.Setup{
+		Setup:           c.capacitySetup(o.OutDir),
+		Title:           c.Report.Title,
+		Trace:           plan.Trace{File: c.Trace.File, Window: c.Trace.Window, NVTX: c.Trace.NVTX, Rules: c.Trace.Rules},
+		CalibrationFile: c.Engine.Sim.Calibration,
+		Quick:           o.Quick,
+	}
+	s.Launcher = launcher
+	for _, a := range Assumptions(c) {
+		s.Assumptions = append(s.Assumptions, plan.Assumption{Field: a.Path, Value: a.Value, Note: a.Note})
+	}
+	targets := c.Engine.Compare
+	if len(targets) == 0 && o.Compare {
+		targets = DefaultCompareTargets
+	}
+	for _, t := range targets {
+		tc := *c
+		tc.Engine.GPU, tc.Engine.GPUs, tc.Engine.TensorParallelSize = t.GPU, t.GPUs, t.TensorParallelSize
+		// Hardware the user does not have can only be simulated: the
+		// target runs on the simulator, whatever the plan's engine.
+		sl, err := tc.Engine.SimLauncher(LauncherOptions{Logger: o.Logger})
+		if err != nil {
+			return plan.Setup{}, &Errors{List: []*FieldError{{Path: "engine.compare", Msg: "target " + t.Name + ": " + err.Error()}}}
+		}
+		ts := tc.capacitySetup(o.OutDir)
+		ts.Launcher = sl
+		ts.Deployment.Kind = EngineSim
+		s.Compare = append(s.Compare, plan.Target{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize, Setup: ts})
+	}
+	return s, nil
+}
+
+// capacitySetup is the part of the Setup that does not depend on the
+// launcher; out resolves a relative study storage.
+func (c *Config) capacitySetup(out string) capacity.Setup {
+	e := c.Engine
+	params := make(map[string]any, len(e.Params))
+	for k, v := range e.Params {
+		params[k] = v
+	}
+	run := capacity.Load{Users: c.Run.Users, Ramp: c.Run.Ramp.D(), Warmup: c.Run.Warmup.D(), Duration: c.Run.Duration.D(), ThinkTimeScale: c.Run.ThinkTimeScale}
+	sweep := run
+	if c.Sweep.Duration > 0 {
+		sweep.Duration = c.Sweep.Duration.D()
+	}
+	if c.Sweep.Warmup > 0 {
+		sweep.Warmup = c.Sweep.Warmup.D()
+	}
+	sweep.Ramp = min(sweep.Ramp, sweep.Warmup)
+	tuneLoad := capacity.Load{Users: c.Search.Users, Ramp: min(c.Run.Ramp.D(), c.Search.Warmup.D()), Warmup: c.Search.Warmup.D(),
+		Duration: c.Search.Duration.D(), ThinkTimeScale: c.Run.ThinkTimeScale}
+	targets := make([]telemetry.Target, 0, len(c.Telemetry.Targets))
+	for _, t := range c.Telemetry.Targets {
+		targets = append(targets, telemetry.Target{Name: t.Name, URL: t.URL})
+	}
+	spec := c.TuneSpec()
+	if out != "" {
+		spec.Storage = c.Search.StorageIn(out)
+	}
+	return capacity.Setup{
+		Deployment: capacity.Deployment{
+			Kind: e.Kind, Model: e.Model, ServedModelName: e.ServedModelName, GPU: e.GPU, GPUs: e.GPUs,
+			TensorParallelSize: e.TensorParallelSize, WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen,
+			Params: params, Sim: e.SimDeployment(), SimErrorRate: e.Sim.ErrorRate,
+		},
+		Workload:        c.Workload,
+		MidSessionStart: c.Run.MidSessionStart,
+		SLA:             c.SLA.Result(),
+		Client: capacity.Client{
+			Endpoint: c.Run.Endpoint, APIKey: os.Getenv(c.Run.APIKeyEnv),
+			RequestTimeout: c.Run.RequestTimeout.D(), FirstByteTimeout: c.Run.FirstByteTimeout.D(),
+			ExactOutputLength: c.Workload.ExactOutputLength, ClientBoundLagP99: c.Run.ClientBoundLagP99.D(),
+		},
+		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
+		Sweep: capacity.SweepPolicy{
+			SweepOptions: capacity.SweepOptions{Grid: c.Sweep.Users, Start: c.Sweep.Start, Max: c.Sweep.Max,
+				ResolutionUsers: c.Sweep.ResolutionUsers, ResolutionFraction: c.Sweep.ResolutionFraction, Repeats: c.Sweep.Repeats},
+			TopK: c.Sweep.TopK, Choose: c.Sweep.Choose,
+		},
+		Search: spec,
+		Telemetry: capacity.Telemetry{
+			Enabled: c.Telemetry.Enabled, Interval: c.Telemetry.Interval.D(), Targets: targets,
+			Prometheus: c.Telemetry.Prometheus, Queries: telemetry.Queries(c.Telemetry.Queries),
+			StragglerClockDrop: c.Telemetry.StragglerClockDrop,
+		},
+	}
+}
+
+// TuneSpec is the study c describes: its search section, the flags every
+// trial gets (Engine.BaseParams), the context limit and the SLA.
+func (c *Config) TuneSpec() tune.Spec {
+	s := c.Search
+	return tune.Spec{
+		Space:         s.Space,
+		Objectives:    s.Objectives,
+		Sampler:       s.Sampler,
+		Population:    s.Population,
+		CrossoverProb: s.CrossoverProb,
+		MutationProb:  s.MutationProb,
+		Seed:          s.Seed,
+		Trials:        s.Trials,
+		Storage:       s.Storage,
+		Study:         s.Study,
+		Users:         s.Users,
+		BaseParams:    map[string]any(c.Engine.BaseParams()),
+		MaxModelLen:   c.Engine.MaxModelLen,
+		SLA:           c.SLA.Result(),
+	}
+}
+
+// checkInputs fails when a file a later phase reads is missing.
+func (c *Config) checkInputs() error {
+	errs := &Errors{}
+	for _, f := range []struct{ field, path string }{
+		{"trace.file", c.Trace.File}, {"trace.rules", c.Trace.Rules},
+		{"engine.sim.calibration", c.Engine.Sim.Calibration}, {"engine.gpu_catalog", c.Engine.GPUCatalog},
+		{"workload.corpus", c.Workload.Corpus},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs.Addf(f.field, "%v", err)
+		}
+	}
+	return errs.Err()
+}
+
+// Quick settings: enough to exercise every phase of a plan in under half a
+// minute on the simulator.
+const (
+	quickTrials     = 12
+	quickPopulation = 6
+)
+
+// ApplyQuick shortens c in place for a smoke run (spoc plan --quick).
+func (c *Config) ApplyQuick() {
+	c.Search.Trials = min(c.Search.Trials, quickTrials)
+	c.Search.Population = min(c.Search.Population, quickPopulation)
+	// Windows stay long enough for the cold prefill burst of mid-session
+	// starts (every user's history is uncached on its first request) to
+	// drain before measuring; in virtual time they cost little.
+	c.Search.Warmup = Duration(90 * time.Second)
+	c.Search.Duration = Duration(2 * time.Minute)
+	c.Run.Ramp = Duration(60 * time.Second)
+	c.Run.Warmup = Duration(90 * time.Second)
+	c.Run.Duration = Duration(3 * time.Minute)
+	c.Sweep.Duration, c.Sweep.Warmup = 0, 0
+	c.Sweep.TopK = min(c.Sweep.TopK, 2)
+	c.Sweep.ResolutionUsers = max(c.Sweep.ResolutionUsers, 10)
+	c.Sweep.ResolutionFraction = max(c.Sweep.ResolutionFraction, 0.05)
+}

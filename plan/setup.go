@@ -1,0 +1,50 @@
+package plan
+
+import "github.com/spoc-project/spoc/capacity"
+
+// Setup is a resolved plan: the capacity Setup every phase evaluates with,
+// plus what only a plan does (a kernel trace, hardware comparison, the
+// report's title and the assumptions to show). config builds it
+// (Config.Setup); Run never changes it.
+type Setup struct {
+	capacity.Setup
+	// Title heads the report.
+	Title string
+	// Trace is the kernel trace to analyse (File empty: none).
+	Trace Trace
+	// Compare are the hardware targets of the compare phase, each with its
+	// own simulated Setup: hardware the user does not have can only be
+	// simulated, and the summary says so.
+	Compare []Target
+	// Assumptions are the defaults that are assumptions, shown in the report.
+	Assumptions []Assumption
+	// CalibrationFile is the cost-model calibration the simulator uses
+	// (empty: the built-in one).
+	CalibrationFile string
+	// Quick marks a smoke run (shorter windows, fewer trials), so the
+	// summary says its numbers are indicative only.
+	Quick bool
+}
+
+// Trace is the Nsight Systems export to analyse.
+type Trace struct {
+	// File is an nsys SQLite export or a stats CSV.
+	File string
+	// Window is START:END in seconds from the trace start; empty: all.
+	Window string
+	// NVTX restricts the analysis to one NVTX range.
+	NVTX string
+	// Rules is a YAML file of categorisation rules replacing the built-in
+	// ones.
+	Rules string
+}
+
+// Target is one hardware option of the compare phase.
+type Target struct {
+	Name               string
+	GPU                string
+	GPUs               int
+	TensorParallelSize int
+	// Setup is the plan's Setup on this hardware, with a simulator launcher.
+	Setup capacity.Setup
+}

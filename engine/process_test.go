@@ -195,8 +195,12 @@ func TestProcessFailuresAreClassified(t *testing.T) {
 func TestProcessStartCancelled(t *testing.T) {
 	p, rec := newFake(t, []string{"--fake-mode", "never-healthy"}, nil)
 	ctx, cancel := context.WithCancel(WithArtifacts(context.Background(), t.TempDir()))
+	defer cancel()
+	// Cancel once the server is running. The fake renames its record into
+	// place, so the file exists only when it is complete: the server can
+	// be killed the moment it appears and readRecord below still decodes it.
 	go func() {
-		for {
+		for ctx.Err() == nil {
 			if _, err := os.Stat(rec); err == nil {
 				cancel()
 				return

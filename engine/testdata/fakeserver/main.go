@@ -51,7 +51,7 @@ func main() {
 	}
 	if f := get("--fake-record"); f != "" {
 		b, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "args": args})
-		if err := os.WriteFile(f, b, 0o644); err != nil {
+		if err := writeAtomic(f, b); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -101,4 +101,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// writeAtomic writes b to a temporary file beside path and renames it into
+// place. Tests poll for path and may stop the server the moment it appears:
+// with a plain os.WriteFile they could see the file created but still empty
+// (and the server killed before it wrote), so a reader would decode "".
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

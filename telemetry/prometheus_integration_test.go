@@ -73,7 +73,7 @@ func TestPrometheusMatchesDirectScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopSim := runCollector(t, simC)
-	stopLoad := driveSim(simURL, srv.Model(), 8)
+	stopLoad := driveSim(simURL, srv.Model(), 8, 48)
 	defer stopLoad()
 	waitForScrapes(t, prom, 4)
 

@@ -444,12 +444,15 @@ func TestHealthCountsGC(t *testing.T) {
 	}
 	srv := testserver.Start(testserver.Config{TokenInterval: 5 * time.Millisecond})
 	defer srv.Close()
-	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Warmup: 400 * time.Millisecond, Duration: 600 * time.Millisecond, GCPercent: 1 << 20})
+	// The measured window (0.4 s to 2.4 s after the start) leaves half a
+	// second before and 1.5 s after the test's collections, so a loaded
+	// machine that starts the run late still sees them inside it.
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 2, Warmup: 400 * time.Millisecond, Duration: 2 * time.Second, GCPercent: 1 << 20})
 	before := forced()
 	done := make(chan struct{})
 	go func() { // two collections inside the measured window
 		defer close(done)
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(900 * time.Millisecond)
 		runtime.GC()
 		runtime.GC()
 	}()

@@ -257,16 +257,34 @@ func newSimServeCmd() *cobra.Command {
 		timeScale, errorRate    float64
 		seed                    uint64
 		throttles, stalls       []string
+		faithful, promptDetails bool
+		tokensPerChunk, dp      int
+		reasoningField          string
 	)
+	ignoredNames := make([]string, 0, len(serve.IgnoredFlags))
+	for _, fl := range serve.IgnoredFlags {
+		ignoredNames = append(ignoredNames, "--"+fl.Name)
+	}
 	cmd := &cobra.Command{
-		Use:   "serve [--port P] [--host H] [--model M --gpu G --gpus N --tensor-parallel-size T] [--time-scale F] [vLLM flags]",
+		Use:   "serve [--port P] [--host H] [--model M --gpu G --gpus N --tensor-parallel-size T] [--time-scale F] [vLLM flags] [--vllm-faithful [MODEL]]",
 		Short: "Serve the simulated deployment over an OpenAI-compatible HTTP API with vLLM and DCGM metrics",
 		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /version, /tokenize,\n" +
 			"/reset_prefix_cache, vLLM's Prometheus metrics on /metrics and dcgm-exporter GPU metrics on\n" +
 			"/dcgm/metrics, driven by the simulated engine in\n" +
 			"wall-clock time scaled by --time-scale. Engine flags take vLLM's names (--max-num-batched-tokens ...).\n" +
-			"Binds 127.0.0.1 unless --host says otherwise; stops cleanly on SIGTERM or Ctrl-C.",
-		Args: cobra.NoArgs,
+			"Binds 127.0.0.1 unless --host says otherwise; stops cleanly on SIGTERM or Ctrl-C.\n\n" +
+			"--vllm-faithful makes the server stand in for a real vLLM process (docs/simulator.md): gpt-oss\n" +
+			"streams reasoning before content, chunks carry --tokens-per-chunk tokens, cached_tokens needs\n" +
+			"--enable-prompt-tokens-details, /reset_prefix_cache needs VLLM_SERVER_DEV_MODE=1, the model may be\n" +
+			"given as vllm serve's positional MODEL, the GPUs are --tensor-parallel-size × --data-parallel-size\n" +
+			"unless --gpus says otherwise, and these vLLM flags are accepted and ignored with a log line:\n" +
+			wrapWords(ignoredNames, 100) + ".",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if faithful {
+				return cobra.MaximumNArgs(1)(cmd, args)
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 	}
 	ov := addSimEngineFlags(cmd.Flags())
 	f := cmd.Flags()
@@ -280,27 +298,90 @@ func newSimServeCmd() *cobra.Command {
 	f.StringArrayVar(&throttles, "throttle", nil, "throttle a GPU: GPU:FACTOR[@START-END] in simulated time (repeatable; adds to engine.sim.throttle)")
 	f.StringArrayVar(&stalls, "stall", nil, "freeze the engine: START+DURATION in simulated time (repeatable)")
 	f.StringVar(&tok, "tokenizer", "", "tokenizer for prompt tokens (default workload.tokenizer)")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	f.BoolVar(&faithful, "vllm-faithful", false, "behave like a real vLLM server where spoc depends on it (see the description above)")
+	f.IntVar(&tokensPerChunk, "tokens-per-chunk", 0, "tokens per streamed chunk after the first (default 1, 2 with --vllm-faithful)")
+	f.StringVar(&reasoningField, "reasoning-field", vllm.FieldReasoning, "with --vllm-faithful, the delta field of gpt-oss reasoning: reasoning, or reasoning_content as vLLM before the rename")
+	f.BoolVar(&promptDetails, "enable-prompt-tokens-details", false, "vLLM --enable-prompt-tokens-details: report cached_tokens (always reported without --vllm-faithful)")
+	f.Bool("no-enable-prompt-tokens-details", false, "vLLM --no-enable-prompt-tokens-details")
+	f.IntVar(&dp, "data-parallel-size", 1, "vLLM --data-parallel-size: GPUs = data-parallel size × tensor-parallel size")
+	var ignorable []string // hidden: listed in the description
+	for _, fl := range serve.IgnoredFlags {
+		names := []string{fl.Name}
+		if fl.Boolean {
+			names = append(names, "no-"+fl.Name)
+		}
+		ignorable = append(ignorable, names...)
+		for _, n := range names {
+			if fl.Boolean {
+				f.Bool(n, false, "vLLM --"+n+" (ignored with --vllm-faithful)")
+			} else {
+				f.String(n, "", "vLLM --"+n+" (ignored with --vllm-faithful)")
+			}
+			_ = f.MarkHidden(n)
+		}
+	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		cfg, err := loadConfig(file)
 		if err != nil {
 			return err
 		}
+		var ignored []string
+		for _, n := range ignorable {
+			if f.Changed(n) {
+				ignored = append(ignored, n)
+			}
+		}
+		if len(ignored) > 0 && !faithful {
+			return usageErrorf("unknown flag: --%s", ignored[0])
+		}
+		if len(args) == 1 {
+			if f.Changed("model") && ov.model != args[0] {
+				return usageErrorf("model given twice: %q and --model %q", args[0], ov.model)
+			}
+			_ = f.Set("model", args[0])
+		}
+		if faithful {
+			// vLLM knows no workload: the configuration is checked as
+			// loaded and the command line by the deployment (NewDeployment,
+			// serve.New), so that a --max-model-len below the configured
+			// workload's contexts starts as vLLM would.
+			if err := cfg.Validate(); err != nil {
+				return usageError(err)
+			}
+		}
 		ov.apply(cmd.Flags(), &cfg.Engine)
+		// vLLM runs on tensor-parallel × data-parallel GPUs; the faithful
+		// mode takes its GPU count from the command line the same way.
+		if f.Changed("data-parallel-size") || (faithful && !f.Changed("gpus")) {
+			if dp < 1 {
+				return usageErrorf("--data-parallel-size must be at least 1, got %d", dp)
+			}
+			gpus := dp * cfg.Engine.TensorParallelSize
+			if f.Changed("gpus") && cfg.Engine.GPUs != gpus {
+				return usageErrorf("--gpus %d is not --data-parallel-size %d × tensor-parallel size %d", cfg.Engine.GPUs, dp, cfg.Engine.TensorParallelSize)
+			}
+			cfg.Engine.GPUs = gpus
+		}
 		if f.Changed("served-model-name") {
 			cfg.Engine.ServedModelName = served
 		}
 		if port < 0 || port > 65535 {
 			return usageErrorf("--port must be in [0, 65535], got %d", port)
 		}
-		if err := cfg.Validate(); err != nil {
-			return usageError(err)
+		if !faithful {
+			if err := cfg.Validate(); err != nil {
+				return usageError(err)
+			}
 		}
 		dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 		if err != nil {
 			return usageError(err)
 		}
 		sc := serve.Config{Deployment: dep, TimeScale: cfg.Engine.Sim.TimeScale, ErrorRate: cfg.Engine.Sim.ErrorRate,
-			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer, Version: Version}
+			Seed: cfg.Workload.Seed, Tokenizer: cfg.Workload.Tokenizer, Version: Version,
+			VLLMFaithful: faithful, TokensPerChunk: tokensPerChunk, ReasoningField: reasoningField,
+			EnablePromptTokensDetails: promptDetails && !f.Changed("no-enable-prompt-tokens-details"),
+			DevMode:                   serve.DevMode(os.Getenv(vllm.EnvServerDevMode))}
 		if f.Changed("time-scale") {
 			sc.TimeScale = timeScale
 		}
@@ -331,13 +412,23 @@ func newSimServeCmd() *cobra.Command {
 		if err != nil {
 			return usageError(err)
 		}
+		for _, n := range ignored {
+			fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: ignoring vLLM flag --%s: not modelled\n", n)
+		}
+		if faithful && sc.DevMode {
+			fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: %s is set: serving development routes (%s)\n", vllm.EnvServerDevMode, vllm.PathResetPrefixCache)
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			srv.Close()
 			return fmt.Errorf("sim serve: %w", err)
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: serving %s (%s on %d× %s, TP %d, time scale %g) at http://%s\n",
-			srv.Model(), dep.Model.Name, dep.GPUs, dep.GPU.Name, dep.TensorParallelSize, sc.TimeScale, ln.Addr())
+		mode := ""
+		if faithful {
+			mode = ", vllm-faithful"
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: serving %s (%s on %d× %s, TP %d, time scale %g%s) at http://%s\n",
+			srv.Model(), dep.Model.Name, dep.GPUs, dep.GPU.Name, dep.TensorParallelSize, sc.TimeScale, mode, ln.Addr())
 		if err := srv.Serve(cmd.Context(), ln); err != nil {
 			return err
 		}
@@ -345,6 +436,24 @@ func newSimServeCmd() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// wrapWords joins words with spaces into lines of at most width bytes.
+func wrapWords(words []string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range words {
+		if i > 0 && line+1+len(w) > width {
+			b.WriteByte('\n')
+			line = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
 }
 
 // readSimMeasurements reads benchmark measurements for calibrate/validate.

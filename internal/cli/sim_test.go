@@ -48,6 +48,15 @@ func TestSimBadFlags(t *testing.T) {
 		{"sim", "serve", "--throttle", "1"},
 		{"sim", "serve", "--port", "70000"},
 		{"sim", "serve", "--gpu-memory-utilization", "1.5"},
+		// vLLM flags the simulator ignores are unknown without --vllm-faithful,
+		// as is vllm serve's positional model.
+		{"sim", "serve", "--swap-space", "4"},
+		{"sim", "serve", "gpt-oss-120b"},
+		{"sim", "serve", "--vllm-faithful", "--no-such-vllm-flag"},
+		{"sim", "serve", "--vllm-faithful", "--gpus", "4", "--tensor-parallel-size", "2", "--data-parallel-size", "1"},
+		{"sim", "serve", "--vllm-faithful", "--model", "gpt-oss-20b", "gpt-oss-120b"},
+		{"sim", "serve", "--vllm-faithful", "--reasoning-field", "thoughts"},
+		{"sim", "serve", "--tokens-per-chunk", "-1"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Run(context.Background(), args, &out, &errb); code != ExitUsage {
@@ -88,5 +97,30 @@ func TestSimEngineFlagsOverrideConfig(t *testing.T) {
 	want := map[string]any{"max-num-seqs": 64, "block_size": 32}
 	if !reflect.DeepEqual(e.Params, want) {
 		t.Errorf("params = %v, want %v", e.Params, want)
+	}
+}
+
+// TestSimServeFaithfulAcceptsVLLMCommandLine checks that the vLLM-faithful
+// mode starts from a vllm serve command line as spoc's process launcher
+// renders it: positional model, data-parallel size, flags it ignores with a
+// log line. The context is already cancelled, so the server stops as soon
+// as it has started.
+func TestSimServeFaithfulAcceptsVLLMCommandLine(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := Run(ctx, []string{"sim", "serve", "--vllm-faithful", "openai/gpt-oss-120b", "--port", "0",
+		"--served-model-name", "gpt", "--tensor-parallel-size", "2", "--data-parallel-size", "2", "--max-model-len", "32768",
+		"--enable-prompt-tokens-details", "--swap-space", "4", "--trust-remote-code", "--no-disable-log-stats"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{
+		"ignoring vLLM flag --trust-remote-code: not modelled", "ignoring vLLM flag --no-disable-log-stats",
+		"ignoring vLLM flag --swap-space", "serving gpt (openai/gpt-oss-120b on 4× ", "TP 2", "vllm-faithful) at http://127.0.0.1:",
+	} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
 	}
 }

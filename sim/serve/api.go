@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -83,25 +84,41 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+vllm.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET "+vllm.PathVersion, s.serveVersion)
 	mux.HandleFunc("POST "+vllm.PathTokenize, s.serveTokenize)
-	mux.HandleFunc("POST "+vllm.PathResetPrefixCache, s.serveResetPrefixCache)
+	if s.cfg.VLLMFaithful && !s.cfg.DevMode {
+		// vLLM registers the route only in dev mode; FastAPI answers any
+		// other path with 404 and this body.
+		mux.HandleFunc(vllm.PathResetPrefixCache, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"detail":"Not Found"}`)
+		})
+	} else {
+		mux.HandleFunc("POST "+vllm.PathResetPrefixCache, s.serveResetPrefixCache)
+	}
 	mux.Handle("GET "+vllm.PathMetrics, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.Handle("GET /dcgm/metrics", promhttp.HandlerFor(s.dcgm, promhttp.HandlerOpts{}))
 	return mux
 }
 
 // serveVersion answers as vLLM's /version does, with a version no vLLM
-// release has, so a client can tell the simulator from a real server.
+// release has, so a client can tell the simulator from a real server; the
+// vLLM-faithful mode adds " (vllm-faithful)", so that a test can also tell
+// the stand-in process from spoc's in-process simulator.
 func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
 	v := s.cfg.Version
 	if v == "" {
 		v = "dev"
 	}
-	writeJSON(w, map[string]string{"version": "spoc-sim " + v})
+	v = "spoc-sim " + v
+	if s.cfg.VLLMFaithful {
+		v += " (vllm-faithful)"
+	}
+	writeJSON(w, map[string]string{"version": v})
 }
 
-// serveResetPrefixCache empties the simulated prefix cache. The simulator
-// always has the route (vLLM only in dev mode, see vllm.PathResetPrefixCache)
-// and, like vLLM, answers 200 even when a replica refused because requests
+// serveResetPrefixCache empties the simulated prefix cache. The default
+// mode always has the route (vLLM and the vLLM-faithful mode only in dev
+// mode, see vllm.PathResetPrefixCache) and, like vLLM, answers 200 even when a replica refused because requests
 // still hold KV blocks; the refusal is logged.
 func (s *Server) serveResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
 	if !s.resetPrefixCache() {
@@ -276,6 +293,9 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, chat bo
 		w.Header().Set("X-Request-Id", rid)
 	}
 	out := &responder{s: s, c: c, chat: chat, id: id, prompt: len(ids)}
+	if chat && s.reasoning {
+		out.think = ReasoningTokens(n)
+	}
 	if req.Stream {
 		out.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		out.stream(r.Context(), w)
@@ -292,10 +312,33 @@ type responder struct {
 	usage  bool
 	id     uint64
 	prompt int
-	buf    []byte
+	// think is how many leading output tokens are chain of thought
+	// (vLLM-faithful mode, reasoning model, chat).
+	think int
+	buf   []byte
 }
 
 func (o *responder) word(i int) string { return o.s.words[(int(o.id)+i)%len(o.s.words)] }
+
+// text is output tokens [from, to) as text.
+func (o *responder) text(from, to int) string {
+	if from+1 == to {
+		return o.word(from)
+	}
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		b.WriteString(o.word(i))
+	}
+	return b.String()
+}
+
+// reason is the finished request's finish_reason.
+func (o *responder) reason() string {
+	if o.c.stop {
+		return "stop"
+	}
+	return "length"
+}
 
 func (o *responder) idString() string {
 	if o.chat {
@@ -337,15 +380,29 @@ func (o *responder) stream(ctx context.Context, w http.ResponseWriter) {
 			return
 		}
 		o.buf = o.buf[:0]
-		for ; sent < gen; sent++ {
-			o.buf = o.chunk(o.buf, created, o.word(sent), sent == 0, "")
+		// The first token goes alone, the others TokensPerChunk at a time;
+		// a shorter chunk only at the end.
+		for sent < gen {
+			k := o.s.cfg.TokensPerChunk
+			if sent == 0 {
+				k = 1
+			}
+			if gen-sent < k && !finished {
+				break
+			}
+			k = min(k, gen-sent)
+			last := finished && sent+k == gen
+			if o.s.cfg.VLLMFaithful {
+				o.buf = o.faithfulChunk(o.buf, created, sent, sent+k, last)
+			} else {
+				o.buf = o.chunk(o.buf, created, o.text(sent, sent+k), sent == 0, "")
+			}
+			sent += k
 		}
 		if finished {
-			reason := "length"
-			if o.c.stop {
-				reason = "stop"
+			if !o.s.cfg.VLLMFaithful || gen == 0 {
+				o.buf = o.chunk(o.buf, created, "", false, o.reason())
 			}
-			o.buf = o.chunk(o.buf, created, "", false, reason)
 			if o.usage {
 				o.buf = append(o.buf, `data: {"id":"`+o.idString()+`","object":"`+o.object()+`","created":`+created+`,"model":`...)
 				o.buf = strconv.AppendQuote(o.buf, o.s.model)
@@ -403,6 +460,51 @@ func (o *responder) chunk(b []byte, created, text string, first bool, reason str
 	return append(b, "}]}\n\n"...)
 }
 
+// faithfulChunk appends output tokens [from, to) as vLLM streams them: the
+// first preceded by a role-only chunk (chat), chain of thought under
+// ReasoningField and the answer under content (both in one delta where a
+// chunk straddles them), and the finish reason with the last tokens.
+func (o *responder) faithfulChunk(b []byte, created string, from, to int, last bool) []byte {
+	head := func(b []byte) []byte {
+		b = append(b, `data: {"id":"`+o.idString()+`","object":"`+o.object()+`","created":`+created+`,"model":`...)
+		b = strconv.AppendQuote(b, o.s.model)
+		return append(b, `,"choices":[{"index":0,`...)
+	}
+	if from == 0 && o.chat {
+		b = head(b)
+		b = append(b, `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	}
+	b = head(b)
+	if o.chat {
+		b = append(b, `"delta":{`...)
+		if from < o.think {
+			b = append(b, '"')
+			b = append(b, o.s.cfg.ReasoningField...)
+			b = append(b, `":`...)
+			b = strconv.AppendQuote(b, o.text(from, min(to, o.think)))
+		}
+		if to > o.think {
+			if from < o.think {
+				b = append(b, ',')
+			}
+			b = append(b, `"content":`...)
+			b = strconv.AppendQuote(b, o.text(max(from, o.think), to))
+		}
+		b = append(b, '}')
+	} else {
+		b = append(b, `"text":`...)
+		b = strconv.AppendQuote(b, o.text(from, to))
+	}
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	if !last {
+		return append(b, "null}]}\n\n"...)
+	}
+	b = strconv.AppendQuote(b, o.reason())
+	return append(b, `,"stop_reason":null}]}`+"\n\n"...)
+}
+
+// appendUsage appends the usage object; the vLLM-faithful mode reports
+// cached_tokens only with EnablePromptTokensDetails, as vLLM does.
 func (o *responder) appendUsage(b []byte, gen int) []byte {
 	o.s.mu.Lock()
 	cached := o.c.req.CachedTokens
@@ -413,6 +515,9 @@ func (o *responder) appendUsage(b []byte, gen int) []byte {
 	b = strconv.AppendInt(b, int64(o.prompt+gen), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(gen), 10)
+	if o.s.cfg.VLLMFaithful && !o.s.cfg.EnablePromptTokensDetails {
+		return append(b, '}')
+	}
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = strconv.AppendInt(b, int64(cached), 10)
 	return append(b, "}}"...)
@@ -430,21 +535,25 @@ func (o *responder) whole(ctx context.Context, w http.ResponseWriter) {
 		if !finished {
 			continue
 		}
-		var text []byte
-		for i := range gen {
-			text = append(text, o.word(i)...)
-		}
-		reason := "length"
-		if o.c.stop {
-			reason = "stop"
-		}
-		choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": reason}
+		choice := map[string]any{"index": 0, "logprobs": nil, "finish_reason": o.reason()}
 		object := "text_completion"
-		if o.chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": string(text)}
+		switch {
+		case o.chat && o.s.cfg.VLLMFaithful:
+			// vLLM's message always has the reasoning field, null when the
+			// model did not think.
+			think := min(o.think, gen)
+			var reasoning any
+			if think > 0 {
+				reasoning = o.text(0, think)
+			}
+			choice["message"] = map[string]any{"role": "assistant", "content": o.text(think, gen), o.s.cfg.ReasoningField: reasoning}
+			choice["stop_reason"] = nil
 			object = "chat.completion"
-		} else {
-			choice["text"] = string(text)
+		case o.chat:
+			choice["message"] = map[string]any{"role": "assistant", "content": o.text(0, gen)}
+			object = "chat.completion"
+		default:
+			choice["text"] = o.text(0, gen)
 		}
 		resp := map[string]any{"id": o.idString(), "object": object, "created": time.Now().Unix(), "model": o.s.model,
 			"choices": []any{choice}, "usage": json.RawMessage(o.appendUsage(nil, gen))}

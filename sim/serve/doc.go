@@ -12,6 +12,14 @@
 // Faults can be injected: HTTP 500s at a rate, stalls of the whole engine
 // (Stall), throttled GPUs (sim.Throttle).
 //
+// Config.VLLMFaithful turns on a vLLM-faithful mode, in which the server can
+// stand in for a real vLLM process in end-to-end tests of spoc's live path:
+// gpt-oss models stream reasoning before content, chunks carry several
+// tokens, cached_tokens and /reset_prefix_cache need vLLM's switches
+// (--enable-prompt-tokens-details, VLLM_SERVER_DEV_MODE=1), and /version
+// says which mode answers. Requests served are counted, as in vLLM, by
+// vllm:request_success_total.
+//
 // The engine model itself — scheduler, KV cache, cost model, deployment,
 // virtual-time executor — is package sim; nothing here changes what it
 // computes, only when.

@@ -43,6 +43,33 @@ type Config struct {
 	Version string
 	// Logger receives request-level events; nil discards them.
 	Logger *slog.Logger
+
+	// VLLMFaithful makes the server behave like vLLM where spoc's live path
+	// depends on it, so that `spoc sim serve --vllm-faithful` can stand in
+	// for a real server: a reasoning model (gpt-oss) streams its chain of
+	// thought under ReasoningField before the content, streamed chunks
+	// carry several tokens (TokensPerChunk), the role comes in a chunk of
+	// its own and the finish reason with the last tokens, cached_tokens is
+	// reported only with EnablePromptTokensDetails, /reset_prefix_cache is
+	// served only in DevMode, and /version says "vllm-faithful". Off, the
+	// server answers as it always did.
+	VLLMFaithful bool
+	// TokensPerChunk is how many tokens a streamed chunk carries after the
+	// first; 0 means DefaultTokensPerChunk, or FaithfulTokensPerChunk in
+	// the vLLM-faithful mode.
+	TokensPerChunk int
+	// ReasoningField names the streamed chain of thought in the
+	// vLLM-faithful mode: vllm.FieldReasoning (empty, current vLLM) or
+	// vllm.FieldReasoningContent (servers before the rename).
+	ReasoningField string
+	// EnablePromptTokensDetails is vLLM's --enable-prompt-tokens-details:
+	// in the vLLM-faithful mode usage.prompt_tokens_details.cached_tokens
+	// is reported only with it. The default mode always reports it.
+	EnablePromptTokensDetails bool
+	// DevMode is vLLM's VLLM_SERVER_DEV_MODE=1 (see DevMode): in the
+	// vLLM-faithful mode POST /reset_prefix_cache answers 404 without it.
+	// The default mode always serves the route.
+	DevMode bool
 }
 
 // DefaultTokenizer is the tokenizer of the reference model.
@@ -60,8 +87,11 @@ type Server struct {
 	tok     *tokenizer.Tokenizer
 	factors perfmodel.Factors
 	model   string
-	start   time.Time
-	log     *slog.Logger
+	// reasoning: replies stream a chain of thought first (vLLM-faithful
+	// mode, reasoning model).
+	reasoning bool
+	start     time.Time
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	calls   map[*sim.Request]*call
@@ -105,6 +135,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ErrorRate < 0 || cfg.ErrorRate > 1 {
 		return nil, fmt.Errorf("sim server: error rate %v is not in [0, 1]", cfg.ErrorRate)
 	}
+	if cfg.TokensPerChunk < 0 {
+		return nil, fmt.Errorf("sim server: tokens per chunk must not be negative, got %d", cfg.TokensPerChunk)
+	}
+	if cfg.TokensPerChunk == 0 {
+		cfg.TokensPerChunk = DefaultTokensPerChunk
+		if cfg.VLLMFaithful {
+			cfg.TokensPerChunk = FaithfulTokensPerChunk
+		}
+	}
+	field, err := reasoningField(cfg.ReasoningField)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ReasoningField = field
 	for i, s := range cfg.Stalls {
 		if s.Start < 0 || s.Duration <= 0 {
 			return nil, fmt.Errorf("sim server: stall %d: start must not be negative and duration must be positive", i)
@@ -146,6 +190,7 @@ func New(cfg Config) (*Server, error) {
 	if len(s.words) == 0 {
 		return nil, fmt.Errorf("sim server: tokenizer %s encodes none of the reply words as one token", name)
 	}
+	s.reasoning = cfg.VLLMFaithful && reasoningModel(s.dep.Model.Name, s.model)
 	s.reg = prometheus.NewRegistry()
 	s.metrics = newVLLMMetrics(s.reg, s.model, c)
 	s.dcgm = prometheus.NewRegistry()

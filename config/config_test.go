@@ -137,9 +137,9 @@ func TestAllErrorsReported(t *testing.T) {
 	}
 	got := err.Error()
 	for _, want := range []string{
-		"multi.yaml:2: engine.gpus: must be at least 1, got 0",
-		"multi.yaml:4: run.users: must be at least 1, got 0",
-		"multi.yaml:5: run.think_time_scale: must not be negative, got -1",
+		"multi.yaml:2:3: engine.gpus: must be at least 1, got 0",
+		"multi.yaml:4:3: run.users: must be at least 1, got 0",
+		"multi.yaml:5:3: run.think_time_scale: must not be negative, got -1",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
@@ -155,7 +155,7 @@ func TestTypeErrorsNameTheirFields(t *testing.T) {
 		t.Fatal("want errors")
 	}
 	got := err.Error()
-	for _, want := range []string{"types.yaml:2: engine.gpus: cannot unmarshal", "types.yaml:4: run.users: cannot unmarshal"} {
+	for _, want := range []string{"types.yaml:2:9: engine.gpus: cannot unmarshal", "types.yaml:4:10: run.users: cannot unmarshal"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in\n%s", want, got)
 		}

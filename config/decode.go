@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -12,15 +13,20 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// positions maps a field path to the line it was written on.
-type positions map[string]int
+// position is where a key or list item was written: 1-based line and
+// column. Columns matter in flow style ({a: 1, b: 2}), where one line holds
+// many keys.
+type position struct{ Line, Column int }
 
-// lookup finds the line of path or of its nearest written ancestor, so an
-// error about a missing sub-field points at its parent.
-func (p positions) lookup(path string) int {
+// positions maps a field path to where it was written.
+type positions map[string]position
+
+// lookup finds the position of path or of its nearest written ancestor, so
+// an error about a missing sub-field points at its parent.
+func (p positions) lookup(path string) position {
 	for path != "" {
-		if l, ok := p[path]; ok {
-			return l
+		if at, ok := p[path]; ok {
+			return at
 		}
 		i := strings.LastIndexAny(path, ".[")
 		if i < 0 {
@@ -28,7 +34,7 @@ func (p positions) lookup(path string) int {
 		}
 		path = path[:i]
 	}
-	return 0
+	return position{}
 }
 
 // Load decodes a plan from r over the defaults and validates it. name is the
@@ -85,8 +91,12 @@ func LoadFile(path string) (*Config, error) {
 }
 
 // checkKnown walks a YAML node against the Go type it will decode into and
-// records every mapping key that has no field, with its path and line. It
-// also records the line of every known field for later validation messages.
+// records every mapping key that has no field and every value that does not
+// decode into its field's type, each with its path, line and column. It
+// also records the position of every known field for later validation
+// messages. Checking each value on its own is what lets an error name the
+// exact key: yaml reports type errors by line only, and a custom
+// unmarshaler's error (Duration) stops decoding at the first one.
 func checkKnown(n *yaml.Node, t reflect.Type, path string, pos positions, errs *Errors) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -94,9 +104,14 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, pos positions, errs *
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
+	if parsesItself(t, n) {
+		checkValue(n, t, path, errs)
+		return
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
+			checkValue(n, t, path, errs)
 			return
 		}
 		fields := yamlFields(t)
@@ -106,33 +121,87 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, pos positions, errs *
 				continue
 			}
 			p := join(path, k.Value)
-			f, ok := fields[k.Value]
-			if !ok {
-				errs.List = append(errs.List, &FieldError{Path: p, Line: k.Line, Msg: fmt.Sprintf("unknown key %q%s", k.Value, suggest(k.Value, fields))})
-				pos[p] = k.Line
+			if checkDuplicate(k, p, pos, errs) {
 				continue
 			}
-			pos[p] = k.Line
+			f, ok := fields[k.Value]
+			if !ok {
+				errs.List = append(errs.List, &FieldError{Path: p, Line: k.Line, Column: k.Column,
+					Msg: fmt.Sprintf("unknown key %q%s", k.Value, suggest(k.Value, fieldNames(fields)))})
+				continue
+			}
 			checkKnown(v, f.Type, p, pos, errs)
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
+			checkValue(n, t, path, errs)
 			return
 		}
 		for i, item := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			pos[p] = item.Line
+			pos[p] = position{item.Line, item.Column}
 			checkKnown(item, t.Elem(), p, pos, errs)
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
+			checkValue(n, t, path, errs)
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			p := join(path, n.Content[i].Value)
-			pos[p] = n.Content[i].Line
+			k := n.Content[i]
+			p := join(path, k.Value)
+			if checkDuplicate(k, p, pos, errs) {
+				continue
+			}
 			checkKnown(n.Content[i+1], t.Elem(), p, pos, errs)
 		}
+	case reflect.Interface:
+		// any value decodes (engine.params); its consumer checks it.
+	default:
+		checkValue(n, t, path, errs)
+	}
+}
+
+var (
+	yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// parsesItself reports whether yaml decodes n into a t by t's own method
+// (Duration, search.Direction) rather than field by field; as in yaml, a
+// TextUnmarshaler only parses scalars.
+func parsesItself(t reflect.Type, n *yaml.Node) bool {
+	pt := reflect.PointerTo(t)
+	return pt.Implements(yamlUnmarshaler) || (n.Kind == yaml.ScalarNode && pt.Implements(textUnmarshaler))
+}
+
+// checkDuplicate records the position of key k at path p, or reports k as a
+// duplicate when its mapping already set p: yaml rejects duplicates too,
+// but by line only, which is ambiguous in flow style.
+func checkDuplicate(k *yaml.Node, p string, pos positions, errs *Errors) bool {
+	if first, dup := pos[p]; dup {
+		errs.List = append(errs.List, &FieldError{Path: p, Line: k.Line, Column: k.Column,
+			Msg: fmt.Sprintf("key %q already set at line %d, column %d", k.Value, first.Line, first.Column)})
+		return true
+	}
+	pos[p] = position{k.Line, k.Column}
+	return false
+}
+
+// checkValue decodes n into a fresh value of type t and records a failure
+// at path, positioned at the value itself.
+func checkValue(n *yaml.Node, t reflect.Type, path string, errs *Errors) {
+	err := n.Decode(reflect.New(t).Interface())
+	if err == nil {
+		return
+	}
+	var te *yaml.TypeError
+	msgs := []string{err.Error()}
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msgs = te.Errors
+	}
+	for _, m := range msgs {
+		errs.List = append(errs.List, &FieldError{Path: path, Line: n.Line, Column: n.Column, Msg: trimYAMLErr(errors.New(m))})
 	}
 }
 
@@ -169,23 +238,41 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	return out
 }
 
-// suggest proposes the closest known key for a misspelt one: a small edit
-// distance, or one key being a prefix of the other (maximum → max).
-func suggest(key string, fields map[string]reflect.StructField) string {
-	best, bestD := "", 1<<30
+func fieldNames(fields map[string]reflect.StructField) []string {
+	names := make([]string, 0, len(fields))
 	for k := range fields {
-		d := editDistance(key, k)
-		if d > 2 && !strings.HasPrefix(key, k) && !strings.HasPrefix(k, key) {
+		names = append(names, k)
+	}
+	return names
+}
+
+// suggest proposes the closest known name for a misspelt one, formatted
+// for an error message, or "" when none is close.
+func suggest(name string, known []string) string {
+	best := closest(name, known)
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// closest returns the known name nearest to name, ignoring case: a small
+// edit distance, or one name being a prefix of the other (maximum → max).
+// Ties go to the alphabetically first name; "" means none is close.
+func closest(name string, known []string) string {
+	key := strings.ToLower(name)
+	best, bestD := "", 1<<30
+	for _, k := range known {
+		lk := strings.ToLower(k)
+		d := editDistance(key, lk)
+		if d > 2 && !strings.HasPrefix(key, lk) && !strings.HasPrefix(lk, key) {
 			continue
 		}
 		if d < bestD || (d == bestD && k < best) {
 			best, bestD = k, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {
@@ -208,10 +295,12 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// decodeErrors turns a decoding failure into FieldErrors naming the field
-// written on the failing line: yaml reports only "line N: cannot unmarshal
-// !!str `abc` into uint64", which does not say which setting was wrong.
-// Every type error of a *yaml.TypeError is kept, so all are fixed at once.
+// decodeErrors turns a decoding failure that checkKnown did not foresee
+// into FieldErrors. yaml reports only "line N: cannot unmarshal ...", so the
+// path is the field written on that line, or on a flow-style line with
+// several keys, their nearest common parent: naming a parent is honest,
+// guessing one of the keys is not. Every type error of a *yaml.TypeError is
+// kept, so all are fixed at once.
 func decodeErrors(err error, file string, pos positions) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) || len(te.Errors) == 0 {
@@ -227,19 +316,39 @@ func decodeErrors(err error, file string, pos positions) error {
 	return errs
 }
 
-// pathAt returns the deepest field path written on line, or "" when none
-// is known (line 0, or a line with no key on it).
+// pathAt returns the deepest path that contains every field path written
+// on line: the field itself when the line holds one key, their common
+// parent when it holds several (flow style), "" when none is known.
 func (p positions) pathAt(line int) string {
-	best := ""
-	if line <= 0 {
-		return best
-	}
-	for path, l := range p {
-		if l == line && (len(path) > len(best) || (len(path) == len(best) && path < best)) {
-			best = path
+	var paths []string
+	if line > 0 {
+		for path, at := range p {
+			if at.Line == line {
+				paths = append(paths, path)
+			}
 		}
 	}
-	return best
+	if len(paths) == 0 {
+		return ""
+	}
+	common := paths[0]
+	for _, path := range paths[1:] {
+		for !within(path, common) {
+			i := strings.LastIndexAny(common, ".[")
+			if i < 0 {
+				return ""
+			}
+			common = common[:i]
+		}
+	}
+	return common
+}
+
+// within reports whether path is ancestor itself or lies under it: a.b is
+// within a and a.b, a[0].c within a[0], but a.bc is not within a.b.
+func within(path, ancestor string) bool {
+	rest, ok := strings.CutPrefix(path, ancestor)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 func yamlErrLine(err error) int {

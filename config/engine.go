@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/spoc-project/spoc/perfmodel"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -207,6 +210,7 @@ func (e *Engine) validate(p string, errs *Errors) {
 			errs.Addf(p+".kubernetes.namespace", "kind kubernetes needs a namespace")
 		}
 	}
+	e.validateNames(p, errs)
 	for i, t := range e.Compare {
 		tp := fmt.Sprintf("%s.compare[%d]", p, i)
 		if t.Name == "" {
@@ -222,4 +226,67 @@ func (e *Engine) validate(p string, errs *Errors) {
 			errs.Addf(tp+".tensor_parallel_size", "must be at least 1 and divide gpus (%d), got %d", t.GPUs, t.TensorParallelSize)
 		}
 	}
+}
+
+// validateNames resolves engine.model, engine.gpu and every
+// engine.compare[].gpu by the rule the simulator builds deployments with
+// (perfmodel.ResolveModel, perfmodel.ResolveGPU), so a misspelt name fails
+// spoc config check, not a trial minutes into a plan; compare targets are
+// simulated whatever the engine kind. Relative paths (a config.json model,
+// gpu_catalog) are read from the working directory, as the simulator reads
+// them.
+func (e *Engine) validateNames(p string, errs *Errors) {
+	if strings.TrimSpace(e.Model) != "" {
+		if _, err := perfmodel.ResolveModel(e.Model); err != nil {
+			errs.Addf(p+".model", "%s", unknownNameMsg(err, "a path to a Hugging Face config.json"))
+		}
+	}
+	extra, err := perfmodel.ReadGPUCatalogFile(e.GPUCatalog)
+	if err != nil {
+		// The GPUs it defines are unknown, so their names cannot be checked.
+		errs.Addf(p+".gpu_catalog", "%v", err)
+		return
+	}
+	orMore := "one defined in engine.gpu_catalog"
+	if e.GPUCatalog != "" {
+		orMore = "one added to " + e.GPUCatalog
+	}
+	checkGPU := func(path, name string) {
+		if _, err := perfmodel.ResolveGPU(name, extra); err != nil {
+			errs.Addf(path, "%s", unknownNameMsg(err, orMore))
+		}
+	}
+	checkGPU(p+".gpu", e.GPU)
+	for i, t := range e.Compare {
+		if t.GPU != "" { // "must be set" is reported with the target
+			checkGPU(fmt.Sprintf("%s.compare[%d].gpu", p, i), t.GPU)
+		}
+	}
+}
+
+// unknownNameMsg words a failed model or GPU resolution: for a name in no
+// catalog, the closest known name and every accepted one, ending with
+// orElse (what else the field accepts); any other failure (an unreadable
+// config.json) as it is.
+func unknownNameMsg(err error, orElse string) string {
+	var ue *perfmodel.UnknownNameError
+	if !errors.As(err, &ue) {
+		return err.Error()
+	}
+	kind := ue.Kind
+	if kind == "gpu" {
+		kind = "GPU"
+	}
+	if strings.TrimSpace(ue.Name) == "" {
+		return fmt.Sprintf("must name a %s: one of %s, or %s", kind, quoteList(ue.Known), orElse)
+	}
+	// Hugging Face ids are also accepted by their repository name
+	// (gpt-oss-120b for openai/gpt-oss-120b); suggest either spelling.
+	candidates := slices.Clone(ue.Known)
+	for _, k := range ue.Known {
+		if i := strings.LastIndexByte(k, '/'); i >= 0 {
+			candidates = append(candidates, k[i+1:])
+		}
+	}
+	return fmt.Sprintf("unknown %s %q%s; known: %s, or %s", kind, ue.Name, suggest(ue.Name, candidates), quoteList(ue.Known), orElse)
 }

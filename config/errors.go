@@ -7,24 +7,32 @@ import (
 )
 
 // FieldError is one problem with one field. Path uses dots and [i] indices
-// (workload.profiles[1].weight); Line is 0 when the value did not come from a
-// file (a default).
+// (workload.profiles[1].weight); Line and Column are 1-based and 0 when
+// unknown: a value that did not come from a file (a default), or a YAML
+// syntax error, which yaml reports by line only.
 type FieldError struct {
-	File string
-	Line int
-	Path string
-	Msg  string
+	File   string
+	Line   int
+	Column int
+	Path   string
+	Msg    string
 }
 
+// Error reads "file:line:column: path: message", the form editors and
+// terminals turn into a link to the spot; without a file name, "line L,
+// column C: path: message".
 func (e *FieldError) Error() string {
 	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	} else if e.Line > 0 {
+	switch {
+	case e.File != "" && e.Line > 0 && e.Column > 0:
+		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Column)
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		fmt.Fprintf(&b, "%s: ", e.File)
+	case e.Line > 0 && e.Column > 0:
+		fmt.Fprintf(&b, "line %d, column %d: ", e.Line, e.Column)
+	case e.Line > 0:
 		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
 	if e.Path != "" {
@@ -60,14 +68,21 @@ func (e *Errors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
-// locate fills File and Line from the positions of the decoded document and
-// sorts by line so messages read top to bottom.
+// locate fills File, Line and Column from the positions of the decoded
+// document, keeping any position already known (a value's own, from
+// decoding), and sorts so messages read top to bottom, left to right.
 func (e *Errors) locate(file string, pos positions) {
 	for _, fe := range e.List {
 		fe.File = file
-		fe.Line = pos.lookup(fe.Path)
+		if fe.Line == 0 {
+			at := pos.lookup(fe.Path)
+			fe.Line, fe.Column = at.Line, at.Column
+		}
 	}
-	sort.SliceStable(e.List, func(i, j int) bool { return e.List[i].Line < e.List[j].Line })
+	sort.SliceStable(e.List, func(i, j int) bool {
+		a, b := e.List[i], e.List[j]
+		return a.Line < b.Line || (a.Line == b.Line && a.Column < b.Column)
+	})
 }
 
 func quoteList(xs []string) string {

@@ -104,7 +104,8 @@ var gpuAliases = map[string]string{
 }
 
 // LookupGPU finds a built-in GPU by name, case-insensitively, accepting short
-// aliases ("h100", "h200", "a100", "b200").
+// aliases ("h100", "h200", "a100", "b200"). An unknown name fails with an
+// *UnknownNameError.
 func LookupGPU(name string) (GPU, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if a, ok := gpuAliases[key]; ok {
@@ -113,7 +114,7 @@ func LookupGPU(name string) (GPU, error) {
 	if g, ok := builtinGPUs()[key]; ok {
 		return g, nil
 	}
-	return GPU{}, fmt.Errorf("gpu %q: %w (known: %s)", name, ErrUnknown, strings.Join(GPUNames(), ", "))
+	return GPU{}, &UnknownNameError{Kind: "gpu", Name: name, Known: GPUNames()}
 }
 
 // GPUNames lists the built-in GPUs, sorted.

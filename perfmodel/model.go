@@ -227,7 +227,8 @@ var ErrUnknown = errors.New("not in the catalog")
 
 // LookupModel finds a built-in model by its Hugging Face id or by the part after
 // the slash, case-insensitively ("gpt-oss-120b", "openai/gpt-oss-120b",
-// "llama-3.1-8b" for Llama-3.1-8B-Instruct).
+// "llama-3.1-8b" for Llama-3.1-8B-Instruct). An unknown name fails with an
+// *UnknownNameError.
 func LookupModel(name string) (Model, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	cat := builtinModels()
@@ -240,7 +241,7 @@ func LookupModel(name string) (Model, error) {
 			return m, nil
 		}
 	}
-	return Model{}, fmt.Errorf("model %q: %w (known: %s)", name, ErrUnknown, strings.Join(ModelNames(), ", "))
+	return Model{}, &UnknownNameError{Kind: "model", Name: name, Known: ModelNames()}
 }
 
 // ModelNames lists the built-in models' Hugging Face ids, sorted.

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spoc-project/spoc/perfmodel"
@@ -63,13 +62,17 @@ type DeploymentSpec struct {
 // spec. Error messages name the engine section's fields (engine.model,
 // engine.params, ...), where users set them.
 func NewDeployment(spec DeploymentSpec) (Deployment, error) {
-	model, err := resolveModel(spec.Model)
+	model, err := perfmodel.ResolveModel(spec.Model)
 	if err != nil {
-		return Deployment{}, err
+		return Deployment{}, fmt.Errorf("engine.model: %w", err)
 	}
-	gpu, err := resolveGPU(spec.GPU, spec.GPUCatalog)
+	extra, err := perfmodel.ReadGPUCatalogFile(spec.GPUCatalog)
 	if err != nil {
-		return Deployment{}, err
+		return Deployment{}, fmt.Errorf("engine.gpu_catalog: %w", err)
+	}
+	gpu, err := perfmodel.ResolveGPU(spec.GPU, extra)
+	if err != nil {
+		return Deployment{}, fmt.Errorf("engine.gpu: %w", err)
 	}
 	p, err := ParamsFromMap(spec.Params)
 	if err != nil {
@@ -113,50 +116,6 @@ func ReferenceDeploymentSpec() DeploymentSpec {
 			"block-size":             16,
 		},
 	}
-}
-
-func resolveModel(name string) (perfmodel.Model, error) {
-	if strings.HasSuffix(name, ".json") {
-		f, err := os.Open(name)
-		if err != nil {
-			return perfmodel.Model{}, fmt.Errorf("engine.model: %w", err)
-		}
-		defer f.Close()
-		m, err := perfmodel.ReadHFConfig(f, name)
-		if err != nil {
-			return perfmodel.Model{}, fmt.Errorf("engine.model: %w", err)
-		}
-		return m, nil
-	}
-	m, err := perfmodel.LookupModel(name)
-	if err != nil {
-		return perfmodel.Model{}, fmt.Errorf("engine.model: %w", err)
-	}
-	return m, nil
-}
-
-func resolveGPU(name, catalog string) (perfmodel.GPU, error) {
-	if catalog != "" {
-		f, err := os.Open(catalog)
-		if err != nil {
-			return perfmodel.GPU{}, fmt.Errorf("engine.gpu_catalog: %w", err)
-		}
-		defer f.Close()
-		gs, err := perfmodel.ReadGPUs(f, catalog)
-		if err != nil {
-			return perfmodel.GPU{}, fmt.Errorf("engine.gpu_catalog: %w", err)
-		}
-		for _, g := range gs {
-			if strings.EqualFold(g.Name, name) {
-				return g, nil
-			}
-		}
-	}
-	g, err := perfmodel.LookupGPU(name)
-	if err != nil {
-		return perfmodel.GPU{}, fmt.Errorf("engine.gpu: %w", err)
-	}
-	return g, nil
 }
 
 // Cluster is a built deployment: the cost model and one Engine per

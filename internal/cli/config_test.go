@@ -27,7 +27,7 @@ func TestConfigCheck(t *testing.T) {
 		{"flag", []string{"config", "check", "-c", good}, ExitOK, good + ": ok"},
 		{"positional", []string{"config", "check", good}, ExitOK, good + ": ok"},
 		{"same file twice", []string{"config", "check", "-c", good, good}, ExitOK, good + ": ok"},
-		{"invalid", []string{"config", "check", bad}, ExitUsage, "bad.yaml:2: workload.seed:"},
+		{"invalid", []string{"config", "check", bad}, ExitUsage, "bad.yaml:2:9: workload.seed:"},
 		{"missing", []string{"config", "check", filepath.Join(dir, "none.yaml")}, ExitUsage, "none.yaml"},
 		{"no file", []string{"config", "check"}, ExitUsage, "needs -c FILE"},
 		{"two files", []string{"config", "check", "-c", good, bad}, ExitUsage, "two files"},

@@ -45,12 +45,14 @@ type Evaluation struct {
 	Users  int            `json:"users"`
 	Params map[string]any `json:"params"`
 	// Virtual is set when the run happened in the simulator's virtual time.
-	Virtual bool               `json:"virtual"`
-	Summary *result.Result     `json:"summary"`
-	Verdict result.Verdict     `json:"-"`
-	Pass    bool               `json:"pass"`
-	Failed  string             `json:"failed_clause,omitempty"`
-	Signals *telemetry.Signals `json:"telemetry,omitempty"`
+	Virtual bool `json:"virtual"`
+	// Provenance says where the numbers come from.
+	Provenance Provenance         `json:"provenance"`
+	Summary    *result.Result     `json:"summary"`
+	Verdict    result.Verdict     `json:"-"`
+	Pass       bool               `json:"pass"`
+	Failed     string             `json:"failed_clause,omitempty"`
+	Signals    *telemetry.Signals `json:"telemetry,omitempty"`
 	// Sim describes the simulated deployment (virtual runs only).
 	Sim *SimInfo `json:"sim,omitempty"`
 	// Wall is how long the evaluation took on this machine.
@@ -112,7 +114,9 @@ type Evaluator struct {
 	cur     engine.Server
 	curKey  string
 	curFrom time.Time
-	usage   EngineUsage
+	// curVersion is what the current server said on GET /version.
+	curVersion string
+	usage      EngineUsage
 	// warnedReset is set once a server said it cannot reset its cache.
 	warnedReset bool
 }
@@ -202,6 +206,17 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 	return ev, nil
 }
 
+// provenance is where an evaluation's numbers come from; endpoint is the
+// live server's (empty for virtual runs).
+func (e *Evaluator) provenance(endpoint string) Provenance {
+	p := launcherProvenance(e.launcher)
+	p.Endpoint = endpoint
+	if endpoint != "" {
+		p.Version = e.curVersion
+	}
+	return p
+}
+
 // Deployment is the simulated deployment of params: the simulator
 // launcher's, or, for a real engine, the configuration priced by the cost
 // model (for roofline predictions).
@@ -249,7 +264,7 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.S
 	if err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
-	e.cur, e.curKey, e.curFrom = srv, key, time.Now()
+	e.cur, e.curKey, e.curFrom, e.curVersion = srv, key, time.Now(), ""
 	e.usage.Starts++
 	ep := srv.Endpoint()
 	if ep.Model == "" {
@@ -261,6 +276,7 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.S
 		}
 		return nil, err
 	}
+	e.curVersion = serverVersion(ctx, ep.BaseURL)
 	return srv, nil
 }
 
@@ -316,7 +332,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 		return nil, err
 	}
 	res := sum.Result()
-	ev := &Evaluation{Users: load.Users, Params: params, Virtual: true, Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
+	ev := &Evaluation{Users: load.Users, Params: params, Virtual: true, Provenance: e.provenance(""), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
 	sig := SimSignals(stats, dep, e.setup.Telemetry.StragglerClockDrop)
 	ev.Signals = &sig
 	share := stats.Share()
@@ -408,10 +424,17 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	if err != nil && !interrupted {
 		return nil, err
 	}
+	if !interrupted {
+		// A server that died during the run failed its requests: that is
+		// no measurement of its capacity, so no verdict either.
+		if aerr := engine.Alive(ctx, srv); aerr != nil {
+			return nil, fmt.Errorf("after the run at %d users: %w", load.Users, aerr)
+		}
+	}
 	sum.SetWindow(rep.Window)
 	sum.SetClientHealth(rep.Health)
 	res := sum.Result()
-	ev = &Evaluation{Users: load.Users, Params: params, Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
+	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
 		Interrupted: interrupted, Scheduled: rep.Scheduled}
 	if interrupted {
 		// What was measured before Ctrl-C is returned with the error: a

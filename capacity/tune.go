@@ -84,6 +84,7 @@ func recordAttrs(tc *search.TrialContext, ev *Evaluation) {
 	o := ev.Summary.Overall
 	tc.SetUserAttr("sla", ev.Verdict.String())
 	tc.SetUserAttr("error_rate", o.ErrorRate)
+	tc.SetUserAttr(AttrProvenance, ev.Provenance)
 	if ev.Sim != nil {
 		tc.SetUserAttr("kv_cache_usage_mean", ev.Sim.MeanKVUsage)
 		tc.SetUserAttr("prefix_cache_hit_rate", ev.Sim.PrefixHitRate)
@@ -147,7 +148,7 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		spec.Users = users
 	}
 	notify(fmt.Sprintf("study %q in %s: %d trials, %s engine, %d users per trial", spec.Study, spec.Storage, spec.Trials, s.Deployment.Kind, spec.Users))
-	return tune.Run(ctx, spec, tune.Options{
+	res, err := tune.Run(ctx, spec, tune.Options{
 		Launcher:      s.Launcher,
 		Evaluate:      ev.TuneEvaluator(s.Windows.Tune.At(spec.Users)),
 		Capacity:      ev.CapacityFunc(),
@@ -155,6 +156,35 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		Progress:      o.Progress,
 		Logger:        o.Logger,
 	})
+	if err == nil {
+		err = NoTrialRan(res)
+	}
+	return res, err
+}
+
+// AttrProvenance is the trial attribute holding the Provenance of the
+// trial's evaluation.
+const AttrProvenance = "provenance"
+
+// ErrEveryTrialFailed: no trial of the study completed or was found
+// infeasible; every one failed (the engine never served, say). The study
+// has no result to report.
+var ErrEveryTrialFailed = errors.New("every trial failed")
+
+// NoTrialRan returns ErrEveryTrialFailed, with the first trial's reason,
+// when the study holds trials and every one of them failed; nil otherwise.
+func NoTrialRan(res *tune.Result) error {
+	if res == nil || len(res.Trials) == 0 || res.States[search.StateFail] != len(res.Trials) {
+		return nil
+	}
+	reason := "no reason recorded"
+	for _, t := range res.Trials {
+		if r, ok := t.UserAttrs["error"].(string); ok && r != "" {
+			reason = r
+			break
+		}
+	}
+	return fmt.Errorf("study %q: %w (%d of %d); trial %d: %s", res.Study, ErrEveryTrialFailed, len(res.Trials), len(res.Trials), res.Trials[0].Number, reason)
 }
 
 // ErrNotReconfigurable: a study needs an engine it can restart with each

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -212,4 +213,60 @@ func Check(l Launcher) error {
 		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	return nil
+}
+
+// ErrServerGone is matched when a started server stopped answering or
+// exited: whatever a run measured after that is not the server's capacity.
+var ErrServerGone = errors.New("the server is gone")
+
+// Alive checks that a started server still serves: a process that exited
+// is gone at once; any other server must answer GET /v1/models. A failure
+// matches ErrServerGone and carries the end of the server's log.
+func Alive(ctx context.Context, s Server) error {
+	ep := s.Endpoint()
+	if x, ok := s.(interface{ Exited() bool }); ok && x.Exited() {
+		return &GoneError{Endpoint: ep.BaseURL, Detail: "the server process exited", Log: ep.Log}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := probe(ctx, &http.Client{}, ep.BaseURL+vllm.PathModels); err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return ctx.Err()
+		}
+		return &GoneError{Endpoint: ep.BaseURL, Detail: err.Error(), Log: ep.Log}
+	}
+	return nil
+}
+
+// GoneError is a server that stopped serving.
+type GoneError struct {
+	Endpoint string
+	Detail   string
+	// Log is the server's log file, when spoc kept one.
+	Log string
+}
+
+// Error names the server, what happened and the last lines of its log.
+func (e *GoneError) Error() string {
+	msg := fmt.Sprintf("%s at %s: %s", ErrServerGone, e.Endpoint, e.Detail)
+	if tail := LogTail(e.Log, 10); tail != "" {
+		msg += "\nlast lines of " + e.Log + ":\n" + tail
+	}
+	return msg
+}
+
+// Is matches ErrServerGone.
+func (e *GoneError) Is(target error) bool { return target == ErrServerGone }
+
+// LogTail returns the last n lines of the log at path ("" when it cannot
+// be read), for error messages that must say why a server failed.
+func LogTail(path string, n int) string {
+	if path == "" {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(readTail(path, logTailBytes), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

@@ -50,7 +50,8 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			}
 			return "", err
 		}
-		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause}
+		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause,
+			Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
 		ran = append(ran, c.params)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))

@@ -30,7 +30,7 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		}
 		row := CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
 			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
-			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs)}
+			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs), Provenance: res.Provenance()}
 		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {
 			row.Ratio = float64(res.Ceiling) / float64(p.sum.Compare[0].Users)
 		} else if len(p.sum.Compare) == 0 {

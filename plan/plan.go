@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -53,10 +54,11 @@ func (p *planner) logf(format string, args ...any) {
 
 func (p *planner) phase(name string, fn func() (string, error)) error {
 	p.logf("== %s", name)
-	start := time.Now()
+	start, before := time.Now(), p.ev.Usage()
 	detail, err := fn()
-	secs := time.Since(start).Seconds()
-	p.sum.Phases = append(p.sum.Phases, Phase{Name: name, Seconds: secs, Detail: detail})
+	secs, after := time.Since(start).Seconds(), p.ev.Usage()
+	p.sum.Phases = append(p.sum.Phases, Phase{Name: name, Seconds: secs, Detail: detail,
+		EngineSeconds: after.Seconds - before.Seconds, EngineStarts: after.Starts - before.Starts})
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
@@ -101,8 +103,8 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if err := engine.Check(s.Launcher); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
+	if err := checkWritable(o.OutDir); err != nil {
+		return nil, err
 	}
 	ev, err := capacity.NewEvaluator(s.Setup, o.Logger)
 	if err != nil {
@@ -126,12 +128,42 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		{"trace", p.trace},
 		{"compare", p.compare},
 	}
+	// The sweep's records go to a staging folder that replaces records/
+	// only when every phase succeeded: an interrupted or failed plan leaves
+	// the previous plan's records beside its report.
+	staging := filepath.Join(o.OutDir, stagingRecords)
+	defer os.RemoveAll(staging)
 	for _, s := range steps {
 		if err := p.phase(s.name, func() (string, error) { return s.fn(ctx) }); err != nil {
 			return nil, err
 		}
 	}
+	final := filepath.Join(o.OutDir, "records")
+	if err := os.RemoveAll(final); err != nil {
+		return nil, fmt.Errorf("plan: replace %s: %w", final, err)
+	}
+	if err := os.Rename(staging, final); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
 	return p.sum, nil
+}
+
+// stagingRecords is the folder under OutDir the sweep writes its records
+// into until the plan has succeeded.
+const stagingRecords = ".records-partial"
+
+// checkWritable creates dir and fails now, not after hours of tuning, when
+// spoc cannot write there.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("plan: output folder: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".spoc-write-check-*")
+	if err != nil {
+		return fmt.Errorf("plan: output folder %s is not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // simCalibration names the cost-model factors the simulator uses and their
@@ -217,6 +249,9 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 			}
 		},
 	})
+	if err == nil {
+		err = capacity.NoTrialRan(res)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -108,4 +108,3 @@ func TestFailedPlanReturnsNoSummary(t *testing.T) {
 		t.Errorf("error %q after progress\n%s\nwant the baseline phase's, after the workload phase", err, progress.String())
 	}
 }
-

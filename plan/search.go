@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/tune"
 )
@@ -24,6 +26,7 @@ func searchSection(spec tune.Spec, res *tune.Result) *Search {
 	for _, t := range res.Trials {
 		m := Member{Number: t.Number, Generation: t.Generation, State: string(t.State), Params: t.Params,
 			Values: t.Values, Constraints: t.Constraints, Feasible: t.State == search.StateComplete && t.Feasible(), OnFront: front[t.Number]}
+		m.Provenance = trialProvenance(t)
 		if r, ok := t.SystemAttrs["fail_reason"].(string); ok {
 			m.Reason = r
 		} else if r, ok := t.UserAttrs["error"].(string); ok {
@@ -203,4 +206,24 @@ func ranks(v []float64) []float64 {
 		i = j + 1
 	}
 	return r
+}
+
+// trialProvenance reads the provenance a trial's evaluation recorded (a
+// JSON object once stored); nil when the trial never ran.
+func trialProvenance(t search.Trial) *Provenance {
+	v, ok := t.UserAttrs[capacity.AttrProvenance]
+	if !ok {
+		return nil
+	}
+	var p Provenance
+	switch x := v.(type) {
+	case capacity.Provenance:
+		p = x
+	default:
+		b, err := json.Marshal(x)
+		if err != nil || json.Unmarshal(b, &p) != nil {
+			return nil
+		}
+	}
+	return &p
 }

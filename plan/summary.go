@@ -3,6 +3,7 @@ package plan
 import (
 	"time"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/telemetry"
@@ -73,6 +74,8 @@ type Engine struct {
 type Capacity struct {
 	// Users is the capacity ceiling: the largest user count meeting the SLA.
 	Users int `json:"users"`
+	// Provenance is where the sweep that found it ran.
+	Provenance Provenance `json:"provenance"`
 	// FirstFailingUsers is the smallest failing count above it (0: none
 	// failed up to the sweep's maximum).
 	FirstFailingUsers int `json:"first_failing_users"`
@@ -96,11 +99,13 @@ type Capacity struct {
 
 // SweepPoint is one user count of a sweep.
 type SweepPoint struct {
-	Users        int     `json:"users"`
-	Pass         bool    `json:"pass"`
-	FailedClause string  `json:"failed_clause,omitempty"`
-	Requests     int64   `json:"requests"`
-	ErrorRate    float64 `json:"error_rate"`
+	Users int `json:"users"`
+	// Provenance is where this level ran.
+	Provenance   Provenance `json:"provenance"`
+	Pass         bool       `json:"pass"`
+	FailedClause string     `json:"failed_clause,omitempty"`
+	Requests     int64      `json:"requests"`
+	ErrorRate    float64    `json:"error_rate"`
 	// OutputThroughput and TotalThroughput are tokens/s.
 	OutputThroughput float64 `json:"output_throughput"`
 	TotalThroughput  float64 `json:"total_throughput"`
@@ -142,6 +147,8 @@ type Candidate struct {
 	FullCeiling      int    `json:"full_ceiling,omitempty"`
 	FullFailedClause string `json:"full_failed_clause,omitempty"`
 	Chosen           bool   `json:"chosen"`
+	// Provenance is where the candidate's short sweep ran.
+	Provenance Provenance `json:"provenance"`
 }
 
 // Search is the study: objectives, every trial, hypervolume by generation
@@ -184,6 +191,8 @@ type Member struct {
 	Feasible    bool      `json:"feasible"`
 	OnFront     bool      `json:"on_front"`
 	Reason      string    `json:"reason,omitempty"`
+	// Provenance is where the trial ran (empty for a trial that never ran).
+	Provenance *Provenance `json:"provenance,omitempty"`
 }
 
 // GenerationHV is the hypervolume of the front after one generation.
@@ -232,6 +241,8 @@ type CompareRow struct {
 	UsersPerGPU        float64 `json:"users_per_gpu"`
 	// Ratio is Users over the first target's Users.
 	Ratio float64 `json:"ratio"`
+	// Provenance is always simulated: hardware the user does not have.
+	Provenance Provenance `json:"provenance"`
 }
 
 // Assumption is one default that was not a published fact.
@@ -246,4 +257,13 @@ type Phase struct {
 	Name    string  `json:"name"`
 	Seconds float64 `json:"seconds"`
 	Detail  string  `json:"detail,omitempty"`
+	// EngineSeconds is how long live servers were up during the phase
+	// (start-up included); EngineStarts how many were started. Both are 0
+	// for phases that ran on the simulator in virtual time.
+	EngineSeconds float64 `json:"engine_seconds"`
+	EngineStarts  int     `json:"engine_starts"`
 }
+
+// Provenance says where a number came from: live or simulated, on which
+// engine, launched how, reached where, which version.
+type Provenance = capacity.Provenance

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -17,7 +18,7 @@ import (
 // OutDir/records and the telemetry at the ceiling.
 func (p *planner) sweep(ctx context.Context) (string, error) {
 	params := p.sum.Capacity.Config
-	recDir := filepath.Join(p.o.OutDir, "records")
+	recDir := filepath.Join(p.o.OutDir, stagingRecords)
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", err
 	}
@@ -44,7 +45,8 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	c.Users, c.FirstFailingUsers, c.FailedClause = res.Ceiling, res.FirstFailing, res.FailedClause
 	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
 	c.UsersPerGPU = float64(res.Ceiling) / float64(p.s.Deployment.GPUs)
-	c.ServeCommand = serveCommand(p.s.Deployment, c.Config)
+	c.Provenance = res.Provenance()
+	c.ServeCommand = p.serveCommand(c.Config)
 	for _, l := range res.Levels {
 		ev := levels[l.Users]
 		if ev == nil {
@@ -68,7 +70,7 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 
 func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 	o := ev.Summary.Overall
-	sp := SweepPoint{Users: l.Users, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
+	sp := SweepPoint{Users: l.Users, Provenance: ev.Provenance, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
 		OutputThroughput: o.OutputTokensPerSecond, TotalThroughput: o.TotalTokensPerSecond,
 		TTFTP50Ms: o.TTFT.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95, TPOTP95Ms: o.TPOT.P95, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms}
 	for _, pr := range ev.Summary.Profiles {
@@ -86,6 +88,19 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 		}
 	}
 	return sp
+}
+
+// serveCommand is the command that serves the chosen configuration: for a
+// process engine, the configured command template with the flags (what
+// spoc itself ran, with <port> for the port); otherwise a vllm serve
+// command line.
+func (p *planner) serveCommand(params map[string]any) string {
+	if proc, ok := p.s.Launcher.(*engine.Process); ok {
+		if cmd, err := proc.DryRun(engine.Params(params)); err == nil {
+			return cmd
+		}
+	}
+	return serveCommand(p.s.Deployment, params)
 }
 
 // serveCommand renders the chosen configuration as a vllm serve command.

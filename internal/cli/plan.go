@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,7 @@ sweep's records. With no configuration it plans the reference case
 			if err != nil {
 				// A failed plan writes no summary: the previous plan's
 				// files in out stay as they were, and no capacity is printed.
-				return err
+				return planFailed(cmd.Context(), cmd.ErrOrStderr(), out, err)
 			}
 			if err := report.WriteFiles(out, d, planFormats(cfg.Report.Formats)); err != nil {
 				return err
@@ -94,4 +95,22 @@ func planFormats(configured []string) []string {
 		return nil
 	}
 	return append([]string{"json"}, configured...)
+}
+
+// planFailed says how a plan ended without a capacity: interrupted (exit
+// 130) or failed (exit 1), naming the phase (the error's first word) and,
+// for a server that did not come up, the end of its log. The previous
+// report in out is untouched either way.
+func planFailed(ctx context.Context, stderr io.Writer, out string, err error) error {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "spoc: plan interrupted (%v); no capacity established; the previous report in %s is unchanged\n", err, out)
+		return &ExitError{Code: ExitInterrupted}
+	}
+	var f *engine.Failure
+	if errors.As(err, &f) && f.Log != "" {
+		if tail := engine.LogTail(f.Log, 15); tail != "" {
+			err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, f.Log, tail)
+		}
+	}
+	return fmt.Errorf("plan failed, no capacity established (the previous report in %s is unchanged): %w", out, err)
 }

@@ -1,0 +1,91 @@
+package capacity
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/vllm"
+)
+
+// Sources of a number.
+const (
+	// SourceLive: measured on a server over HTTP, in real time.
+	SourceLive = "live"
+	// SourceSimulated: computed by the built-in simulator in virtual time.
+	SourceSimulated = "simulated"
+)
+
+// Provenance says where a measured number came from: live or simulated,
+// which engine, what it launched, where it answered and which version it
+// said it was. Every evaluation carries one, and so does every number of a
+// plan's summary built from evaluations.
+type Provenance struct {
+	// Source is SourceLive or SourceSimulated.
+	Source string `json:"source"`
+	// Engine is the launcher's kind: sim, process, external, kubernetes.
+	Engine string `json:"engine"`
+	// Launch is what the launcher starts (its command template, image and
+	// namespace, simulated deployment, or the external server's address).
+	Launch string `json:"launch,omitempty"`
+	// Endpoint is the server's base URL (live runs).
+	Endpoint string `json:"endpoint,omitempty"`
+	// Version is what the server answered on GET /version, when it did.
+	Version string `json:"engine_version,omitempty"`
+}
+
+// launcherProvenance describes l without a server.
+func launcherProvenance(l engine.Launcher) Provenance {
+	p := Provenance{Source: SourceLive}
+	if _, ok := l.(engine.Virtual); ok {
+		p.Source = SourceSimulated
+	}
+	if n, ok := l.(engine.Namer); ok {
+		p.Engine = n.Kind()
+	}
+	if d, ok := l.(engine.Describer); ok {
+		p.Launch = d.Describe()
+	}
+	return p
+}
+
+// serverVersion asks base for its version (vLLM: GET /version answers
+// {"version": "0.11.2"}); "" when it does not say.
+func serverVersion(ctx context.Context, base string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+vllm.PathVersion, nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return ""
+	}
+	return v.Version
+}
+
+// Provenance is where the sweep's runs happened: the first evaluation's
+// (a sweep runs on one launcher); zero when no level kept its evaluation.
+func (r *SweepResult) Provenance() Provenance {
+	for _, l := range r.Levels {
+		for _, rep := range l.Repeats {
+			if ev, ok := rep.Detail.(*Evaluation); ok {
+				return ev.Provenance
+			}
+		}
+	}
+	return Provenance{}
+}

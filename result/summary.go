@@ -14,8 +14,10 @@ import (
 type Metric int
 
 // Latency metrics. TTFT, TPOT and E2E are measured from the scheduled send
-// time; ITL is the gap between consecutive content chunks (one sample per
-// chunk, whatever its token count); DispatchLag is sent minus scheduled.
+// time; ITL is per token: the gap before a chunk of n tokens counts as n
+// samples of gap/n (a speculative-decoding step that emits 4 tokens after
+// 80 ms is 4 tokens at 20 ms, not one 80 ms stall); DispatchLag is sent
+// minus scheduled.
 const (
 	MetricTTFT Metric = iota
 	MetricITL
@@ -224,7 +226,7 @@ func (s *Summary) isGood(r *Record) bool {
 		}
 	}
 	if c := s.sla.ITL; c.Max > 0 && len(r.TokenGapsUS) > 0 {
-		s.gapBuf = append(s.gapBuf[:0], r.TokenGapsUS...)
+		s.gapBuf = appendTokenGaps(s.gapBuf[:0], r)
 		sort.Slice(s.gapBuf, func(i, j int) bool { return s.gapBuf[i] < s.gapBuf[j] })
 		idx := int(math.Ceil(c.Percentile/100*float64(len(s.gapBuf)))) - 1
 		idx = max(0, min(idx, len(s.gapBuf)-1))
@@ -270,10 +272,25 @@ func newGroup(name string) *group {
 	return g
 }
 
-func (g *group) record(m Metric, d time.Duration) {
+// appendTokenGaps appends r's per-token gaps in microseconds: each chunk's
+// gap divided by its token count, once per token.
+func appendTokenGaps(dst []int64, r *Record) []int64 {
+	for i, gap := range r.TokenGapsUS {
+		n := r.ChunkTokens(i)
+		for range n {
+			dst = append(dst, gap/int64(n))
+		}
+	}
+	return dst
+}
+
+func (g *group) record(m Metric, d time.Duration) { g.recordN(m, d, 1) }
+
+// recordN records n samples of d.
+func (g *group) recordN(m Metric, d time.Duration, n int64) {
 	us := int64(d / time.Microsecond)
 	us = max(histLowestUS, min(us, histHighestUS))
-	_ = g.hist[m].RecordValue(us) // in range by construction
+	_ = g.hist[m].RecordValues(us, n) // in range by construction
 	g.maxUS[m] = max(g.maxUS[m], us)
 }
 
@@ -313,8 +330,9 @@ func (g *group) add(r *Record, good bool) {
 		g.record(MetricTPOT, tpot)
 	}
 	g.record(MetricE2E, r.E2E())
-	for _, gap := range r.TokenGapsUS {
-		g.record(MetricITL, time.Duration(gap)*time.Microsecond)
+	for i, gap := range r.TokenGapsUS {
+		n := r.ChunkTokens(i)
+		g.recordN(MetricITL, time.Duration(gap/int64(n))*time.Microsecond, int64(n))
 	}
 }
 

@@ -235,3 +235,28 @@ func TestWriteTextWithoutWindow(t *testing.T) {
 		t.Errorf("all-warm-up summary:\n%s", b.String())
 	}
 }
+
+// TestITLIsPerToken checks that a chunk carrying several tokens spreads its
+// gap over them: one 80 ms gap before a 4-token chunk is four 20 ms tokens,
+// both in the ITL distribution and in a request's goodput judgement.
+func TestITLIsPerToken(t *testing.T) {
+	sla := DefaultSLA() // itl p95 <= 100 ms
+	sla.ITL.Max = 50 * time.Millisecond
+	s := NewSummary(sla, Window{})
+	r := rec("P0", 0, 100*time.Millisecond, 20*time.Millisecond, 2)
+	r.TokenGapsUS = []int64{20000, 80000, 30000}
+	r.TokenCounts = []int{1, 4, 0} // 0: malformed, counts as one token
+	r.OutputTokens = 7
+	r.Done = r.FirstToken.Add(130 * time.Millisecond)
+	s.Add(r)
+	o := s.Result().Overall
+	if o.ITL.Count != 6 || !near(o.ITL.Max, 30) || !near(o.ITL.P50, 20) {
+		t.Fatalf("itl %+v, want 6 per-token samples, p50 20 ms, max 30 ms", o.ITL)
+	}
+	if o.GoodRequests != 1 {
+		t.Fatalf("good %d: a request with 20 ms per token failed a 50 ms ITL clause", o.GoodRequests)
+	}
+	if r.ChunkTokens(1) != 4 || r.ChunkTokens(2) != 1 || r.ChunkTokens(5) != 1 {
+		t.Fatalf("chunk tokens %d %d %d", r.ChunkTokens(1), r.ChunkTokens(2), r.ChunkTokens(5))
+	}
+}

@@ -94,8 +94,10 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		rec.Done = time.Now()
-		c.fail(rec, runCtx, ctx, result.StatusHTTPError,
-			fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
+		// The server answered with an error: that stays an error even when
+		// the window ended while its body was read, never "cancelled".
+		rec.Status = result.StatusHTTPError
+		rec.Error = c.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
 	if st.sse == nil {

@@ -27,7 +27,8 @@ type Stats struct {
 	Cancelled int64 `json:"cancelled"`
 	// ErrorsByClass splits Errors by status (http_error, timeout, stream_error).
 	ErrorsByClass map[Status]int64 `json:"errors_by_class,omitempty"`
-	// ErrorsByHTTPStatus counts failed requests by the HTTP code they got.
+	// ErrorsByHTTPStatus counts failed requests by the HTTP code they got;
+	// cancelled requests are not failed, whatever code they had received.
 	ErrorsByHTTPStatus map[int]int64 `json:"errors_by_http_status,omitempty"`
 	// ErrorRate is Errors / (OK + Errors); cancelled requests are neither.
 	ErrorRate float64 `json:"error_rate"`

@@ -304,7 +304,8 @@ func (g *group) add(r *Record, good bool) {
 	default:
 		g.errors[r.Status]++
 	}
-	if r.HTTPStatus != 0 && r.Status != StatusOK {
+	// A cancelled stream got its 200 before the window cut it: no error.
+	if r.HTTPStatus != 0 && r.Status != StatusOK && r.Status != StatusCancelled {
 		g.httpStatus[r.HTTPStatus]++
 	}
 	if good {

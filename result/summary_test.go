@@ -260,3 +260,47 @@ func TestITLIsPerToken(t *testing.T) {
 		t.Fatalf("chunk tokens %d %d %d", r.ChunkTokens(1), r.ChunkTokens(2), r.ChunkTokens(5))
 	}
 }
+
+// TestCancelledAreNotErrors checks that requests cut off by the window end
+// or Ctrl-C (status cancelled, often after an HTTP 200 and some tokens)
+// count neither in the error rate nor in the errors line.
+func TestCancelledAreNotErrors(t *testing.T) {
+	sla := DefaultSLA()
+	sla.Scope = SLAScopeOverall
+	s := NewSummary(sla, Window{Start: t0, End: t0.Add(time.Minute)})
+	for i := range 30 {
+		s.Add(rec("P0", time.Duration(i)*time.Millisecond, 100*time.Millisecond, 20*time.Millisecond, 5))
+	}
+	for i := range 10 { // mid-stream at the window end, and before sending
+		c := rec("P0", 50*time.Second, 100*time.Millisecond, 20*time.Millisecond, 3)
+		c.Status, c.HTTPStatus, c.Error = StatusCancelled, 200, "measured window ended"
+		if i%2 == 1 {
+			c.HTTPStatus, c.FirstToken, c.TokenGapsUS, c.Sent = 0, time.Time{}, nil, time.Time{}
+		}
+		s.Add(c)
+	}
+	res := s.Result()
+	o := res.Overall
+	if o.Errors != 0 || o.ErrorRate != 0 || len(o.ErrorsByClass) != 0 || len(o.ErrorsByHTTPStatus) != 0 || o.Cancelled != 10 {
+		t.Fatalf("cancelled counted as errors: %+v", o)
+	}
+	if !res.SLA.Pass {
+		t.Fatalf("verdict %v", res.SLA)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "errors:") || strings.Contains(b.String(), "HTTP 200") {
+		t.Fatalf("text reports cancelled requests as errors:\n%s", b.String())
+	}
+	// With a real error the line names only it.
+	s.Add(failed("P0", time.Second, StatusHTTPError, 503))
+	b.Reset()
+	if err := WriteText(&b, s.Result()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "errors: http_error 1, HTTP 503: 1 (rate 3.23%)") || strings.Contains(b.String(), "HTTP 200") {
+		t.Fatalf("errors line:\n%s", b.String())
+	}
+}

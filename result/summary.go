@@ -256,6 +256,7 @@ func (s *Summary) Quantile(profile string, m Metric, p float64) (time.Duration, 
 type group struct {
 	name                    string
 	requests, ok, cancelled int64
+	cancelledQueued         int64 // cancelled before a first token
 	errors                  map[Status]int64
 	httpStatus              map[int]int64
 	hist                    [numMetrics]*hdr.Histogram
@@ -301,6 +302,9 @@ func (g *group) add(r *Record, good bool) {
 		g.ok++
 	case StatusCancelled:
 		g.cancelled++
+		if r.FirstToken.IsZero() {
+			g.cancelledQueued++
+		}
 	default:
 		g.errors[r.Status]++
 	}

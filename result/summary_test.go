@@ -126,8 +126,10 @@ func TestSLAVerdicts(t *testing.T) {
 			},
 			records: []*Record{rec("P0", 0, 500*time.Millisecond, 50*time.Millisecond, 21)},
 			want:    []string{"P0 tpot p99 50ms > 40ms", "P0 e2e p50 1.5s > 1s"}},
+		// Deliberate change: this was "P0: no completed requests (1
+		// cancelled)", an empty run; it is an overload.
 		{name: "all cancelled", records: []*Record{{Profile: "P0", Scheduled: t0, Status: StatusCancelled}},
-			want: []string{"P0: no completed requests (1 cancelled)"}},
+			want: []string{"P0: no request completed in the measured window, 100 outstanding at its end, all still waiting for a first token"}},
 		{name: "empty window", want: []string{"overall: no requests in the measured window"}},
 		{name: "only errors", records: []*Record{failed("P0", 0, StatusTimeout, 0)},
 			want: []string{"P0 ttft p95: no successful request", "P0 error rate 100% > 1%"}},
@@ -139,8 +141,12 @@ func TestSLAVerdicts(t *testing.T) {
 				c.sla(&sla)
 			}
 			s := NewSummary(sla, Window{})
-			for _, r := range c.records {
-				s.Add(r)
+			// 100 copies of each: enough samples for any percentile up to
+			// p99 (TestInsufficientSamples covers fewer).
+			for range 100 {
+				for _, r := range c.records {
+					s.Add(r)
+				}
 			}
 			v := s.EvaluateSLA()
 			var got []string
@@ -302,5 +308,147 @@ func TestCancelledAreNotErrors(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "errors: http_error 1, HTTP 503: 1 (rate 3.23%)") || strings.Contains(b.String(), "HTTP 200") {
 		t.Fatalf("errors line:\n%s", b.String())
+	}
+}
+
+func TestMinSamples(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		want int64
+	}{{50, 2}, {90, 10}, {95, 20}, {99, 100}, {99.9, 1000}, {100, 1}, {0, 1}} {
+		if got := MinSamples(c.p); got != c.want {
+			t.Errorf("MinSamples(%v) = %d, want %d", c.p, got, c.want)
+		}
+	}
+}
+
+func TestInsufficientSamples(t *testing.T) {
+	fast := func(n int) []*Record { return repeat(rec("P0", 0, time.Second, 50*time.Millisecond, 3), n) }
+	slow := func(n int) []*Record { return repeat(rec("P0", 0, 3*time.Second, 50*time.Millisecond, 2), n) }
+	cases := []struct {
+		name    string
+		sla     func(*SLA)
+		records []*Record
+		state   VerdictState
+		text    string
+	}{
+		{name: "p95 with 19 requests", records: fast(19), state: VerdictInsufficient,
+			text: "insufficient samples: P0 ttft p95: 19 samples, needs 20"},
+		{name: "a slow p95 with 19 requests is not a fail either", records: slow(19), state: VerdictInsufficient,
+			text: "insufficient samples: P0 ttft p95: 19 samples, needs 20"},
+		{name: "p95 with 20 requests", records: fast(20), state: VerdictPass, text: "pass"},
+		{name: "p95 with 20 slow requests", records: slow(20), state: VerdictFail, text: "fail: P0 ttft p95 3s > 2s"},
+		{name: "p99 with 99 requests", sla: func(s *SLA) { s.TTFT.Percentile = 99 }, records: fast(99), state: VerdictInsufficient,
+			text: "insufficient samples: P0 ttft p99: 99 samples, needs 100"},
+		{name: "p99 with 100 requests", sla: func(s *SLA) { s.TTFT.Percentile = 99 }, records: fast(100), state: VerdictPass, text: "pass"},
+		{name: "a failed clause decides over an unjudged one",
+			sla:     func(s *SLA) { s.ITL = LatencyClause{Percentile: 95, Max: 10 * time.Millisecond} },
+			records: fast(19), state: VerdictFail, text: "fail: P0 itl p95 50ms > 10ms"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sla := DefaultSLA()
+			sla.ITL.Max = 0
+			if c.sla != nil {
+				c.sla(&sla)
+			}
+			s := NewSummary(sla, Window{})
+			for _, r := range c.records {
+				s.Add(r)
+			}
+			v := s.EvaluateSLA()
+			if v.State != c.state || v.Pass != (c.state == VerdictPass) || v.String() != c.text {
+				t.Fatalf("verdict %s (pass %v, %q), want %s %q", v.State, v.Pass, v.String(), c.state, c.text)
+			}
+			if c.state == VerdictInsufficient && (len(v.Violations) != 0 || v.Insufficient[0].Samples == 0 || v.First() != v.Insufficient[0].Message) {
+				t.Fatalf("insufficient verdict %+v", v)
+			}
+		})
+	}
+}
+
+func TestOverloaded(t *testing.T) {
+	queued := func(profile string, n int) []*Record {
+		out := make([]*Record, n)
+		for i := range out {
+			s := t0.Add(time.Duration(i) * time.Second)
+			out[i] = &Record{Profile: profile, Scheduled: s, Sent: s, Done: t0.Add(time.Minute), Status: StatusCancelled,
+				Error: "measured window ended"}
+		}
+		return out
+	}
+	streaming := rec("P1", 0, 40*time.Second, 100*time.Millisecond, 50)
+	streaming.Status = StatusCancelled
+	cases := []struct {
+		name    string
+		scope   string
+		records []*Record
+		first   string
+		text    string
+	}{
+		{name: "every request still queued", scope: SLAScopeOverall, records: queued("P0", 30),
+			first: "overall: no request completed in the measured window, 30 outstanding at its end, all still waiting for a first token"},
+		{name: "streaming but none completed", scope: SLAScopeOverall, records: append(queued("P0", 3), streaming),
+			first: "overall: no request completed in the measured window, 4 outstanding at its end (3 without a first token)"},
+		{name: "one profile overloaded decides", scope: SLAScopePerProfile,
+			records: append(repeat(rec("P0", 0, 3*time.Second, 10*time.Millisecond, 3), 20), queued("P2", 5)...),
+			first:   "P2: no request completed in the measured window, 5 outstanding at its end, all still waiting for a first token",
+			text:    "fail: overloaded: P0 ttft p95 3s > 2s; P2: no request completed in the measured window, 5 outstanding at its end, all still waiting for a first token"},
+		{name: "errors still count", scope: SLAScopeOverall, records: append(queued("P0", 3), failed("P0", 0, StatusHTTPError, 503)),
+			first: "overall: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token",
+			text:  "fail: overloaded: overall: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token; overall error rate 100% > 1%"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sla := DefaultSLA()
+			sla.Scope = c.scope
+			s := NewSummary(sla, Window{Start: t0, End: t0.Add(time.Minute)})
+			for _, r := range c.records {
+				s.Add(r)
+			}
+			res := s.Result()
+			v := res.SLA
+			if v.State != VerdictOverloaded || v.Pass || v.First() != c.first {
+				t.Fatalf("verdict %s (pass %v), first %q, want overloaded, %q", v.State, v.Pass, v.First(), c.first)
+			}
+			if c.text == "" {
+				c.text = "fail: overloaded: " + c.first
+			}
+			if v.String() != c.text {
+				t.Fatalf("String %q, want %q", v.String(), c.text)
+			}
+			var b strings.Builder
+			if err := WriteText(&b, res); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "): fail: overloaded: ") {
+				t.Fatalf("text lacks the overload:\n%s", b.String())
+			}
+		})
+	}
+	// An empty window is not an overload.
+	if v := NewSummary(DefaultSLA(), Window{}).EvaluateSLA(); v.State != VerdictNoRequests || v.Pass {
+		t.Fatalf("empty window: %s", v.State)
+	}
+}
+
+// TestVerdictOutcomeOfOldSummaries checks that a verdict decoded from a
+// summary.json written before Verdict.State existed still reads right.
+func TestVerdictOutcomeOfOldSummaries(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want VerdictState
+		text string
+	}{
+		{`{"pass":true,"scope":"overall"}`, VerdictPass, "pass"},
+		{`{"pass":false,"scope":"overall","violations":[{"scope":"P0","clause":"ttft p95","message":"P0 ttft p95 3s > 2s"}]}`, VerdictFail, "fail: P0 ttft p95 3s > 2s"},
+	} {
+		var v Verdict
+		if err := json.Unmarshal([]byte(c.in), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Outcome() != c.want || v.String() != c.text {
+			t.Errorf("%s: outcome %s %q", c.in, v.Outcome(), v.String())
+		}
 	}
 }

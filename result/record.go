@@ -56,6 +56,11 @@ type Record struct {
 	CachedTokens       int `json:"cached_tokens,omitempty"` // server-reported prefix-cache hits
 	OutputTokens       int `json:"output_tokens"`
 	MaxTokens          int `json:"max_tokens,omitempty"`
+	// ReasoningTokens counts the output tokens streamed as reasoning
+	// (delta.reasoning or delta.reasoning_content) rather than content; they
+	// are part of OutputTokens. Whether they reach the next turn's prompt
+	// depends on the runner's history policy and on the server's template.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 
 	Status Status `json:"status"`
 	Error  string `json:"error,omitempty"`

@@ -289,3 +289,11 @@ func fmtFloat(f float64) string {
 }
 
 func fmtPercent(f float64) string { return strconv.FormatFloat(f*100, 'g', 3, 64) + "%" }
+
+// fmtSignedPercent is fmtPercent with a sign: +12.5%, -3%.
+func fmtSignedPercent(f float64) string {
+	if f >= 0 {
+		return "+" + fmtPercent(f)
+	}
+	return fmtPercent(f)
+}

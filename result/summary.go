@@ -52,6 +52,20 @@ const DefaultClientBoundLagP99 = 10 * time.Millisecond
 // client counts as CPU-saturated (and the run as client-bound).
 const DefaultCPUSaturation = 0.9
 
+// DefaultPromptDriftLimit is the |mean prompt drift| of a profile above
+// which a summary flags the run: the server's prompt lengths differ from the
+// plan's targets by more than chat-template overhead and tokenizer
+// differences explain (a few per cent), so the run measured other context
+// lengths than the profile describes (docs/loadgen.md, "Plan drift").
+const DefaultPromptDriftLimit = 0.10
+
+// Drift histogram: |drift| in units of 0.01 %, up to 1,000,000 % (a
+// 10,000-fold prompt), 3 significant digits.
+const (
+	driftUnit    = 1e4
+	driftHighest = int64(1e8)
+)
+
 // Window is a measured window. Records are counted when their scheduled send
 // time is in [Start, End). A zero Start means "not given": records flagged
 // Warmup are excluded and the window is inferred from the records. A zero End
@@ -110,6 +124,16 @@ func WithCPUSaturation(f float64) Option {
 	}
 }
 
+// WithPromptDriftLimit sets the |mean prompt drift| above which a profile
+// is flagged (default DefaultPromptDriftLimit).
+func WithPromptDriftLimit(f float64) Option {
+	return func(s *Summary) {
+		if f > 0 {
+			s.driftLimit = f
+		}
+	}
+}
+
 // Summary accumulates records into per-profile and overall statistics with
 // bounded memory (HDR histograms). It works on any consistent clock, so the
 // simulator's virtual time serves as well as wall time. It is safe for
@@ -120,24 +144,27 @@ type Summary struct {
 	window   Window
 	lagLimit time.Duration
 	cpuLimit float64
-	health   *ClientHealth
-	overall  *group
-	profiles map[string]*group
-	excluded int64
-	first    time.Time // earliest scheduled of counted records
-	last     time.Time // latest done of counted records
-	gapBuf   []int64
+	// driftLimit is the |mean prompt drift| that flags a profile.
+	driftLimit float64
+	health     *ClientHealth
+	overall    *group
+	profiles   map[string]*group
+	excluded   int64
+	first      time.Time // earliest scheduled of counted records
+	last       time.Time // latest done of counted records
+	gapBuf     []int64
 }
 
 // NewSummary returns an empty Summary judging against sla over window w.
 func NewSummary(sla SLA, w Window, opts ...Option) *Summary {
 	s := &Summary{
-		sla:      sla,
-		window:   w,
-		lagLimit: DefaultClientBoundLagP99,
-		cpuLimit: DefaultCPUSaturation,
-		overall:  newGroup("overall"),
-		profiles: map[string]*group{},
+		sla:        sla,
+		window:     w,
+		lagLimit:   DefaultClientBoundLagP99,
+		cpuLimit:   DefaultCPUSaturation,
+		driftLimit: DefaultPromptDriftLimit,
+		overall:    newGroup("overall"),
+		profiles:   map[string]*group{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -263,10 +290,22 @@ type group struct {
 	maxUS                   [numMetrics]int64
 	prompt, cached, output  int64
 	good                    int64
+
+	// Plan drift, over successful requests: (server prompt tokens −
+	// target) / target where both are known, output / max_tokens where
+	// max_tokens is, and the reasoning share of the output.
+	driftN      int64
+	driftSum    float64
+	driftAbs    *hdr.Histogram // |drift| in 1/driftUnit
+	fillN       int64
+	fillSum     float64
+	okOutput    int64
+	okReasoning int64
 }
 
 func newGroup(name string) *group {
-	g := &group{name: name, errors: map[Status]int64{}, httpStatus: map[int]int64{}}
+	g := &group{name: name, errors: map[Status]int64{}, httpStatus: map[int]int64{},
+		driftAbs: hdr.New(1, driftHighest, histDigits)}
 	for i := range g.hist {
 		g.hist[i] = hdr.New(histLowestUS, histHighestUS, histDigits)
 	}
@@ -328,6 +367,7 @@ func (g *group) add(r *Record, good bool) {
 	}
 	g.prompt += int64(prompt)
 	g.cached += int64(r.CachedTokens)
+	g.addDrift(r)
 	if ttft, ok := r.TTFT(); ok {
 		g.record(MetricTTFT, ttft)
 	}
@@ -339,6 +379,23 @@ func (g *group) add(r *Record, good bool) {
 		n := r.ChunkTokens(i)
 		g.recordN(MetricITL, time.Duration(gap/int64(n))*time.Microsecond, int64(n))
 	}
+}
+
+// addDrift accumulates how far successful request r strayed from its plan.
+func (g *group) addDrift(r *Record) {
+	if r.PromptTokens > 0 && r.PromptTokensTarget > 0 {
+		d := float64(r.PromptTokens-r.PromptTokensTarget) / float64(r.PromptTokensTarget)
+		g.driftN++
+		g.driftSum += d
+		v := min(int64(math.Round(math.Abs(d)*driftUnit)), driftHighest)
+		_ = g.driftAbs.RecordValue(v) // in range by construction
+	}
+	if r.MaxTokens > 0 {
+		g.fillN++
+		g.fillSum += float64(r.OutputTokens) / float64(r.MaxTokens)
+	}
+	g.okOutput += int64(r.OutputTokens)
+	g.okReasoning += int64(r.ReasoningTokens)
 }
 
 func (g *group) quantile(m Metric, p float64) (time.Duration, bool) {

@@ -452,3 +452,58 @@ func TestVerdictOutcomeOfOldSummaries(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanDrift(t *testing.T) {
+	s := NewSummary(DefaultSLA(), Window{})
+	// P0: live prompts 2 % longer than planned (template overhead), full
+	// replies. P1: live prompts 30 % shorter, half the output reasoning.
+	for i := range 20 {
+		r := rec("P0", time.Duration(i)*time.Millisecond, time.Second, 10*time.Millisecond, 10)
+		r.PromptTokensTarget, r.PromptTokens, r.MaxTokens = 1000, 1020, 10
+		s.Add(r)
+		r = rec("P1", time.Duration(i)*time.Millisecond, time.Second, 10*time.Millisecond, 10)
+		r.PromptTokensTarget, r.PromptTokens, r.MaxTokens, r.ReasoningTokens = 1000, 700, 20, 5
+		if i == 0 {
+			r.PromptTokens = 400 // one outlier: -60 %
+		}
+		s.Add(r)
+	}
+	// Requests without a server count, and failed ones, are not judged.
+	noUsage := rec("P0", 0, time.Second, 10*time.Millisecond, 10)
+	noUsage.PromptTokens = 0
+	s.Add(noUsage)
+	bad := failed("P1", 0, StatusStreamError, 200)
+	bad.PromptTokensTarget, bad.PromptTokens = 1000, 5000
+	s.Add(bad)
+
+	res := s.Result()
+	p0, p1 := res.Profiles[0].Drift, res.Profiles[1].Drift
+	if p0.Requests != 20 || !near(p0.PromptMean, 0.02) || !near(p0.PromptAbsP95, 0.02) || !near(p0.OutputFill, 1) || p0.ReasoningShare != 0 {
+		t.Errorf("P0 drift %+v", p0)
+	}
+	if p1.Requests != 20 || !near(p1.PromptMean, -0.315) || !near(p1.PromptAbsP95, 0.3) || !near(p1.OutputFill, 0.5) || !near(p1.ReasoningShare, 0.5) {
+		t.Errorf("P1 drift %+v", p1)
+	}
+	if !res.Drift.Flagged || len(res.Drift.Reasons) != 1 || res.Drift.Limit != DefaultPromptDriftLimit ||
+		res.Drift.Reasons[0] != "P1 prompt drift -31.5% (mean over 20 requests, |drift| p95 30%) beyond ±10%" {
+		t.Fatalf("drift report %+v", res.Drift)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"plan drift (server vs planned): P0 prompt +2% (|p95| 2%), output 100% of max_tokens; P1 prompt -31.5% (|p95| 30%), output 50% of max_tokens, 50% reasoning",
+		"WARNING: prompt drift, the run measured other context lengths than the plan: P1 prompt drift -31.5%"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	// A wider limit flags nothing.
+	s2 := NewSummary(DefaultSLA(), Window{}, WithPromptDriftLimit(0.5))
+	r := rec("P1", 0, time.Second, 10*time.Millisecond, 10)
+	r.PromptTokensTarget, r.PromptTokens = 1000, 700
+	s2.Add(r)
+	if res := s2.Result(); res.Drift.Flagged || res.Drift.Limit != 0.5 {
+		t.Fatalf("limit 50%%: %+v", res.Drift)
+	}
+}

@@ -493,3 +493,28 @@ func TestErrorAnswerAtWindowEndIsAnError(t *testing.T) {
 		t.Fatalf("record %s %d %q, want http_error 503", rec.Status, rec.HTTPStatus, rec.Error)
 	}
 }
+
+// TestOverloadedServerVerdict runs against a server that never produces a
+// first token within the window: every request is cancelled still queued,
+// and the summary's verdict is an overload, not an empty run.
+func TestOverloadedServerVerdict(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Second})
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 3, Duration: 300 * time.Millisecond})
+	rep, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1, MaxTokens: 4}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := result.NewSummary(result.DefaultSLA(), rep.Window)
+	for _, rec := range sink.recs {
+		sum.Add(rec)
+	}
+	res := sum.Result()
+	v := res.SLA
+	if v.State != result.VerdictOverloaded || v.Pass || res.Overall.Errors != 0 || res.Overall.Cancelled != 3 ||
+		v.First() != "synthetic: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token" {
+		t.Fatalf("verdict %s %q, overall %+v", v.State, v.First(), res.Overall)
+	}
+}

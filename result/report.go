@@ -35,7 +35,9 @@ type Stats struct {
 	// ErrorRate is Errors / (OK + Errors); cancelled requests are neither.
 	ErrorRate float64 `json:"error_rate"`
 
-	TTFT        Latency `json:"ttft"`
+	TTFT Latency `json:"ttft"`
+	// ITL is per token: a chunk of n tokens adds n samples of its gap / n
+	// (MetricITL), so Count is tokens, not chunks.
 	ITL         Latency `json:"itl"`
 	TPOT        Latency `json:"tpot"`
 	E2E         Latency `json:"e2e"`

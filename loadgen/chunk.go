@@ -48,19 +48,23 @@ var errServerStream = errors.New("stream error")
 
 // stream is what was read from one streamed response.
 type stream struct {
-	first     time.Time // first content chunk
-	last      time.Time // latest content chunk
-	end       time.Time // [DONE] or the last event
-	gapsUS    []int64
-	counts    []int
-	multi     bool // some chunk after the first carried several tokens
-	tokens    int  // content tokens counted from chunks
-	reply     []byte
-	usage     bool
-	prompt    int
-	cached    int
-	completed int
-	done      bool
+	first  time.Time // first content chunk
+	last   time.Time // latest content chunk
+	end    time.Time // [DONE] or the last event
+	gapsUS []int64
+	counts []int
+	multi  bool // some chunk after the first carried several tokens
+	tokens int  // tokens counted from chunks, reasoning included
+	reply  []byte
+	// reasoning is the streamed chain of thought and reasoningTokens its
+	// chunk-counted tokens (part of tokens).
+	reasoning       []byte
+	reasoningTokens int
+	usage           bool
+	prompt          int
+	cached          int
+	completed       int
+	done            bool
 	// sse is the stream's reader, reset for each request so its buffers
 	// are reused (see SSEReader.Reset).
 	sse *SSEReader
@@ -106,8 +110,12 @@ func readStream(sr *SSEReader, st *stream) error {
 		}
 		text := ci.text
 		st.reply = append(st.reply, text...)
+		st.reasoning = append(st.reasoning, ci.reasoningText...)
 		n := max(ci.ntok, 1)
 		st.tokens += n
+		if len(text) == 0 { // a chunk with both counts as content
+			st.reasoningTokens += n
+		}
 		if st.first.IsZero() {
 			st.first, st.last = ev.At, ev.At
 			continue

@@ -58,10 +58,10 @@ type client struct {
 }
 
 // do sends body at its scheduled time (rec.Scheduled is already set) and
-// fills rec. It returns the reply text (valid until the next do on the same
-// stream value). runCtx ends the whole run: a request cut by it is cancelled.
+// fills rec. The reply's content and reasoning are left in st (valid until
+// the next do on the same stream value). runCtx ends the whole run: a request cut by it is cancelled.
 func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st *stream) {
-	*st = stream{gapsUS: st.gapsUS[:0], counts: st.counts[:0], reply: st.reply[:0], sse: st.sse}
+	*st = stream{gapsUS: st.gapsUS[:0], counts: st.counts[:0], reply: st.reply[:0], reasoning: st.reasoning[:0], sse: st.sse}
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
 	reqTimer := time.AfterFunc(c.requestTimeout, func() { cancel(errRequestTimeout) })
@@ -94,8 +94,10 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		rec.Done = time.Now()
-		c.fail(rec, runCtx, ctx, result.StatusHTTPError,
-			fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
+		// The server answered with an error: that stays an error even when
+		// the window ended while its body was read, never "cancelled".
+		rec.Status = result.StatusHTTPError
+		rec.Error = c.redact(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg))))
 		return
 	}
 	if st.sse == nil {
@@ -135,6 +137,7 @@ func (c *client) fill(rec *result.Record, st *stream) {
 		rec.TokenCounts = append(rec.TokenCounts, st.counts...)
 	}
 	rec.OutputTokens = st.tokens
+	rec.ReasoningTokens = st.reasoningTokens
 	if st.usage {
 		rec.PromptTokens = st.prompt
 		rec.CachedTokens = st.cached

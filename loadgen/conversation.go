@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -13,6 +14,21 @@ const (
 	EndpointChat        = "chat"        // /v1/chat/completions
 	EndpointCompletions = "completions" // /v1/completions
 )
+
+// History policies: what of a reasoning model's reply a user appends to the
+// history it sends with the session's next turn (chat endpoint only).
+const (
+	// HistoryFinal keeps the final content only and drops the reasoning,
+	// as OpenAI's harmony guidance for gpt-oss says for completed turns
+	// (vLLM's gpt-oss renderer drops it from such turns anyway).
+	HistoryFinal = "final"
+	// HistoryKeep also sends the reasoning, as the assistant message's
+	// reasoning_content, for templates that render it.
+	HistoryKeep = "keep"
+)
+
+// DefaultHistoryPolicy is the history policy when Options leaves it empty.
+const DefaultHistoryPolicy = HistoryFinal
 
 // conversation is one session's history as the server will see it. Chat
 // messages are JSON-encoded once, when added, so that a long history is not
@@ -82,10 +98,21 @@ func (c *conversation) addUser(s *workload.Script, t *workload.Turn) error {
 	return nil
 }
 
-// addReply appends the server's actual reply.
-func (c *conversation) addReply(reply []byte) { c.add("assistant", reply) }
+// addReply appends the server's actual reply: its final content, and, when
+// reasoning is not empty, its chain of thought as the assistant message's
+// reasoning_content (the input field vLLM accepts, old and current
+// versions). The completions endpoint has no separate reasoning: its reply
+// text is everything the model generated, appended as it is.
+func (c *conversation) addReply(content, reasoning []byte) {
+	if c.endpoint == EndpointCompletions {
+		reasoning = nil
+	}
+	c.addMessage("assistant", content, reasoning)
+}
 
-func (c *conversation) add(role string, text []byte) {
+func (c *conversation) add(role string, text []byte) { c.addMessage(role, text, nil) }
+
+func (c *conversation) addMessage(role string, text, reasoning []byte) {
 	if c.endpoint == EndpointCompletions {
 		c.prompt = append(c.prompt, text...)
 		return
@@ -97,6 +124,10 @@ func (c *conversation) add(role string, text []byte) {
 	c.msgs = appendJSONString(c.msgs, role)
 	c.msgs = append(c.msgs, `,"content":`...)
 	c.msgs = appendJSONString(c.msgs, text)
+	if len(reasoning) > 0 {
+		c.msgs = append(c.msgs, `,"`+vllm.FieldReasoningContent+`":`...)
+		c.msgs = appendJSONString(c.msgs, reasoning)
+	}
 	c.msgs = append(c.msgs, '}')
 	c.n++
 }

@@ -48,7 +48,7 @@ func TestConversationBodyAndReuse(t *testing.T) {
 	c := newConversation(EndpointChat, FillerRenderer{})
 	c.add("system", []byte("be \"brief\""))
 	c.add("user", []byte("hi\n"))
-	c.addReply([]byte("hello <there>"))
+	c.addReply([]byte("hello <there>"), nil)
 	body := c.body(nil, requestParams{model: "m\"x", maxTokens: 7, exact: true})
 	var req struct {
 		Model    string `json:"model"`
@@ -68,6 +68,16 @@ func TestConversationBodyAndReuse(t *testing.T) {
 		req.MaxTokens != 7 || req.MinTokens != 7 || !req.IgnoreEOS || !req.Stream {
 		t.Fatalf("decoded %+v from %s", req, body)
 	}
+	c.addReply([]byte("done"), []byte("think \"hard\""))
+	body = c.body(nil, requestParams{model: "m"})
+	var kept struct {
+		Messages []map[string]string `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &kept); err != nil || len(kept.Messages) != 4 ||
+		kept.Messages[3]["content"] != "done" || kept.Messages[3]["reasoning_content"] != "think \"hard\"" ||
+		kept.Messages[2]["reasoning_content"] != "" {
+		t.Fatalf("kept reasoning: %s (%v)", body, err)
+	}
 	c.reset()
 	c.add("user", []byte("next session"))
 	body = c.body(nil, requestParams{model: "m"})
@@ -77,7 +87,7 @@ func TestConversationBodyAndReuse(t *testing.T) {
 
 	p := newConversation(EndpointCompletions, FillerRenderer{})
 	p.add("user", []byte("a \"b\"\n"))
-	p.addReply([]byte(" c"))
+	p.addReply([]byte(" c"), []byte("completions have no separate reasoning"))
 	var creq struct{ Prompt string }
 	if err := json.Unmarshal(p.body(nil, requestParams{model: "m"}), &creq); err != nil || creq.Prompt != "a \"b\"\n c" {
 		t.Fatalf("completions prompt %q (%v)", creq.Prompt, err)
@@ -103,7 +113,7 @@ func BenchmarkConversationSession(b *testing.B) {
 				b.Fatal(err)
 			}
 			body = c.body(body[:0], requestParams{model: "bench", maxTokens: 50})
-			c.addReply(reply)
+			c.addReply(reply, nil)
 		}
 	}
 }

@@ -14,13 +14,16 @@ type chunkInfo struct {
 	choices   bool   // choices had a first element
 	text      []byte // delta.content, or text when content is empty
 	reasoning bool   // delta.reasoning_content or delta.reasoning non-empty
-	ntok      int    // token_ids, logprobs.content or logprobs.tokens length; 0 if absent
-	usage     bool
-	prompt    int
-	completed int
-	cached    int
-	errEvent  bool // an error object: the stream failed
-	errMsg    string
+	// reasoningText is delta.reasoning, or delta.reasoning_content when
+	// that is empty (a server sends one of them).
+	reasoningText []byte
+	ntok          int // token_ids, logprobs.content or logprobs.tokens length; 0 if absent
+	usage         bool
+	prompt        int
+	completed     int
+	cached        int
+	errEvent      bool // an error object: the stream failed
+	errMsg        string
 }
 
 // decodeChunk fills ci from data: the reflection-free parser for the common
@@ -58,6 +61,10 @@ func decodeSlow(data []byte, ci *chunkInfo, slow *chunk) error {
 		ci.text = []byte(ch.Text)
 	}
 	ci.reasoning = ch.Delta.ReasoningContent != "" || ch.Delta.Reasoning != ""
+	ci.reasoningText = []byte(ch.Delta.Reasoning)
+	if len(ci.reasoningText) == 0 {
+		ci.reasoningText = []byte(ch.Delta.ReasoningContent)
+	}
 	switch {
 	case len(ch.TokenIDs) > 0:
 		ci.ntok = len(ch.TokenIDs)
@@ -417,6 +424,10 @@ func (p *scanner) choices(c *chunkInfo) bool {
 		c.text = text
 	}
 	c.reasoning = len(rc) > 0 || len(rs) > 0
+	c.reasoningText = rs
+	if len(c.reasoningText) == 0 {
+		c.reasoningText = rc
+	}
 	return ok
 }
 

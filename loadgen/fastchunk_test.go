@@ -10,6 +10,8 @@ var chunkSeeds = []string{
 	`{"choices":[{"delta":{"role":"assistant","content":""}}]}`,
 	`{"choices":[{"delta":{"content":"a\nb \"q\" \u00e9\ud83d\ude00"}}]}`,
 	`{"choices":[{"delta":{"reasoning_content":"think"}}]}`,
+	`{"choices":[{"delta":{"reasoning":"th\"ink\u00e9"}}]}`,
+	`{"choices":[{"delta":{"reasoning":"new","reasoning_content":"old","content":"x"}}]}`,
 	`{"choices":[{"text":"x","token_ids":[1,2,-3,null]}]}`,
 	`{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":4}}}`,
 	`{"choices":[{"delta":{"content":"a"},"logprobs":{"content":[{"token":"a"},{"token":"b"}]}}]}`,
@@ -36,6 +38,7 @@ func FuzzDecodeChunk(f *testing.F) {
 			return
 		}
 		fast.text = bytes.Clone(fast.text)
+		fast.reasoningText = bytes.Clone(fast.reasoningText)
 		var slow chunkInfo
 		var sc chunk
 		// Force the encoding/json path by calling it the way decodeChunk does.
@@ -43,6 +46,7 @@ func FuzzDecodeChunk(f *testing.F) {
 			t.Fatalf("fast parser accepted %q, encoding/json rejects it: %v", data, err)
 		}
 		if fast.choices != slow.choices || !bytes.Equal(fast.text, slow.text) || fast.reasoning != slow.reasoning ||
+			!bytes.Equal(fast.reasoningText, slow.reasoningText) ||
 			fast.ntok != slow.ntok || fast.usage != slow.usage || fast.prompt != slow.prompt ||
 			fast.completed != slow.completed || fast.cached != slow.cached || fast.errEvent != slow.errEvent {
 			t.Fatalf("%q:\nfast %+v\nslow %+v", data, fast, slow)
@@ -59,7 +63,8 @@ func TestDecodeChunkSeeds(t *testing.T) {
 		if okFast && errSlow != nil {
 			t.Errorf("%s: fast accepted, slow rejected: %v", s, errSlow)
 		}
-		if okFast && (string(fast.text) != string(slow.text) || fast.ntok != slow.ntok || fast.usage != slow.usage) {
+		if okFast && (string(fast.text) != string(slow.text) || string(fast.reasoningText) != string(slow.reasoningText) ||
+			fast.ntok != slow.ntok || fast.usage != slow.usage) {
 			t.Errorf("%s: fast %+v slow %+v", s, fast, slow)
 		}
 	}
@@ -72,5 +77,14 @@ func TestDecodeChunkSeeds(t *testing.T) {
 	}
 	if !parseChunkFast([]byte(chunkSeeds[2]), &ci) || string(ci.text) != "a\nb \"q\" é😀" {
 		t.Fatalf("escaped content on the fast path: %q", ci.text)
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"choices":[{"delta":{"reasoning_content":"think"}}]}`, "think"},
+		{`{"choices":[{"delta":{"reasoning":"th\"ink\u00e9"}}]}`, "th\"inké"},
+		{`{"choices":[{"delta":{"reasoning":"new","reasoning_content":"old","content":"x"}}]}`, "new"},
+	} {
+		if !parseChunkFast([]byte(c.in), &ci) || !ci.reasoning || string(ci.reasoningText) != c.want {
+			t.Fatalf("%s: reasoning %v %q, want %q", c.in, ci.reasoning, ci.reasoningText, c.want)
+		}
 	}
 }

@@ -67,8 +67,9 @@ func (p *progress) observe(r *result.Record) {
 		if ttft, ok := r.TTFT(); ok {
 			_ = p.ttft[0].RecordValue(clampUS(ttft))
 		}
-		for _, g := range r.TokenGapsUS {
-			_ = p.itl[0].RecordValue(clampUS(time.Duration(g) * time.Microsecond))
+		for i, g := range r.TokenGapsUS { // per token, as result.Summary counts ITL
+			n := r.ChunkTokens(i)
+			_ = p.itl[0].RecordValues(clampUS(time.Duration(g/int64(n))*time.Microsecond), int64(n))
 		}
 	case result.StatusCancelled:
 		p.canc++

@@ -53,6 +53,12 @@ type Options struct {
 	// ExactOutputLength asks for exactly max_tokens output tokens
 	// (ignore_eos and min_tokens, a vLLM extension).
 	ExactOutputLength bool
+	// HistoryPolicy is HistoryFinal (default) or HistoryKeep: whether a
+	// reasoning model's streamed reasoning goes back into the history of
+	// the session's next turn along with its final content. The plan's
+	// prompt targets must assume the same, or the summary flags prompt
+	// drift (docs/loadgen.md).
+	HistoryPolicy string
 
 	// RunID tags every record and request id.
 	RunID string
@@ -172,6 +178,13 @@ func New(opts Options) (*Runner, error) {
 	case EndpointChat, EndpointCompletions:
 	default:
 		errs = append(errs, fmt.Sprintf("endpoint must be %q or %q, got %q", EndpointChat, EndpointCompletions, opts.Endpoint))
+	}
+	switch opts.HistoryPolicy {
+	case "":
+		opts.HistoryPolicy = DefaultHistoryPolicy
+	case HistoryFinal, HistoryKeep:
+	default:
+		errs = append(errs, fmt.Sprintf("history policy must be %q or %q, got %q", HistoryFinal, HistoryKeep, opts.HistoryPolicy))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("loadgen options: %s", strings.Join(errs, "; "))
@@ -400,7 +413,11 @@ func (u *user) run(ctx context.Context, cur workload.Cursor) error {
 		// the schedule then starts the next one.
 		cur.Done(rec.Done.Sub(u.start).Seconds(), rec.Status == result.StatusOK)
 		if rec.Status == result.StatusOK {
-			conv.addReply(u.st.reply)
+			var reasoning []byte
+			if o.HistoryPolicy == HistoryKeep {
+				reasoning = u.st.reasoning
+			}
+			conv.addReply(u.st.reply, reasoning)
 		}
 	}
 }

@@ -468,3 +468,56 @@ func TestHealthCountsGC(t *testing.T) {
 		t.Errorf("health %+v: want at least 2 GC cycles and a GC CPU share in (0,1)", rep.Health)
 	}
 }
+
+// TestErrorAnswerAtWindowEndIsAnError checks that a request the server
+// answered with an error status stays an http_error when the window ends
+// while its body is read: only requests the run cut off are cancelled.
+func TestErrorAnswerAtWindowEndIsAnError(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("overloaded"))
+		w.(http.Flusher).Flush()
+		select { // the body never ends before the window does
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 1, Duration: 300 * time.Millisecond})
+	if _, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1, MaxTokens: 1}, sink); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.recs) != 1 {
+		t.Fatalf("%d records", len(sink.recs))
+	}
+	if rec := sink.recs[0]; rec.Status != result.StatusHTTPError || rec.HTTPStatus != 503 || !strings.Contains(rec.Error, "HTTP 503: overloaded") {
+		t.Fatalf("record %s %d %q, want http_error 503", rec.Status, rec.HTTPStatus, rec.Error)
+	}
+}
+
+// TestOverloadedServerVerdict runs against a server that never produces a
+// first token within the window: every request is cancelled still queued,
+// and the summary's verdict is an overload, not an empty run.
+func TestOverloadedServerVerdict(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Second})
+	defer srv.Close()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 3, Duration: 300 * time.Millisecond})
+	rep, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1, MaxTokens: 4}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := result.NewSummary(result.DefaultSLA(), rep.Window)
+	for _, rec := range sink.recs {
+		sum.Add(rec)
+	}
+	res := sum.Result()
+	v := res.SLA
+	if v.State != result.VerdictOverloaded || v.Pass || res.Overall.Errors != 0 || res.Overall.Cancelled != 3 ||
+		v.First() != "synthetic: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token" {
+		t.Fatalf("verdict %s %q, overall %+v", v.State, v.First(), res.Overall)
+	}
+}

@@ -127,6 +127,9 @@ func TestReadStreamClassifies(t *testing.T) {
 		reply     string
 		usage     bool
 		wantMulti bool
+		// reasoning and reasoningTokens are the streamed chain of thought.
+		reasoning       string
+		reasoningTokens int
 	}{
 		{name: "chat with usage", in: "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n" +
 			"data: {\"choices\":[{\"delta\":{\"content\":\"he\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"llo\"}}]}\n\n" +
@@ -134,7 +137,10 @@ func TestReadStreamClassifies(t *testing.T) {
 			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\ndata: [DONE]\n\n",
 			tokens: 2, reply: "hello", usage: true},
 		{name: "completions text", in: "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n", tokens: 2, reply: "ab"},
-		{name: "reasoning counts as tokens, not reply", in: "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"think\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n", tokens: 2, reply: "x"},
+		{name: "reasoning counts as tokens, not reply", in: "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"think\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n", tokens: 2, reply: "x",
+			reasoning: "think", reasoningTokens: 1},
+		{name: "current vLLM's reasoning field", in: "data: {\"choices\":[{\"delta\":{\"reasoning\":\"a \"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"reasoning\":\"b\"},\"token_ids\":[1,2]}]}\n\n" +
+			"data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n", tokens: 4, reply: "x", reasoning: "a b", reasoningTokens: 3, wantMulti: true},
 		{name: "multi-token chunks", in: "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"token_ids\":[1,2]}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"token_ids\":[3,4,5]}]}\n\ndata: [DONE]\n\n", tokens: 5, reply: "ab", wantMulti: true},
 		{name: "malformed", in: "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {oops\n\n", wantErr: true, tokens: 1, reply: "a"},
 		{name: "error event", in: "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n", wantErr: true},
@@ -149,6 +155,9 @@ func TestReadStreamClassifies(t *testing.T) {
 			}
 			if st.tokens != c.tokens || string(st.reply) != c.reply || st.usage != c.usage || st.multi != c.wantMulti {
 				t.Fatalf("tokens %d reply %q usage %v multi %v", st.tokens, st.reply, st.usage, st.multi)
+			}
+			if string(st.reasoning) != c.reasoning || st.reasoningTokens != c.reasoningTokens {
+				t.Fatalf("reasoning %q (%d tokens), want %q (%d)", st.reasoning, st.reasoningTokens, c.reasoning, c.reasoningTokens)
 			}
 			if c.usage && (st.prompt != 7 || st.cached != 4 || st.completed != 2) {
 				t.Fatalf("usage %d/%d/%d", st.prompt, st.cached, st.completed)

@@ -17,8 +17,14 @@ type SyntheticSource struct {
 	PrefixTokens int
 	NewTokens    int
 	MaxTokens    int
-	ThinkTime    time.Duration
-	Profiles     []string
+	// HistoryReplyTokens is how many tokens of each reply the prompt
+	// targets count in later turns' history; 0 means MaxTokens, the whole
+	// reply, as the workload generator assumes. A plan for a reasoning
+	// model whose reasoning is dropped from the history counts only the
+	// final content here.
+	HistoryReplyTokens int
+	ThinkTime          time.Duration
+	Profiles           []string
 }
 
 var _ workload.Source = SyntheticSource{}
@@ -48,7 +54,11 @@ func (s SyntheticSource) Session(user, n int) (*workload.Script, error) {
 			ReplyTokens:  s.MaxTokens,
 			ThinkTime:    s.ThinkTime,
 		})
-		prompt += s.MaxTokens
+		if s.HistoryReplyTokens > 0 {
+			prompt += s.HistoryReplyTokens
+		} else {
+			prompt += s.MaxTokens
+		}
 	}
 	return sc, nil
 }

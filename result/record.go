@@ -43,9 +43,11 @@ type Record struct {
 	// Done is when the response ended (or failed).
 	Done time.Time `json:"done"`
 
-	// TokenGapsUS are the gaps in microseconds between consecutive content
-	// chunks after the first; TokenCounts, when present, gives the number of
-	// tokens each chunk after the first carried (1 if absent).
+	// TokenGapsUS are the gaps in microseconds between consecutive token
+	// chunks (content or reasoning) after the first; TokenCounts, when
+	// present, gives the number of tokens each chunk after the first carried
+	// (1 if absent). Summaries spread a chunk's gap evenly over its tokens,
+	// so ITL is per token (see ChunkTokens).
 	TokenGapsUS []int64 `json:"token_gaps_us,omitempty"`
 	TokenCounts []int   `json:"token_counts,omitempty"`
 
@@ -54,6 +56,11 @@ type Record struct {
 	CachedTokens       int `json:"cached_tokens,omitempty"` // server-reported prefix-cache hits
 	OutputTokens       int `json:"output_tokens"`
 	MaxTokens          int `json:"max_tokens,omitempty"`
+	// ReasoningTokens counts the output tokens streamed as reasoning
+	// (delta.reasoning or delta.reasoning_content) rather than content; they
+	// are part of OutputTokens. Whether they reach the next turn's prompt
+	// depends on the runner's history policy and on the server's template.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 
 	Status Status `json:"status"`
 	Error  string `json:"error,omitempty"`
@@ -83,6 +90,15 @@ func (r *Record) TPOT() (time.Duration, bool) {
 		return 0, false
 	}
 	return (r.E2E() - ttft) / time.Duration(r.OutputTokens-1), true
+}
+
+// ChunkTokens is the number of tokens carried by the chunk that ended gap i
+// of TokenGapsUS: TokenCounts[i], or 1 when it is absent or not positive.
+func (r *Record) ChunkTokens(i int) int {
+	if i < len(r.TokenCounts) && r.TokenCounts[i] > 0 {
+		return r.TokenCounts[i]
+	}
+	return 1
 }
 
 // Sink consumes records as a run produces them.

@@ -1,7 +1,9 @@
 package result
 
 import (
+	"math"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -27,12 +29,15 @@ type Stats struct {
 	Cancelled int64 `json:"cancelled"`
 	// ErrorsByClass splits Errors by status (http_error, timeout, stream_error).
 	ErrorsByClass map[Status]int64 `json:"errors_by_class,omitempty"`
-	// ErrorsByHTTPStatus counts failed requests by the HTTP code they got.
+	// ErrorsByHTTPStatus counts failed requests by the HTTP code they got;
+	// cancelled requests are not failed, whatever code they had received.
 	ErrorsByHTTPStatus map[int]int64 `json:"errors_by_http_status,omitempty"`
 	// ErrorRate is Errors / (OK + Errors); cancelled requests are neither.
 	ErrorRate float64 `json:"error_rate"`
 
-	TTFT        Latency `json:"ttft"`
+	TTFT Latency `json:"ttft"`
+	// ITL is per token: a chunk of n tokens adds n samples of its gap / n
+	// (MetricITL), so Count is tokens, not chunks.
 	ITL         Latency `json:"itl"`
 	TPOT        Latency `json:"tpot"`
 	E2E         Latency `json:"e2e"`
@@ -52,6 +57,41 @@ type Stats struct {
 	// GoodputPerSecond is their rate.
 	GoodRequests     int64   `json:"good_requests"`
 	GoodputPerSecond float64 `json:"goodput_per_second"`
+
+	// Drift compares the successful requests with their plan.
+	Drift Drift `json:"drift"`
+}
+
+// Drift compares what a profile's live requests were with what the plan
+// (the session scripts) targeted. Only successful requests count: a failed
+// one's history was abandoned.
+type Drift struct {
+	// Requests counts the successful requests with both a target and a
+	// server-reported prompt length (usage.prompt_tokens); the prompt
+	// fields are over them and zero when there are none.
+	Requests int64 `json:"requests"`
+	// PromptMean is the mean of (server prompt tokens − target) / target:
+	// negative when live prompts were shorter than planned.
+	PromptMean float64 `json:"prompt_mean"`
+	// PromptAbsP95 is the 95th percentile of |(server − target) / target|.
+	PromptAbsP95 float64 `json:"prompt_abs_p95"`
+	// OutputFill is the mean of output tokens / max_tokens over successful
+	// requests that sent max_tokens (1 when every reply used its budget).
+	OutputFill float64 `json:"output_fill"`
+	// ReasoningShare is the share of the output tokens streamed as
+	// reasoning (Record.ReasoningTokens).
+	ReasoningShare float64 `json:"reasoning_share"`
+}
+
+// DriftReport says whether some profile's live prompts strayed from the
+// plan by more than Limit.
+type DriftReport struct {
+	// Limit is the |mean prompt drift| above which a profile is flagged.
+	Limit float64 `json:"limit"`
+	// Flagged is set when some profile exceeded it ("prompt drift");
+	// Reasons names each such profile.
+	Flagged bool     `json:"prompt_drift"`
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // ClientReport says whether the client itself limited the measurement.
@@ -78,7 +118,9 @@ type Result struct {
 	Overall  Stats        `json:"overall"`
 	Profiles []Stats      `json:"profiles"`
 	Client   ClientReport `json:"client"`
-	SLA      Verdict      `json:"sla"`
+	// Drift flags profiles whose live context lengths strayed from the plan.
+	Drift DriftReport `json:"drift"`
+	SLA   Verdict     `json:"sla"`
 }
 
 // Result computes the current statistics and SLA verdict.
@@ -124,6 +166,15 @@ func (s *Summary) Result() *Result {
 		c.Bound = true
 		c.Reasons = append(c.Reasons, "client CPU saturated ("+fmtPercent(h.CPUUtilization)+" of "+fmtFloat(h.CPUCores)+" cores)")
 	}
+	res.Drift.Limit = s.driftLimit
+	for _, st := range res.Profiles {
+		if d := st.Drift; d.Requests > 0 && math.Abs(d.PromptMean) > s.driftLimit {
+			res.Drift.Flagged = true
+			res.Drift.Reasons = append(res.Drift.Reasons, st.Name+" prompt drift "+fmtSignedPercent(d.PromptMean)+
+				" (mean over "+strconv.FormatInt(d.Requests, 10)+" requests, |drift| p95 "+fmtPercent(d.PromptAbsP95)+
+				") beyond ±"+fmtPercent(s.driftLimit))
+		}
+	}
 	res.SLA = s.evaluateLocked()
 	return res
 }
@@ -160,6 +211,7 @@ func (g *group) stats(secs float64) Stats {
 	st.TPOT = g.latency(MetricTPOT)
 	st.E2E = g.latency(MetricE2E)
 	st.DispatchLag = g.latency(MetricDispatchLag)
+	st.Drift = g.drift()
 	if secs > 0 {
 		st.RequestsPerSecond = float64(g.ok) / secs
 		st.OutputTokensPerSecond = float64(g.output) / secs
@@ -167,6 +219,21 @@ func (g *group) stats(secs float64) Stats {
 		st.GoodputPerSecond = float64(g.good) / secs
 	}
 	return st
+}
+
+func (g *group) drift() Drift {
+	d := Drift{Requests: g.driftN}
+	if g.driftN > 0 {
+		d.PromptMean = g.driftSum / float64(g.driftN)
+		d.PromptAbsP95 = float64(g.driftAbs.ValueAtPercentile(95)) / driftUnit
+	}
+	if g.fillN > 0 {
+		d.OutputFill = g.fillSum / float64(g.fillN)
+	}
+	if g.okOutput > 0 {
+		d.ReasoningShare = float64(g.okReasoning) / float64(g.okOutput)
+	}
+	return d
 }
 
 func (g *group) latency(m Metric) Latency {

@@ -14,8 +14,10 @@ import (
 type Metric int
 
 // Latency metrics. TTFT, TPOT and E2E are measured from the scheduled send
-// time; ITL is the gap between consecutive content chunks (one sample per
-// chunk, whatever its token count); DispatchLag is sent minus scheduled.
+// time; ITL is per token: the gap before a chunk of n tokens counts as n
+// samples of gap/n (a speculative-decoding step that emits 4 tokens after
+// 80 ms is 4 tokens at 20 ms, not one 80 ms stall); DispatchLag is sent
+// minus scheduled.
 const (
 	MetricTTFT Metric = iota
 	MetricITL
@@ -49,6 +51,20 @@ const DefaultClientBoundLagP99 = 10 * time.Millisecond
 // DefaultCPUSaturation is the fraction of its usable cores above which the
 // client counts as CPU-saturated (and the run as client-bound).
 const DefaultCPUSaturation = 0.9
+
+// DefaultPromptDriftLimit is the |mean prompt drift| of a profile above
+// which a summary flags the run: the server's prompt lengths differ from the
+// plan's targets by more than chat-template overhead and tokenizer
+// differences explain (a few per cent), so the run measured other context
+// lengths than the profile describes (docs/loadgen.md, "Plan drift").
+const DefaultPromptDriftLimit = 0.10
+
+// Drift histogram: |drift| in units of 0.01 %, up to 1,000,000 % (a
+// 10,000-fold prompt), 3 significant digits.
+const (
+	driftUnit    = 1e4
+	driftHighest = int64(1e8)
+)
 
 // Window is a measured window. Records are counted when their scheduled send
 // time is in [Start, End). A zero Start means "not given": records flagged
@@ -108,6 +124,16 @@ func WithCPUSaturation(f float64) Option {
 	}
 }
 
+// WithPromptDriftLimit sets the |mean prompt drift| above which a profile
+// is flagged (default DefaultPromptDriftLimit).
+func WithPromptDriftLimit(f float64) Option {
+	return func(s *Summary) {
+		if f > 0 {
+			s.driftLimit = f
+		}
+	}
+}
+
 // Summary accumulates records into per-profile and overall statistics with
 // bounded memory (HDR histograms). It works on any consistent clock, so the
 // simulator's virtual time serves as well as wall time. It is safe for
@@ -118,24 +144,27 @@ type Summary struct {
 	window   Window
 	lagLimit time.Duration
 	cpuLimit float64
-	health   *ClientHealth
-	overall  *group
-	profiles map[string]*group
-	excluded int64
-	first    time.Time // earliest scheduled of counted records
-	last     time.Time // latest done of counted records
-	gapBuf   []int64
+	// driftLimit is the |mean prompt drift| that flags a profile.
+	driftLimit float64
+	health     *ClientHealth
+	overall    *group
+	profiles   map[string]*group
+	excluded   int64
+	first      time.Time // earliest scheduled of counted records
+	last       time.Time // latest done of counted records
+	gapBuf     []int64
 }
 
 // NewSummary returns an empty Summary judging against sla over window w.
 func NewSummary(sla SLA, w Window, opts ...Option) *Summary {
 	s := &Summary{
-		sla:      sla,
-		window:   w,
-		lagLimit: DefaultClientBoundLagP99,
-		cpuLimit: DefaultCPUSaturation,
-		overall:  newGroup("overall"),
-		profiles: map[string]*group{},
+		sla:        sla,
+		window:     w,
+		lagLimit:   DefaultClientBoundLagP99,
+		cpuLimit:   DefaultCPUSaturation,
+		driftLimit: DefaultPromptDriftLimit,
+		overall:    newGroup("overall"),
+		profiles:   map[string]*group{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -224,7 +253,7 @@ func (s *Summary) isGood(r *Record) bool {
 		}
 	}
 	if c := s.sla.ITL; c.Max > 0 && len(r.TokenGapsUS) > 0 {
-		s.gapBuf = append(s.gapBuf[:0], r.TokenGapsUS...)
+		s.gapBuf = appendTokenGaps(s.gapBuf[:0], r)
 		sort.Slice(s.gapBuf, func(i, j int) bool { return s.gapBuf[i] < s.gapBuf[j] })
 		idx := int(math.Ceil(c.Percentile/100*float64(len(s.gapBuf)))) - 1
 		idx = max(0, min(idx, len(s.gapBuf)-1))
@@ -254,26 +283,54 @@ func (s *Summary) Quantile(profile string, m Metric, p float64) (time.Duration, 
 type group struct {
 	name                    string
 	requests, ok, cancelled int64
+	cancelledQueued         int64 // cancelled before a first token
 	errors                  map[Status]int64
 	httpStatus              map[int]int64
 	hist                    [numMetrics]*hdr.Histogram
 	maxUS                   [numMetrics]int64
 	prompt, cached, output  int64
 	good                    int64
+
+	// Plan drift, over successful requests: (server prompt tokens −
+	// target) / target where both are known, output / max_tokens where
+	// max_tokens is, and the reasoning share of the output.
+	driftN      int64
+	driftSum    float64
+	driftAbs    *hdr.Histogram // |drift| in 1/driftUnit
+	fillN       int64
+	fillSum     float64
+	okOutput    int64
+	okReasoning int64
 }
 
 func newGroup(name string) *group {
-	g := &group{name: name, errors: map[Status]int64{}, httpStatus: map[int]int64{}}
+	g := &group{name: name, errors: map[Status]int64{}, httpStatus: map[int]int64{},
+		driftAbs: hdr.New(1, driftHighest, histDigits)}
 	for i := range g.hist {
 		g.hist[i] = hdr.New(histLowestUS, histHighestUS, histDigits)
 	}
 	return g
 }
 
-func (g *group) record(m Metric, d time.Duration) {
+// appendTokenGaps appends r's per-token gaps in microseconds: each chunk's
+// gap divided by its token count, once per token.
+func appendTokenGaps(dst []int64, r *Record) []int64 {
+	for i, gap := range r.TokenGapsUS {
+		n := r.ChunkTokens(i)
+		for range n {
+			dst = append(dst, gap/int64(n))
+		}
+	}
+	return dst
+}
+
+func (g *group) record(m Metric, d time.Duration) { g.recordN(m, d, 1) }
+
+// recordN records n samples of d.
+func (g *group) recordN(m Metric, d time.Duration, n int64) {
 	us := int64(d / time.Microsecond)
 	us = max(histLowestUS, min(us, histHighestUS))
-	_ = g.hist[m].RecordValue(us) // in range by construction
+	_ = g.hist[m].RecordValues(us, n) // in range by construction
 	g.maxUS[m] = max(g.maxUS[m], us)
 }
 
@@ -284,10 +341,14 @@ func (g *group) add(r *Record, good bool) {
 		g.ok++
 	case StatusCancelled:
 		g.cancelled++
+		if r.FirstToken.IsZero() {
+			g.cancelledQueued++
+		}
 	default:
 		g.errors[r.Status]++
 	}
-	if r.HTTPStatus != 0 && r.Status != StatusOK {
+	// A cancelled stream got its 200 before the window cut it: no error.
+	if r.HTTPStatus != 0 && r.Status != StatusOK && r.Status != StatusCancelled {
 		g.httpStatus[r.HTTPStatus]++
 	}
 	if good {
@@ -306,6 +367,7 @@ func (g *group) add(r *Record, good bool) {
 	}
 	g.prompt += int64(prompt)
 	g.cached += int64(r.CachedTokens)
+	g.addDrift(r)
 	if ttft, ok := r.TTFT(); ok {
 		g.record(MetricTTFT, ttft)
 	}
@@ -313,9 +375,27 @@ func (g *group) add(r *Record, good bool) {
 		g.record(MetricTPOT, tpot)
 	}
 	g.record(MetricE2E, r.E2E())
-	for _, gap := range r.TokenGapsUS {
-		g.record(MetricITL, time.Duration(gap)*time.Microsecond)
+	for i, gap := range r.TokenGapsUS {
+		n := r.ChunkTokens(i)
+		g.recordN(MetricITL, time.Duration(gap/int64(n))*time.Microsecond, int64(n))
 	}
+}
+
+// addDrift accumulates how far successful request r strayed from its plan.
+func (g *group) addDrift(r *Record) {
+	if r.PromptTokens > 0 && r.PromptTokensTarget > 0 {
+		d := float64(r.PromptTokens-r.PromptTokensTarget) / float64(r.PromptTokensTarget)
+		g.driftN++
+		g.driftSum += d
+		v := min(int64(math.Round(math.Abs(d)*driftUnit)), driftHighest)
+		_ = g.driftAbs.RecordValue(v) // in range by construction
+	}
+	if r.MaxTokens > 0 {
+		g.fillN++
+		g.fillSum += float64(r.OutputTokens) / float64(r.MaxTokens)
+	}
+	g.okOutput += int64(r.OutputTokens)
+	g.okReasoning += int64(r.ReasoningTokens)
 }
 
 func (g *group) quantile(m Metric, p float64) (time.Duration, bool) {

@@ -126,8 +126,10 @@ func TestSLAVerdicts(t *testing.T) {
 			},
 			records: []*Record{rec("P0", 0, 500*time.Millisecond, 50*time.Millisecond, 21)},
 			want:    []string{"P0 tpot p99 50ms > 40ms", "P0 e2e p50 1.5s > 1s"}},
+		// Deliberate change: this was "P0: no completed requests (1
+		// cancelled)", an empty run; it is an overload.
 		{name: "all cancelled", records: []*Record{{Profile: "P0", Scheduled: t0, Status: StatusCancelled}},
-			want: []string{"P0: no completed requests (1 cancelled)"}},
+			want: []string{"P0: no request completed in the measured window, 100 outstanding at its end, all still waiting for a first token"}},
 		{name: "empty window", want: []string{"overall: no requests in the measured window"}},
 		{name: "only errors", records: []*Record{failed("P0", 0, StatusTimeout, 0)},
 			want: []string{"P0 ttft p95: no successful request", "P0 error rate 100% > 1%"}},
@@ -139,8 +141,12 @@ func TestSLAVerdicts(t *testing.T) {
 				c.sla(&sla)
 			}
 			s := NewSummary(sla, Window{})
-			for _, r := range c.records {
-				s.Add(r)
+			// 100 copies of each: enough samples for any percentile up to
+			// p99 (TestInsufficientSamples covers fewer).
+			for range 100 {
+				for _, r := range c.records {
+					s.Add(r)
+				}
 			}
 			v := s.EvaluateSLA()
 			var got []string
@@ -233,5 +239,271 @@ func TestWriteTextWithoutWindow(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "0001-01-01") || !strings.Contains(b.String(), "no records in a measured window (1 outside it") {
 		t.Errorf("all-warm-up summary:\n%s", b.String())
+	}
+}
+
+// TestITLIsPerToken checks that a chunk carrying several tokens spreads its
+// gap over them: one 80 ms gap before a 4-token chunk is four 20 ms tokens,
+// both in the ITL distribution and in a request's goodput judgement.
+func TestITLIsPerToken(t *testing.T) {
+	sla := DefaultSLA() // itl p95 <= 100 ms
+	sla.ITL.Max = 50 * time.Millisecond
+	s := NewSummary(sla, Window{})
+	r := rec("P0", 0, 100*time.Millisecond, 20*time.Millisecond, 2)
+	r.TokenGapsUS = []int64{20000, 80000, 30000}
+	r.TokenCounts = []int{1, 4, 0} // 0: malformed, counts as one token
+	r.OutputTokens = 7
+	r.Done = r.FirstToken.Add(130 * time.Millisecond)
+	s.Add(r)
+	o := s.Result().Overall
+	if o.ITL.Count != 6 || !near(o.ITL.Max, 30) || !near(o.ITL.P50, 20) {
+		t.Fatalf("itl %+v, want 6 per-token samples, p50 20 ms, max 30 ms", o.ITL)
+	}
+	if o.GoodRequests != 1 {
+		t.Fatalf("good %d: a request with 20 ms per token failed a 50 ms ITL clause", o.GoodRequests)
+	}
+	if r.ChunkTokens(1) != 4 || r.ChunkTokens(2) != 1 || r.ChunkTokens(5) != 1 {
+		t.Fatalf("chunk tokens %d %d %d", r.ChunkTokens(1), r.ChunkTokens(2), r.ChunkTokens(5))
+	}
+}
+
+// TestCancelledAreNotErrors checks that requests cut off by the window end
+// or Ctrl-C (status cancelled, often after an HTTP 200 and some tokens)
+// count neither in the error rate nor in the errors line.
+func TestCancelledAreNotErrors(t *testing.T) {
+	sla := DefaultSLA()
+	sla.Scope = SLAScopeOverall
+	s := NewSummary(sla, Window{Start: t0, End: t0.Add(time.Minute)})
+	for i := range 30 {
+		s.Add(rec("P0", time.Duration(i)*time.Millisecond, 100*time.Millisecond, 20*time.Millisecond, 5))
+	}
+	for i := range 10 { // mid-stream at the window end, and before sending
+		c := rec("P0", 50*time.Second, 100*time.Millisecond, 20*time.Millisecond, 3)
+		c.Status, c.HTTPStatus, c.Error = StatusCancelled, 200, "measured window ended"
+		if i%2 == 1 {
+			c.HTTPStatus, c.FirstToken, c.TokenGapsUS, c.Sent = 0, time.Time{}, nil, time.Time{}
+		}
+		s.Add(c)
+	}
+	res := s.Result()
+	o := res.Overall
+	if o.Errors != 0 || o.ErrorRate != 0 || len(o.ErrorsByClass) != 0 || len(o.ErrorsByHTTPStatus) != 0 || o.Cancelled != 10 {
+		t.Fatalf("cancelled counted as errors: %+v", o)
+	}
+	if !res.SLA.Pass {
+		t.Fatalf("verdict %v", res.SLA)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "errors:") || strings.Contains(b.String(), "HTTP 200") {
+		t.Fatalf("text reports cancelled requests as errors:\n%s", b.String())
+	}
+	// With a real error the line names only it.
+	s.Add(failed("P0", time.Second, StatusHTTPError, 503))
+	b.Reset()
+	if err := WriteText(&b, s.Result()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "errors: http_error 1, HTTP 503: 1 (rate 3.23%)") || strings.Contains(b.String(), "HTTP 200") {
+		t.Fatalf("errors line:\n%s", b.String())
+	}
+}
+
+func TestMinSamples(t *testing.T) {
+	for _, c := range []struct {
+		p    float64
+		want int64
+	}{{50, 2}, {90, 10}, {95, 20}, {99, 100}, {99.9, 1000}, {100, 1}, {0, 1}} {
+		if got := MinSamples(c.p); got != c.want {
+			t.Errorf("MinSamples(%v) = %d, want %d", c.p, got, c.want)
+		}
+	}
+}
+
+func TestInsufficientSamples(t *testing.T) {
+	fast := func(n int) []*Record { return repeat(rec("P0", 0, time.Second, 50*time.Millisecond, 3), n) }
+	slow := func(n int) []*Record { return repeat(rec("P0", 0, 3*time.Second, 50*time.Millisecond, 2), n) }
+	cases := []struct {
+		name    string
+		sla     func(*SLA)
+		records []*Record
+		state   VerdictState
+		text    string
+	}{
+		{name: "p95 with 19 requests", records: fast(19), state: VerdictInsufficient,
+			text: "insufficient samples: P0 ttft p95: 19 samples, needs 20"},
+		{name: "a slow p95 with 19 requests is not a fail either", records: slow(19), state: VerdictInsufficient,
+			text: "insufficient samples: P0 ttft p95: 19 samples, needs 20"},
+		{name: "p95 with 20 requests", records: fast(20), state: VerdictPass, text: "pass"},
+		{name: "p95 with 20 slow requests", records: slow(20), state: VerdictFail, text: "fail: P0 ttft p95 3s > 2s"},
+		{name: "p99 with 99 requests", sla: func(s *SLA) { s.TTFT.Percentile = 99 }, records: fast(99), state: VerdictInsufficient,
+			text: "insufficient samples: P0 ttft p99: 99 samples, needs 100"},
+		{name: "p99 with 100 requests", sla: func(s *SLA) { s.TTFT.Percentile = 99 }, records: fast(100), state: VerdictPass, text: "pass"},
+		{name: "a failed clause decides over an unjudged one",
+			sla:     func(s *SLA) { s.ITL = LatencyClause{Percentile: 95, Max: 10 * time.Millisecond} },
+			records: fast(19), state: VerdictFail, text: "fail: P0 itl p95 50ms > 10ms"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sla := DefaultSLA()
+			sla.ITL.Max = 0
+			if c.sla != nil {
+				c.sla(&sla)
+			}
+			s := NewSummary(sla, Window{})
+			for _, r := range c.records {
+				s.Add(r)
+			}
+			v := s.EvaluateSLA()
+			if v.State != c.state || v.Pass != (c.state == VerdictPass) || v.String() != c.text {
+				t.Fatalf("verdict %s (pass %v, %q), want %s %q", v.State, v.Pass, v.String(), c.state, c.text)
+			}
+			if c.state == VerdictInsufficient && (len(v.Violations) != 0 || v.Insufficient[0].Samples == 0 || v.First() != v.Insufficient[0].Message) {
+				t.Fatalf("insufficient verdict %+v", v)
+			}
+		})
+	}
+}
+
+func TestOverloaded(t *testing.T) {
+	queued := func(profile string, n int) []*Record {
+		out := make([]*Record, n)
+		for i := range out {
+			s := t0.Add(time.Duration(i) * time.Second)
+			out[i] = &Record{Profile: profile, Scheduled: s, Sent: s, Done: t0.Add(time.Minute), Status: StatusCancelled,
+				Error: "measured window ended"}
+		}
+		return out
+	}
+	streaming := rec("P1", 0, 40*time.Second, 100*time.Millisecond, 50)
+	streaming.Status = StatusCancelled
+	cases := []struct {
+		name    string
+		scope   string
+		records []*Record
+		first   string
+		text    string
+	}{
+		{name: "every request still queued", scope: SLAScopeOverall, records: queued("P0", 30),
+			first: "overall: no request completed in the measured window, 30 outstanding at its end, all still waiting for a first token"},
+		{name: "streaming but none completed", scope: SLAScopeOverall, records: append(queued("P0", 3), streaming),
+			first: "overall: no request completed in the measured window, 4 outstanding at its end (3 without a first token)"},
+		{name: "one profile overloaded decides", scope: SLAScopePerProfile,
+			records: append(repeat(rec("P0", 0, 3*time.Second, 10*time.Millisecond, 3), 20), queued("P2", 5)...),
+			first:   "P2: no request completed in the measured window, 5 outstanding at its end, all still waiting for a first token",
+			text:    "fail: overloaded: P0 ttft p95 3s > 2s; P2: no request completed in the measured window, 5 outstanding at its end, all still waiting for a first token"},
+		{name: "errors still count", scope: SLAScopeOverall, records: append(queued("P0", 3), failed("P0", 0, StatusHTTPError, 503)),
+			first: "overall: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token",
+			text:  "fail: overloaded: overall: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token; overall error rate 100% > 1%"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sla := DefaultSLA()
+			sla.Scope = c.scope
+			s := NewSummary(sla, Window{Start: t0, End: t0.Add(time.Minute)})
+			for _, r := range c.records {
+				s.Add(r)
+			}
+			res := s.Result()
+			v := res.SLA
+			if v.State != VerdictOverloaded || v.Pass || v.First() != c.first {
+				t.Fatalf("verdict %s (pass %v), first %q, want overloaded, %q", v.State, v.Pass, v.First(), c.first)
+			}
+			if c.text == "" {
+				c.text = "fail: overloaded: " + c.first
+			}
+			if v.String() != c.text {
+				t.Fatalf("String %q, want %q", v.String(), c.text)
+			}
+			var b strings.Builder
+			if err := WriteText(&b, res); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), "): fail: overloaded: ") {
+				t.Fatalf("text lacks the overload:\n%s", b.String())
+			}
+		})
+	}
+	// An empty window is not an overload.
+	if v := NewSummary(DefaultSLA(), Window{}).EvaluateSLA(); v.State != VerdictNoRequests || v.Pass {
+		t.Fatalf("empty window: %s", v.State)
+	}
+}
+
+// TestVerdictOutcomeOfOldSummaries checks that a verdict decoded from a
+// summary.json written before Verdict.State existed still reads right.
+func TestVerdictOutcomeOfOldSummaries(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want VerdictState
+		text string
+	}{
+		{`{"pass":true,"scope":"overall"}`, VerdictPass, "pass"},
+		{`{"pass":false,"scope":"overall","violations":[{"scope":"P0","clause":"ttft p95","message":"P0 ttft p95 3s > 2s"}]}`, VerdictFail, "fail: P0 ttft p95 3s > 2s"},
+	} {
+		var v Verdict
+		if err := json.Unmarshal([]byte(c.in), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Outcome() != c.want || v.String() != c.text {
+			t.Errorf("%s: outcome %s %q", c.in, v.Outcome(), v.String())
+		}
+	}
+}
+
+func TestPlanDrift(t *testing.T) {
+	s := NewSummary(DefaultSLA(), Window{})
+	// P0: live prompts 2 % longer than planned (template overhead), full
+	// replies. P1: live prompts 30 % shorter, half the output reasoning.
+	for i := range 20 {
+		r := rec("P0", time.Duration(i)*time.Millisecond, time.Second, 10*time.Millisecond, 10)
+		r.PromptTokensTarget, r.PromptTokens, r.MaxTokens = 1000, 1020, 10
+		s.Add(r)
+		r = rec("P1", time.Duration(i)*time.Millisecond, time.Second, 10*time.Millisecond, 10)
+		r.PromptTokensTarget, r.PromptTokens, r.MaxTokens, r.ReasoningTokens = 1000, 700, 20, 5
+		if i == 0 {
+			r.PromptTokens = 400 // one outlier: -60 %
+		}
+		s.Add(r)
+	}
+	// Requests without a server count, and failed ones, are not judged.
+	noUsage := rec("P0", 0, time.Second, 10*time.Millisecond, 10)
+	noUsage.PromptTokens = 0
+	s.Add(noUsage)
+	bad := failed("P1", 0, StatusStreamError, 200)
+	bad.PromptTokensTarget, bad.PromptTokens = 1000, 5000
+	s.Add(bad)
+
+	res := s.Result()
+	p0, p1 := res.Profiles[0].Drift, res.Profiles[1].Drift
+	if p0.Requests != 20 || !near(p0.PromptMean, 0.02) || !near(p0.PromptAbsP95, 0.02) || !near(p0.OutputFill, 1) || p0.ReasoningShare != 0 {
+		t.Errorf("P0 drift %+v", p0)
+	}
+	if p1.Requests != 20 || !near(p1.PromptMean, -0.315) || !near(p1.PromptAbsP95, 0.3) || !near(p1.OutputFill, 0.5) || !near(p1.ReasoningShare, 0.5) {
+		t.Errorf("P1 drift %+v", p1)
+	}
+	if !res.Drift.Flagged || len(res.Drift.Reasons) != 1 || res.Drift.Limit != DefaultPromptDriftLimit ||
+		res.Drift.Reasons[0] != "P1 prompt drift -31.5% (mean over 20 requests, |drift| p95 30%) beyond ±10%" {
+		t.Fatalf("drift report %+v", res.Drift)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"plan drift (server vs planned): P0 prompt +2% (|p95| 2%), output 100% of max_tokens; P1 prompt -31.5% (|p95| 30%), output 50% of max_tokens, 50% reasoning",
+		"WARNING: prompt drift, the run measured other context lengths than the plan: P1 prompt drift -31.5%"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	// A wider limit flags nothing.
+	s2 := NewSummary(DefaultSLA(), Window{}, WithPromptDriftLimit(0.5))
+	r := rec("P1", 0, time.Second, 10*time.Millisecond, 10)
+	r.PromptTokensTarget, r.PromptTokens = 1000, 700
+	s2.Add(r)
+	if res := s2.Result(); res.Drift.Flagged || res.Drift.Limit != 0.5 {
+		t.Fatalf("limit 50%%: %+v", res.Drift)
 	}
 }

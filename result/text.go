@@ -64,6 +64,30 @@ func WriteText(w io.Writer, res *Result) error {
 	if c.Bound {
 		ew.Printf("\nWARNING: client-bound run, latencies are not trustworthy: %s", strings.Join(c.Reasons, "; "))
 	}
+	var drift []string
+	for _, st := range res.Profiles {
+		d := st.Drift
+		if d.Requests == 0 && d.OutputFill == 0 {
+			continue
+		}
+		part := st.Name
+		if d.Requests > 0 {
+			part += fmt.Sprintf(" prompt %s (|p95| %s)", fmtSignedPercent(d.PromptMean), fmtPercent(d.PromptAbsP95))
+		}
+		if d.OutputFill > 0 {
+			part += fmt.Sprintf(", output %s of max_tokens", fmtPercent(d.OutputFill))
+		}
+		if d.ReasoningShare > 0 {
+			part += fmt.Sprintf(", %s reasoning", fmtPercent(d.ReasoningShare))
+		}
+		drift = append(drift, part)
+	}
+	if len(drift) > 0 {
+		ew.Printf("\nplan drift (server vs planned): %s", strings.Join(drift, "; "))
+	}
+	if res.Drift.Flagged {
+		ew.Printf("\nWARNING: prompt drift, the run measured other context lengths than the plan: %s", strings.Join(res.Drift.Reasons, "; "))
+	}
 	ew.Printf("\nSLA (%s): %s\n", res.SLA.Scope, res.SLA)
 	return ew.Err
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Fault is a failure the server injects into one request.
@@ -45,6 +47,24 @@ type Config struct {
 	// ReplyTokens fixes the reply length; 0 uses the request's max_tokens
 	// (default 16 when absent).
 	ReplyTokens int
+	// ReasoningTokens makes a chat reply start with up to this many tokens
+	// of reasoning, streamed in delta.<ReasoningField> before any content,
+	// as a reasoning model does: they are part of the reply length (so of
+	// max_tokens and completion_tokens). The completions endpoint streams
+	// every token as text.
+	ReasoningTokens int
+	// ReasoningField is the delta field of the reasoning: vllm.FieldReasoning
+	// (current vLLM, the default) or vllm.FieldReasoningContent (older).
+	ReasoningField string
+	// CountTokens counts the tokens of one prompt text (a message's content
+	// or reasoning, or the completions prompt) for usage.prompt_tokens;
+	// nil counts 4 bytes a token.
+	CountTokens func(text string) int
+	// DropHistoryReasoning leaves the reasoning of assistant messages in a
+	// request out of usage.prompt_tokens, as vLLM's gpt-oss (harmony)
+	// renderer drops completed turns' reasoning; by default it counts, as
+	// with a template that renders it.
+	DropHistoryReasoning bool
 	// FaultRate is the probability that a request gets a fault drawn uniformly
 	// from Faults (default AllFaults), with a generator seeded by Seed.
 	FaultRate float64
@@ -89,8 +109,10 @@ type Request struct {
 	IgnoreEOS     bool `json:"ignore_eos"`
 	IncludeUsage  bool `json:"include_usage"`
 	Authorization bool `json:"authorization"`
-	// Reply is the content the server streamed.
-	Reply string `json:"reply"`
+	// Reply is the content the server streamed; Reasoning the reasoning
+	// before it.
+	Reply     string `json:"reply"`
+	Reasoning string `json:"reasoning,omitempty"`
 	// Emitted holds the time each content chunk was handed to the kernel
 	// (after Write and Flush returned), and Tokens each chunk's token count.
 	Emitted []time.Time `json:"emitted"`
@@ -104,10 +126,13 @@ type Request struct {
 	emitted []int64
 }
 
-// Message is one chat message.
+// Message is one chat message. An assistant message in a request may carry
+// the reasoning of its turn, under either name vLLM accepts.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role             string `json:"role"`
+	Content          string `json:"content"`
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Reasoning        string `json:"reasoning,omitempty"`
 }
 
 // Server is the streaming test server.
@@ -287,11 +312,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 	if n <= 0 {
 		n = 16
 	}
-	promptBytes := len(b.Prompt)
-	for _, m := range b.Messages {
-		promptBytes += len(m.Content)
-	}
-	var buf, reply bytes.Buffer
+	prompt := s.promptTokens(b)
+	var buf, reply, reasoning bytes.Buffer
 	id := "cmpl-" + strconv.FormatInt(req.Seq, 10)
 	if chat { // role chunk, no content, like vLLM
 		buf.WriteString(`data: {"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n")
@@ -302,8 +324,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 	timer := time.NewTimer(time.Until(start))
 	defer timer.Stop()
 	prefix := `data: {"id":"` + id + `","object":"text_completion","choices":[{"index":0,"text":`
+	thinking, thinkPrefix := 0, ""
 	if chat {
 		prefix = `data: {"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":`
+		field := s.cfg.ReasoningField
+		if field == "" {
+			field = vllm.FieldReasoning
+		}
+		thinking = min(s.cfg.ReasoningTokens, n)
+		thinkPrefix = `data: {"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"` + field + `":`
 	}
 	var text []byte
 	sent := 0
@@ -317,34 +346,42 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 			<-timer.C
 		}
 		if r.Context().Err() != nil {
-			s.finish(req, &reply)
+			s.finish(req, &reply, &reasoning)
 			return
 		}
 		if chunk == s.cfg.FaultAfterChunks {
 			switch req.Fault {
 			case FaultReset:
-				s.finish(req, &reply)
+				s.finish(req, &reply, &reasoning)
 				reset(w)
 				return
 			case FaultMalformed:
 				_, _ = w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}\n\n"))
 				fl.Flush()
-				s.finish(req, &reply)
+				s.finish(req, &reply, &reasoning)
 				return
 			case FaultStall:
 				select {
 				case <-time.After(s.cfg.Stall):
 				case <-r.Context().Done():
 				}
-				s.finish(req, &reply)
+				s.finish(req, &reply, &reasoning)
 				return
 			}
 		}
+		// A chunk is all reasoning or all content.
+		think := sent < thinking
 		k := min(s.cfg.TokensPerChunk, n-sent)
-		// Text "r<seq>.<n> ": plain ASCII, so it needs no JSON escaping.
-		text = append(strconv.AppendInt(append(strconv.AppendInt(append(text[:0], 'r'), req.Seq, 10), '.'), int64(sent), 10), ' ')
+		lead, out, pre := byte('r'), &reply, prefix
+		if think {
+			k = min(k, thinking-sent)
+			lead, out, pre = 'a', &reasoning, thinkPrefix
+		}
+		// Text "r<seq>.<n> " ("a..." for reasoning): plain ASCII, so it
+		// needs no JSON escaping.
+		text = append(strconv.AppendInt(append(strconv.AppendInt(append(text[:0], lead), req.Seq, 10), '.'), int64(sent), 10), ' ')
 		buf.Reset()
-		buf.WriteString(prefix)
+		buf.WriteString(pre)
 		buf.WriteByte('"')
 		buf.Write(text)
 		buf.WriteByte('"')
@@ -363,12 +400,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 		}
 		buf.WriteString(`,"finish_reason":null}]}` + "\n\n")
 		if _, err := w.Write(buf.Bytes()); err != nil {
-			s.finish(req, &reply)
+			s.finish(req, &reply, &reasoning)
 			return
 		}
 		fl.Flush()
 		at := time.Now()
-		reply.Write(text)
+		out.Write(text)
 		sent += k
 		if s.cfg.KeepLog { // logged as it happens: a client may fetch the log mid-stream
 			s.mu.Lock()
@@ -379,22 +416,45 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, ch
 	}
 	buf.Reset()
 	if b.StreamOptions.IncludeUsage {
-		prompt := promptBytes / 4
 		fmt.Fprintf(&buf, `data: {"id":"%s","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`+"\n\n",
 			id, prompt, sent, prompt+sent, prompt/2)
 	}
 	buf.WriteString("data: [DONE]\n\n")
 	_, _ = w.Write(buf.Bytes())
 	fl.Flush()
-	s.finish(req, &reply)
+	s.finish(req, &reply, &reasoning)
 }
 
-func (s *Server) finish(req *Request, reply *bytes.Buffer) {
+// promptTokens is usage.prompt_tokens for request body b.
+func (s *Server) promptTokens(b body) int {
+	texts := []string{b.Prompt}
+	for _, m := range b.Messages {
+		texts = append(texts, m.Content)
+		if !s.cfg.DropHistoryReasoning {
+			texts = append(texts, m.ReasoningContent, m.Reasoning)
+		}
+	}
+	n := 0
+	for _, t := range texts {
+		if s.cfg.CountTokens != nil {
+			n += s.cfg.CountTokens(t)
+		} else {
+			n += len(t)
+		}
+	}
+	if s.cfg.CountTokens == nil {
+		n /= 4
+	}
+	return n
+}
+
+func (s *Server) finish(req *Request, reply, reasoning *bytes.Buffer) {
 	if !s.cfg.KeepLog {
 		return
 	}
 	s.mu.Lock()
 	req.Reply = reply.String()
+	req.Reasoning = reasoning.String()
 	s.mu.Unlock()
 }
 

@@ -87,7 +87,8 @@ type SimInfo struct {
 
 // Repeat reduces an evaluation to what the sweep needs.
 func (ev *Evaluation) Repeat() Repeat {
-	r := Repeat{Pass: ev.Pass, FailedClause: ev.Failed, Detail: ev}
+	r := Repeat{Pass: ev.Pass, Insufficient: ev.Verdict.Outcome() == result.VerdictInsufficient,
+		FewSamplesPass: ev.Verdict.FewSamplesPass(), FailedClause: ev.Failed, Detail: ev}
 	if ev.Summary != nil {
 		o := ev.Summary.Overall
 		r.OutputThroughput = o.OutputTokensPerSecond
@@ -307,7 +308,7 @@ func (e *Evaluator) Close(ctx context.Context) error {
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
 	epoch := time.Unix(0, 0).UTC()
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
-	sum := result.NewSummary(e.setup.SLA, window, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99))
+	sum := result.NewSummary(e.setup.SLA, window, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {
@@ -399,13 +400,13 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
 		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
-		ExactOutputLength: e.setup.Client.ExactOutputLength, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
+		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
 		Renderer: e.gen, Logger: e.logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	sum := result.NewSummary(e.setup.SLA, result.Window{}, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99))
+	sum := result.NewSummary(e.setup.SLA, result.Window{}, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {

@@ -92,6 +92,12 @@ type Client struct {
 	// ClientBoundLagP99 is the dispatch lag above which a run is marked
 	// client-bound.
 	ClientBoundLagP99 time.Duration
+	// HistoryPolicy is loadgen.HistoryFinal or loadgen.HistoryKeep: what a
+	// reasoning model's reply leaves in the next turn's history.
+	HistoryPolicy string
+	// PromptDriftLimit flags a profile whose server-reported prompts differ
+	// from the plan's targets by more than this fraction on average.
+	PromptDriftLimit float64
 }
 
 // Windows are the loads of the three kinds of evaluation.

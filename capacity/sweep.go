@@ -12,13 +12,24 @@ type Level struct {
 	Users   int      `json:"users"`
 	Pass    bool     `json:"pass"`
 	Repeats []Repeat `json:"repeats"`
+	// Insufficient is set when no repeat failed but one had too few
+	// samples for a percentile of the SLA (result.VerdictInsufficient):
+	// the level is neither a pass nor a fail. Levels of few users are
+	// often like this; the sweep walks past them and never takes one for
+	// its ceiling.
+	Insufficient bool `json:"insufficient_samples,omitempty"`
 	// FailedClause is the first SLA clause that failed in a failing repeat.
 	FailedClause string `json:"failed_clause,omitempty"`
 }
 
 // Repeat is one run at a user count, reduced to what the sweep needs.
 type Repeat struct {
-	Pass             bool    `json:"pass"`
+	Pass bool `json:"pass"`
+	// Insufficient: the run had too few samples to judge a clause, and
+	// none failed; FewSamplesPass, whether its measured values met the
+	// SLA all the same.
+	Insufficient     bool    `json:"insufficient_samples,omitempty"`
+	FewSamplesPass   bool    `json:"few_samples_pass,omitempty"`
 	FailedClause     string  `json:"failed_clause,omitempty"`
 	OutputThroughput float64 `json:"output_throughput"` // tokens/s
 	TTFTP95          float64 `json:"ttft_p95_s"`
@@ -38,6 +49,12 @@ type SweepOptions struct {
 	ResolutionUsers    int
 	ResolutionFraction float64
 	Repeats            int
+	// JudgeFewSamples judges a level whose runs had too few samples for a
+	// percentile on the values measured (result.Verdict.FewSamplesPass)
+	// instead of leaving it unjudged: for short sweeps that rank
+	// candidates on short windows, never for the sweep that states the
+	// capacity.
+	JudgeFewSamples bool
 	// Progress, when set, is called after every level.
 	Progress func(l Level, phase string)
 }
@@ -92,12 +109,17 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			if err != nil {
 				return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
 			}
+			if rep.Insufficient && o.JudgeFewSamples {
+				rep.Insufficient, rep.Pass = false, rep.FewSamplesPass
+			}
 			l.Repeats = append(l.Repeats, rep)
-			if !rep.Pass {
-				if l.Pass {
+			if !rep.Pass && !rep.Insufficient {
+				if l.Pass || l.Insufficient {
 					l.FailedClause = rep.FailedClause
 				}
-				l.Pass = false
+				l.Pass, l.Insufficient = false, false
+			} else if rep.Insufficient && (l.Pass || l.Insufficient) {
+				l.Pass, l.Insufficient = false, true
 			}
 		}
 		done[users] = l
@@ -117,18 +139,27 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			grid = append(grid, u)
 		}
 	}
-	lo, hi := 0, 0
+	// lo is the largest count below the first failure the walk has passed
+	// (an insufficient level counts as passed for the walk's direction:
+	// more users give more samples); ceiling is the largest judged pass.
+	lo, hi, ceiling := 0, 0, 0
 	var failing *Level
+	passed := func(u int, l *Level) {
+		lo = u
+		if l.Pass {
+			ceiling = u
+		}
+	}
 	for _, u := range grid {
 		l, err := run(u, "grid")
 		if err != nil {
 			return nil, err
 		}
-		if !l.Pass {
+		if !l.Pass && !l.Insufficient {
 			hi, failing = u, l
 			break
 		}
-		lo = u
+		passed(u, l)
 	}
 	if failing != nil {
 		for hi-lo > o.resolution(lo) && hi-lo > 1 {
@@ -137,14 +168,14 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			if err != nil {
 				return nil, err
 			}
-			if l.Pass {
-				lo = mid
+			if l.Pass || l.Insufficient {
+				passed(mid, l)
 			} else {
 				hi, failing = mid, l
 			}
 		}
 	}
-	res := &SweepResult{Ceiling: lo, Resolution: o.resolution(lo)}
+	res := &SweepResult{Ceiling: ceiling, Resolution: o.resolution(ceiling)}
 	if failing != nil {
 		res.FirstFailing, res.FailedClause = hi, failing.FailedClause
 	}

@@ -44,6 +44,7 @@ func ShortSweep(ctx context.Context, ev *Evaluator, params map[string]any) (*Swe
 	s := ev.Setup()
 	opts := s.Sweep.SweepOptions
 	opts.Repeats = 1
+	opts.JudgeFewSamples = true
 	return SweepConfig(ctx, ev, params, s.Windows.Tune.At, opts, nil)
 }
 

@@ -48,7 +48,7 @@ func (e *Evaluator) CapacityFunc() tune.CapacityFunc {
 			}
 			return r.Repeat(), nil
 		}, SweepOptions{Start: sw.Start, Max: sw.Max, ResolutionUsers: max(sw.ResolutionUsers, 10),
-			ResolutionFraction: max(sw.ResolutionFraction, 0.1), Repeats: 1})
+			ResolutionFraction: max(sw.ResolutionFraction, 0.1), Repeats: 1, JudgeFewSamples: true})
 		if err != nil {
 			return 0, err
 		}

@@ -14,6 +14,8 @@ type Run struct {
 	FirstByteTimeout  Duration `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
 	ClientBoundLagP99 Duration `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this."`
 	APIKeyEnv         string   `yaml:"api_key_env" doc:"Environment variable holding the API key; never logged or recorded."`
+	HistoryPolicy     string   `yaml:"history_policy" doc:"What a reasoning model's turn leaves in the conversation for the next turn: final (its final content only; the reasoning is dropped, as the harmony format does for gpt-oss) or keep (reasoning and content)."`
+	PromptDriftLimit  float64  `yaml:"prompt_drift_limit" doc:"Largest mean relative difference between the prompt tokens the server reports and the workload's targets before a profile's run is flagged for prompt drift (docs/loadgen.md)."`
 }
 
 // DefaultRun: 100 users, 1 minute ramp, 3 minutes warm-up (the prefix
@@ -33,6 +35,8 @@ func DefaultRun() Run {
 		FirstByteTimeout:  Duration(5 * 60e9),
 		ClientBoundLagP99: Duration(10e6),
 		APIKeyEnv:         "OPENAI_API_KEY",
+		HistoryPolicy:     "final",
+		PromptDriftLimit:  0.10,
 	}
 }
 
@@ -63,5 +67,11 @@ func (r *Run) validate(p string, errs *Errors) {
 	}
 	if r.ClientBoundLagP99 <= 0 {
 		errs.Addf(p+".client_bound_lag_p99", "must be positive")
+	}
+	if r.HistoryPolicy != "final" && r.HistoryPolicy != "keep" {
+		errs.Addf(p+".history_policy", "must be final or keep, got %q", r.HistoryPolicy)
+	}
+	if !(r.PromptDriftLimit > 0) {
+		errs.Addf(p+".prompt_drift_limit", "must be positive, got %v", r.PromptDriftLimit)
 	}
 }

@@ -136,6 +136,7 @@ func (c *Config) capacitySetup(out string) capacity.Setup {
 			Endpoint: c.Run.Endpoint, APIKey: os.Getenv(c.Run.APIKeyEnv),
 			RequestTimeout: c.Run.RequestTimeout.D(), FirstByteTimeout: c.Run.FirstByteTimeout.D(),
 			ExactOutputLength: c.Workload.ExactOutputLength, ClientBoundLagP99: c.Run.ClientBoundLagP99.D(),
+			HistoryPolicy: c.Run.HistoryPolicy, PromptDriftLimit: c.Run.PromptDriftLimit,
 		},
 		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
 		Sweep: capacity.SweepPolicy{

@@ -27,7 +27,10 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	opts.Progress = func(l capacity.Level, phase string) {
 		r := l.Repeats[0]
 		verdict := "pass"
-		if !l.Pass {
+		switch {
+		case l.Insufficient:
+			verdict = "unjudged: too few samples (" + r.FailedClause + ")"
+		case !l.Pass:
 			verdict = "FAIL " + l.FailedClause
 		}
 		p.logf("   %-6s %5d users: %7.0f tok/s  TTFT p95 %6.0f ms  ITL p95 %5.1f ms  %s", phase, l.Users, r.OutputThroughput, r.TTFTP95*1000, r.ITLP95*1000, verdict)

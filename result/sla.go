@@ -111,6 +111,22 @@ func (v Verdict) Outcome() VerdictState {
 // First is the message of the clause that decided the verdict: the first
 // overloaded scope when overloaded, else the first violated clause, else the
 // first clause with too few samples; "" when the SLA is met.
+// FewSamplesPass reports whether a verdict of VerdictInsufficient would
+// be a pass if its clauses with too few samples were judged on the values
+// measured: a provisional pass, good enough to rank configurations on
+// short windows, never to state a capacity.
+func (v Verdict) FewSamplesPass() bool {
+	if v.Outcome() != VerdictInsufficient {
+		return false
+	}
+	for _, x := range v.Insufficient {
+		if x.Value > x.Limit {
+			return false
+		}
+	}
+	return true
+}
+
 func (v Verdict) First() string {
 	if v.Outcome() == VerdictOverloaded {
 		for _, x := range v.Violations {

@@ -52,7 +52,7 @@ func TestRunAndSummarize(t *testing.T) {
 	}
 	recs := filepath.Join(dir, "r.jsonl")
 	t.Setenv("SPOC_TEST_KEY", "sk-never-in-records")
-	code, stdout, stderr := runLoadCLI(t, "run", "-c", cfg, "--target", srv.URL, "--users", "4", "--duration", "700ms",
+	code, stdout, stderr := runLoadCLI(t, "run", "-c", cfg, "--target", srv.URL, "--users", "4", "--duration", "1500ms",
 		"--warmup", "200ms", "--ramp", "100ms", "--out", recs, "--json", "--api-key-env", "SPOC_TEST_KEY")
 	if code != 0 || strings.Contains(stderr, "hint:") {
 		t.Fatalf("run exit %d: %s", code, stderr)

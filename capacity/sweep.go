@@ -14,10 +14,12 @@ type Level struct {
 	Repeats []Repeat `json:"repeats"`
 	// Insufficient is set when no repeat failed but one had too few
 	// samples for a percentile of the SLA (result.VerdictInsufficient):
-	// the level is neither a pass nor a fail. Levels of few users are
-	// often like this; the sweep walks past them and never takes one for
-	// its ceiling.
-	Insufficient bool `json:"insufficient_samples,omitempty"`
+	// the level is neither a pass nor a fail and never the ceiling.
+	// FewSamplesPass says whether its measured values met the SLA all the
+	// same: the sweep then walks on upwards (few users give few samples),
+	// else it bisects below (an overloaded level completes few requests).
+	Insufficient   bool `json:"insufficient_samples,omitempty"`
+	FewSamplesPass bool `json:"few_samples_pass,omitempty"`
 	// FailedClause is the first SLA clause that failed in a failing repeat.
 	FailedClause string `json:"failed_clause,omitempty"`
 }
@@ -38,6 +40,10 @@ type Repeat struct {
 	// telemetry); the sweep never reads it.
 	Detail any `json:"detail,omitempty"`
 }
+
+// up reports whether the sweep walks on above l: it passed, or it had too
+// few samples to judge but its measured values met the SLA.
+func (l *Level) up() bool { return l.Pass || (l.Insufficient && l.FewSamplesPass) }
 
 // LevelFunc runs one repeat at users concurrent users.
 type LevelFunc func(ctx context.Context, users, repeat int) (Repeat, error)
@@ -113,13 +119,20 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 				rep.Insufficient, rep.Pass = false, rep.FewSamplesPass
 			}
 			l.Repeats = append(l.Repeats, rep)
-			if !rep.Pass && !rep.Insufficient {
-				if l.Pass || l.Insufficient {
+			judgedFail := l.FailedClause != "" && !l.Insufficient
+			switch {
+			case judgedFail:
+			case !rep.Pass && !rep.Insufficient:
+				l.Pass, l.Insufficient, l.FewSamplesPass, l.FailedClause = false, false, false, rep.FailedClause
+			case rep.Insufficient:
+				if l.Pass {
+					l.FewSamplesPass = true
+				}
+				l.Pass, l.Insufficient = false, true
+				l.FewSamplesPass = l.FewSamplesPass && rep.FewSamplesPass
+				if !rep.FewSamplesPass && l.FailedClause == "" {
 					l.FailedClause = rep.FailedClause
 				}
-				l.Pass, l.Insufficient = false, false
-			} else if rep.Insufficient && (l.Pass || l.Insufficient) {
-				l.Pass, l.Insufficient = false, true
 			}
 		}
 		done[users] = l
@@ -155,7 +168,7 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 		if err != nil {
 			return nil, err
 		}
-		if !l.Pass && !l.Insufficient {
+		if !l.up() {
 			hi, failing = u, l
 			break
 		}
@@ -168,7 +181,7 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			if err != nil {
 				return nil, err
 			}
-			if l.Pass || l.Insufficient {
+			if l.up() {
 				passed(mid, l)
 			} else {
 				hi, failing = mid, l

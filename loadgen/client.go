@@ -136,6 +136,26 @@ func (c *client) fill(rec *result.Record, st *stream) {
 	if st.multi {
 		rec.TokenCounts = append(rec.TokenCounts, st.counts...)
 	}
+	if extra := st.completed - st.tokens; st.usage && extra > 0 && len(st.gapsUS) > 0 {
+		// The server sent more tokens than chunks (several per chunk, as
+		// vLLM does with a stream interval or speculative decoding) without
+		// saying how many each: spread what usage reports over the chunks
+		// after the first, so the inter-token latency is per token, not
+		// per chunk.
+		if !st.multi {
+			rec.TokenCounts = rec.TokenCounts[:0]
+			for range st.gapsUS {
+				rec.TokenCounts = append(rec.TokenCounts, 1)
+			}
+		}
+		n := len(rec.TokenCounts)
+		for i := range rec.TokenCounts {
+			rec.TokenCounts[i] += extra / n
+			if i < extra%n {
+				rec.TokenCounts[i]++
+			}
+		}
+	}
 	rec.OutputTokens = st.tokens
 	rec.ReasoningTokens = st.reasoningTokens
 	if st.usage {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"sort"
@@ -382,6 +383,10 @@ func newSimServeCmd() *cobra.Command {
 			VLLMFaithful: faithful, TokensPerChunk: tokensPerChunk, ReasoningField: reasoningField,
 			EnablePromptTokensDetails: promptDetails && !f.Changed("no-enable-prompt-tokens-details"),
 			DevMode:                   serve.DevMode(os.Getenv(vllm.EnvServerDevMode))}
+		if faithful {
+			// vLLM logs every request; so does its stand-in
+			sc.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}
 		if f.Changed("time-scale") {
 			sc.TimeScale = timeScale
 		}

@@ -28,10 +28,7 @@ func TestTuneInterruptedLeavesNoServerAndResumes(t *testing.T) {
 		t.Skip("builds cmd/spoc and runs real servers; skipped with -short")
 	}
 	dir := t.TempDir()
-	spoc := filepath.Join(dir, "spoc")
-	if out, err := exec.Command("go", "build", "-o", spoc, "../../cmd/spoc").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../../cmd/spoc: %v\n%s", err, out)
-	}
+	spoc := spocBinary(t)
 	marker := fmt.Sprintf("tune-sigint-%d", time.Now().UnixNano())
 	cfg := writeTuneConfig(t, fmt.Sprintf(`
 engine:

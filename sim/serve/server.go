@@ -288,8 +288,25 @@ func (s *Server) loop() {
 		s.mu.Lock()
 		now = s.vnow()
 		for k, e := range engines {
-			if e.Busy() && ends[k] <= now {
+			for e.Busy() && ends[k] <= now {
 				s.complete(k, ends[k])
+				// An engine with work goes straight on to its next step from
+				// the end of this one, in simulated time: a late wake-up of
+				// this loop (a loaded machine) must not stretch the
+				// simulated GPU's steps, which would make every latency the
+				// client measures longer than the model's.
+				end := ends[k]
+				s.processAborts() // requests whose clients left leave first
+				if !e.HasWork() || s.stalledUntil(end) != end {
+					break
+				}
+				d, ok := e.Schedule(end)
+				if !ok {
+					break
+				}
+				ends[k] = end + d
+				s.mon.AddStep(k, e.Step())
+				s.metrics.iteration(k, e.Step())
 			}
 		}
 		s.mu.Unlock()
@@ -313,6 +330,9 @@ func (s *Server) complete(k int, end float64) {
 		}
 		if r.Finished() {
 			s.metrics.finished(k, r, c)
+			// one line per finished request, as vLLM logs requests: a
+			// test or operator counts what reached this server
+			s.log.Info("request finished", "replica", k, "prompt_tokens", r.PromptTokens, "output_tokens", r.Generated())
 			delete(s.calls, r)
 		}
 		select {

@@ -1,0 +1,372 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/plan"
+)
+
+// livePlanConfig is a small plan whose engine is a separate `spoc sim
+// serve --vllm-faithful` process standing in for vLLM. The server
+// simulates an H200 while the configuration names a B200: a plan that
+// fell back to the in-process simulator would price the B200 and find
+// about twice the users, so the test can tell the two apart. command is
+// the process engine's argv template; gpu the configured GPU.
+func livePlanConfig(t *testing.T, dir, kind, gpu string, command []string) string {
+	t.Helper()
+	quoted := make([]string, len(command))
+	for i, a := range command {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	body := fmt.Sprintf(`engine:
+  kind: %s
+  model: gpt-oss-20b
+  gpu: %s
+  gpus: 1
+  tensor_parallel_size: 1
+  max_model_len: 32768
+  served_model_name: spoc-live-%d
+  process:
+    command: [%s]
+    health_timeout: 1m
+    stop_timeout: 10s
+workload:
+  profiles:
+    - name: P0
+      weight: 1
+      context_start: {kind: lognormal, median: 1500, sigma: 0.2, min: 800, max: 3000}
+      max_context: 8000
+      growth: {kind: lognormal, median: 200, sigma: 0.3, min: 50, max: 600}
+      output_tokens: {kind: lognormal, median: 100, sigma: 0.2, min: 60, max: 150}
+      think_time_s: {kind: constant, value: 0.5}
+      at_max: new-session
+  geometry: {kind: none}
+sla:
+  ttft: {percentile: 95, max: 2s}
+  itl: {percentile: 95, max: 200ms}
+  e2e: {percentile: 95, max: 1s}
+  scope: overall
+run:
+  users: 8
+  ramp: 1s
+  warmup: 2s
+  duration: 5s
+  mid_session_start: false
+search:
+  trials: 2
+  population: 2
+  warmup: 1s
+  duration: 3s
+  space:
+    - {name: max-num-batched-tokens, type: int, low: 1024, high: 8192, log: true}
+sweep:
+  start: 8
+  max: 128
+  resolution_users: 2
+  resolution_fraction: 0.25
+  top_k: 1
+telemetry:
+  enabled: false
+`, kind, gpu, time.Now().UnixNano(), strings.Join(quoted, ", "))
+	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// simServe is the process engine's command: spoc sim serve as vLLM, on an
+// H200 whatever the configuration says.
+func simServe(spoc string) []string {
+	return []string{spoc, "sim", "serve", "--vllm-faithful", "{{.Model}}", "--port", "{{.Port}}", "--gpu", "H200-SXM"}
+}
+
+// runSpoc runs the binary and returns its exit code, stdout and stderr.
+func runSpoc(t *testing.T, spoc string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(spoc, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("run %v: %v", args, err)
+	return -1, "", ""
+}
+
+func readSummary(t *testing.T, dir string) *plan.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s plan.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// The path a GPU owner takes: spoc plan against a server spoc launches as
+// a separate process. Every phase's requests reach that process, every
+// number says it is live, each flag set's server is started once per
+// contiguous use and reused across levels, and the ceiling agrees (within
+// one sweep step) with the in-process simulator of the same hardware.
+func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spoc plan against a separate server process for about a minute and a half")
+	}
+	spoc := spocBinary(t)
+	dir := t.TempDir()
+	cfg := livePlanConfig(t, dir, "process", "B200", simServe(spoc))
+	out := filepath.Join(dir, "live")
+	code, stdout, stderr := runSpoc(t, spoc, "plan", "-c", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("live plan exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	s := readSummary(t, out)
+
+	// provenance: live everywhere, on this process, at its endpoint
+	isLive := func(what string, p plan.Provenance) {
+		t.Helper()
+		if p.Source != "live" || p.Engine != "process" || !strings.HasPrefix(p.Endpoint, "http://127.0.0.1:") || !strings.Contains(p.Version, "vllm-faithful") {
+			t.Errorf("%s: provenance %+v, want live on the process engine", what, p)
+		}
+	}
+	isLive("capacity", s.Capacity.Provenance)
+	for _, p := range s.Sweep {
+		isLive(fmt.Sprintf("sweep level %d", p.Users), p.Provenance)
+	}
+	for _, c := range s.Candidates {
+		isLive(fmt.Sprintf("candidate %d", c.Trial), c.Provenance)
+	}
+	ran := 0
+	for _, m := range s.Search.Trials {
+		if m.Provenance != nil {
+			ran++
+			isLive(fmt.Sprintf("trial %d", m.Number), *m.Provenance)
+		}
+	}
+	if ran == 0 || len(s.Sweep) < 2 || len(s.Candidates) == 0 {
+		t.Fatalf("trials with provenance %d, sweep levels %d, candidates %d", ran, len(s.Sweep), len(s.Candidates))
+	}
+
+	// every server spoc started logged requests, and together at least
+	// the sweep's measured requests
+	logs, _ := filepath.Glob(filepath.Join(out, "servers", "server-*", "server.log"))
+	served := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(string(b), `msg="request finished"`)
+		if n == 0 {
+			t.Errorf("%s: the server served no request", l)
+		}
+		served += n
+	}
+	var measured int64
+	for _, p := range s.Sweep {
+		measured += p.Requests
+	}
+	if served < int(measured) || measured == 0 {
+		t.Errorf("servers logged %d requests; the sweep alone measured %d", served, measured)
+	}
+
+	// one server per contiguous flag set: the engine starts the summary
+	// counts are the server folders, and each sweep ran on one server
+	starts := 0
+	for _, ph := range s.Phases {
+		starts += ph.EngineStarts
+		switch ph.Name {
+		case "baseline", "sweep":
+			if ph.EngineStarts != 1 {
+				t.Errorf("phase %s started %d servers for one flag set", ph.Name, ph.EngineStarts)
+			}
+		case "workload", "trace", "compare":
+			// the server of the last flag set may idle through them
+			if ph.EngineStarts != 0 || ph.EngineSeconds > 1 {
+				t.Errorf("phase %s used the engine: %+v", ph.Name, ph)
+			}
+		}
+	}
+	if starts != len(logs) {
+		t.Errorf("summary counts %d engine starts, %d server folders exist", starts, len(logs))
+	}
+
+	// the same hardware in-process: within one sweep step
+	ref := livePlanConfig(t, dir, "sim", "H200-SXM", simServe(spoc))
+	refOut := filepath.Join(dir, "sim")
+	if code, _, stderr := runSpoc(t, spoc, "plan", "-c", ref, "--out", refOut); code != 0 {
+		t.Fatalf("in-process plan exit %d: %s", code, stderr)
+	}
+	sim := readSummary(t, refOut)
+	step := max(sim.Capacity.ResolutionUsers, s.Capacity.ResolutionUsers)
+	if d := s.Capacity.Users - sim.Capacity.Users; d > step || d < -step {
+		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d (step %d)", s.Capacity.Users, sim.Capacity.Users, step)
+	}
+	if sim.Capacity.Provenance.Source != "simulated" {
+		t.Errorf("in-process provenance %+v", sim.Capacity.Provenance)
+	}
+	// and a silent fallback to the configured hardware would not agree
+	fb := livePlanConfig(t, dir, "sim", "B200", simServe(spoc))
+	fbOut := filepath.Join(dir, "fallback")
+	if code, _, stderr := runSpoc(t, spoc, "plan", "-c", fb, "--out", fbOut); code != 0 {
+		t.Fatalf("in-process B200 plan exit %d: %s", code, stderr)
+	}
+	if f := readSummary(t, fbOut).Capacity.Users; f-s.Capacity.Users <= step {
+		t.Errorf("the configured B200 simulated gives %d users, the live H200 %d: the test cannot tell a fallback", f, s.Capacity.Users)
+	}
+}
+
+// previousReport puts a marked report in out, as an earlier plan left it.
+func previousReport(t *testing.T, out string) {
+	t.Helper()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"summary.json", "report.html", "summary.md"} {
+		if err := os.WriteFile(filepath.Join(out, f), []byte("previous "+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func checkPreviousReport(t *testing.T, out string) {
+	t.Helper()
+	for _, f := range []string{"summary.json", "report.html", "summary.md"} {
+		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || string(b) != "previous "+f {
+			t.Errorf("%s changed: %q %v", f, b, err)
+		}
+	}
+}
+
+// An engine that never comes up: plan names the phase and why, prints no
+// capacity, exits non-zero and leaves the previous report as it was.
+func TestLivePlanEngineNeverHealthy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the spoc binary")
+	}
+	spoc := spocBinary(t)
+	dir := t.TempDir()
+	cfg := livePlanConfig(t, dir, "process", "B200", []string{"/bin/false", "{{.Port}}"})
+	out := filepath.Join(dir, "out")
+	previousReport(t, out)
+	code, stdout, stderr := runSpoc(t, spoc, "plan", "-c", cfg, "--out", out)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want %d", code, ExitFailure)
+	}
+	if strings.Contains(stdout, "capacity") || strings.Contains(stdout, "users") {
+		t.Errorf("a capacity was printed:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "baseline: ") || !strings.Contains(stderr, "server exited early") || !strings.Contains(stderr, "no capacity established") {
+		t.Errorf("stderr does not name the phase and the reason:\n%s", stderr)
+	}
+	checkPreviousReport(t, out)
+}
+
+// An engine that dies in the middle of the sweep: the plan stops at that
+// level with the server's log, exits non-zero, prints no capacity and
+// leaves the previous report (and records) as they were.
+func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spoc plan against a separate server process for about half a minute")
+	}
+	spoc := spocBinary(t)
+	dir := t.TempDir()
+	cfg := livePlanConfig(t, dir, "process", "B200", simServe(spoc))
+	b, _ := os.ReadFile(cfg)
+	// fewer trials: the point is the sweep
+	b = bytes.Replace(b, []byte("trials: 2\n  population: 2"), []byte("trials: 1\n  population: 2"), 1)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := "spoc-live-" // the served name starts so; each test's config has a unique suffix
+	i := bytes.Index(b, []byte(marker))
+	marker = string(b[i : i+bytes.IndexByte(b[i:], '\n')])
+	out := filepath.Join(dir, "out")
+	previousReport(t, out)
+	if err := os.MkdirAll(filepath.Join(out, "records"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "records", "users-00001.jsonl"), []byte("previous\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(spoc, "plan", "-c", cfg, "--out", out)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var stderr strings.Builder
+	killed := make(chan []int, 1)
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		inSweep, levels := false, 0
+		for sc.Scan() {
+			line := sc.Text()
+			stderr.WriteString(line + "\n")
+			if strings.HasPrefix(line, "== sweep") {
+				inSweep = true
+			}
+			if inSweep && strings.Contains(line, " users: ") {
+				if levels++; levels == 1 {
+					// the second level runs for 7 s from now: kill its
+					// server in the middle of it (a server found dead
+					// between levels is restarted instead)
+					time.Sleep(2 * time.Second)
+					pids := processesWith(marker)
+					for _, pid := range pids {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+					killed <- pids
+				}
+			}
+		}
+		close(killed)
+		io.Copy(io.Discard, errPipe)
+	}()
+	err = cmd.Wait()
+	pids := <-killed
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure {
+		t.Fatalf("plan after the server was killed: %v, want exit %d\n%s", err, ExitFailure, stderr.String())
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no server process found to kill\n%s", stderr.String())
+	}
+	if strings.Contains(stdout.String(), "capacity") {
+		t.Errorf("a capacity was printed:\n%s", stdout.String())
+	}
+	if msg := stderr.String(); !strings.Contains(msg, "sweep: ") || !strings.Contains(msg, "the server is gone") {
+		t.Errorf("stderr does not name the sweep and the dead server:\n%s", msg)
+	}
+	checkPreviousReport(t, out)
+	if b, err := os.ReadFile(filepath.Join(out, "records", "users-00001.jsonl")); err != nil || string(b) != "previous\n" {
+		t.Errorf("previous records replaced: %q %v", b, err)
+	}
+}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// binDir holds the spoc binary the end-to-end tests run (built once per
+// test binary, removed by TestMain).
+var (
+	binDir   string
+	binOnce  sync.Once
+	binPath  string
+	binError error
+	binOut   []byte
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// spocBinary builds cmd/spoc once and returns its path: the end-to-end
+// tests run the real CLI in separate processes, as a user does.
+func spocBinary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binError = os.MkdirTemp("", "spoc-cli-test-")
+		if binError != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "spoc")
+		binOut, binError = exec.Command("go", "build", "-o", binPath, "../../cmd/spoc").CombinedOutput()
+	})
+	if binError != nil {
+		t.Fatalf("go build ../../cmd/spoc: %v\n%s", binError, binOut)
+	}
+	return binPath
+}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -31,21 +30,9 @@ var configImporters = map[string]bool{
 // Only config knows the YAML schema: every other package works on domain
 // types, so a schema change cannot ripple through the code base.
 func TestOnlyConfigAndTheEdgeImportConfig(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = testtool.Find(t, "https://go.dev/doc/install", "go")
-	}
-	cmd := exec.Command(goBin, "list", "-f",
-		`{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}}|{{join .XTestImports " "}}`, "./...")
-	cmd.Dir = "../.."
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list ./...: %v\n%s", err, stderr.String())
-	}
+	out := goList(t, "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}}|{{join .XTestImports " "}}`, "./...")
 	seen := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		fields := strings.Split(line, "|")
 		if len(fields) != 4 {
 			t.Fatalf("unexpected go list line %q", line)
@@ -70,10 +57,7 @@ func TestOnlyConfigAndTheEdgeImportConfig(t *testing.T) {
 // goList runs go list in the module root with args.
 func goList(t *testing.T, args ...string) string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = testtool.Find(t, "https://go.dev/doc/install", "go")
-	}
+	goBin := testtool.Find(t, "https://go.dev/doc/install", "go")
 	cmd := exec.Command(goBin, append([]string{"list"}, args...)...)
 	cmd.Dir = "../.."
 	var stderr strings.Builder

@@ -244,13 +244,6 @@ func runSim(ctx context.Context, stdout io.Writer, s capacity.Setup, out, series
 	return nil
 }
 
-func simRatio(a, b int64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
-}
-
 func newSimServeCmd() *cobra.Command {
 	var (
 		file, host, tok, served string

@@ -278,3 +278,30 @@ func TestAssumptionsListed(t *testing.T) {
 		}
 	}
 }
+
+// engine.params replaces the default flags: {} is the engine's own
+// defaults, a partial map keeps only what it names.
+func TestEngineParamsReplaceDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want map[string]any
+	}{
+		{"engine:\n  params: {}\n", map[string]any{}},
+		{"engine:\n  params: {max-num-seqs: 64}\n", map[string]any{"max-num-seqs": 64}},
+	} {
+		c, err := Load(strings.NewReader(tc.yaml), "t.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Engine.Params) != len(tc.want) || (len(tc.want) > 0 && c.Engine.Params["max-num-seqs"] != 64) {
+			t.Errorf("%q: params %v, want %v", tc.yaml, c.Engine.Params, tc.want)
+		}
+	}
+	c, err := Load(strings.NewReader("engine:\n  gpus: 4\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Engine.Params) == 0 {
+		t.Error("a file without engine.params lost the default flags")
+	}
+}

@@ -63,6 +63,11 @@ func Load(r io.Reader, name string) (*Config, error) {
 		errs.locate(name, pos)
 		return nil, errs
 	}
+	if hasKey(root, "engine", "params") {
+		// engine.params replaces the default flags as a whole (yaml would
+		// merge into the default map): {} means vLLM's own defaults.
+		cfg.Engine.Params = nil
+	}
 	if err := root.Decode(cfg); err != nil {
 		return nil, decodeErrors(err, name, pos)
 	}
@@ -369,4 +374,28 @@ func trimYAMLErr(err error) string {
 		}
 	}
 	return msg
+}
+
+// hasKey reports whether the mapping n holds the key path (each element a
+// key of the mapping under the previous one).
+func hasKey(n *yaml.Node, path ...string) bool {
+	for _, key := range path {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return false
+		}
+		n = next
+	}
+	return true
 }

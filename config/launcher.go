@@ -45,6 +45,12 @@ func (e Engine) BaseParams() engine.Params {
 		// answer them 404
 		p["served-model-name"] = e.ServedModelName
 	}
+	if e.Kind == EngineProcess || e.Kind == EngineKubernetes {
+		// vLLM reports usage.prompt_tokens_details.cached_tokens only with
+		// this flag; without it every record's cached tokens read as
+		// unknown and the prefix-cache hit rate has only the counters
+		p["enable-prompt-tokens-details"] = true
+	}
 	if e.Kind == EngineProcess && e.TensorParallelSize > 0 && e.GPUs/e.TensorParallelSize > 1 {
 		p["data-parallel-size"] = e.GPUs / e.TensorParallelSize
 	}

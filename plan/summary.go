@@ -133,6 +133,9 @@ type ProfilePoint struct {
 	ITLP95Ms  float64 `json:"itl_p95_ms"`
 	// OutputThroughput is this profile's output tokens/s.
 	OutputThroughput float64 `json:"output_throughput"`
+	// Drift compares the prompts the server reported with the workload's
+	// targets (live runs; zero in simulated ones, where they are equal).
+	Drift result.Drift `json:"drift"`
 }
 
 // Candidate is a front member's short-sweep result.

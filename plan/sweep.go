@@ -57,6 +57,10 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 		}
 		p.sum.Sweep = append(p.sum.Sweep, sweepPoint(l, ev))
 	}
+	if ev := levels[res.Ceiling]; ev != nil && ev.Summary.Drift.Flagged {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Prompt drift at the ceiling: %s. The prompts the server measured differ from the workload's targets by more than %.0f %% on average, so the plan's contexts are not what ran (docs/loadgen.md, prompt drift).",
+			strings.Join(ev.Summary.Drift.Reasons, "; "), 100*ev.Summary.Drift.Limit))
+	}
 	if ev := levels[res.Ceiling]; ev != nil {
 		p.sum.Telemetry = ev.Signals
 		p.sum.Client = Client{Virtual: ev.Virtual, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms,
@@ -77,7 +81,8 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 		OutputThroughput: o.OutputTokensPerSecond, TotalThroughput: o.TotalTokensPerSecond,
 		TTFTP50Ms: o.TTFT.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95, TPOTP95Ms: o.TPOT.P95, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms}
 	for _, pr := range ev.Summary.Profiles {
-		sp.Profiles = append(sp.Profiles, ProfilePoint{Name: pr.Name, Requests: pr.Requests, TTFTP95Ms: pr.TTFT.P95, ITLP95Ms: pr.ITL.P95, OutputThroughput: pr.OutputTokensPerSecond})
+		sp.Profiles = append(sp.Profiles, ProfilePoint{Name: pr.Name, Requests: pr.Requests, TTFTP95Ms: pr.TTFT.P95, ITLP95Ms: pr.ITL.P95, OutputThroughput: pr.OutputTokensPerSecond,
+			Drift: pr.Drift})
 	}
 	if s := ev.Signals; s != nil {
 		sp.KVCacheUsageMean, sp.KVCacheUsageMax = s.Engine.KVCacheUsage.Mean, s.Engine.KVCacheUsage.Max

@@ -1,9 +1,13 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -172,6 +176,24 @@ func (c *Config) TuneSpec() tune.Spec {
 		BaseParams:    map[string]any(c.Engine.BaseParams()),
 		MaxModelLen:   c.Engine.MaxModelLen,
 		SLA:           c.SLA.Result(),
+		Fingerprint:   c.fingerprint(),
+	}
+}
+
+// fingerprint is what a study's results depend on beyond its space: the
+// model and hardware, the context limit, the SLA and the workload.
+func (c *Config) fingerprint() map[string]string {
+	w, _ := json.Marshal(c.Workload)
+	sum := sha256.Sum256(w)
+	sla, _ := json.Marshal(c.SLA.Result())
+	return map[string]string{
+		"model":                c.Engine.Model,
+		"gpu":                  c.Engine.GPU,
+		"gpus":                 strconv.Itoa(c.Engine.GPUs),
+		"tensor_parallel_size": strconv.Itoa(c.Engine.TensorParallelSize),
+		"max_model_len":        strconv.Itoa(c.Engine.MaxModelLen),
+		"sla":                  string(sla),
+		"workload":             hex.EncodeToString(sum[:6]),
 	}
 }
 

@@ -41,4 +41,9 @@ type Spec struct {
 	MaxModelLen int
 	// SLA gives the constraints of every trial.
 	SLA result.SLA
+	// Fingerprint names what the study's results depend on beyond its
+	// space and objectives (model, GPU, GPU count, SLA, a hash of the
+	// workload, ...). Every trial stores it; a study is not resumed with
+	// another one, since its trials would not be comparable.
+	Fingerprint map[string]string
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
@@ -137,6 +138,9 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFingerprint(ctx, st, spec.Fingerprint); err != nil {
+		return nil, err
+	}
 	if err := checkUsers(ctx, st, spec.Users); err != nil {
 		return nil, err
 	}
@@ -256,6 +260,9 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 	tc.SetUserAttr("sla", res.SLA.String())
 	tc.SetUserAttr("requests", res.Overall.Requests)
 	tc.SetUserAttr(AttrUsers, e.spec.Users)
+	if len(e.spec.Fingerprint) > 0 {
+		tc.SetUserAttr(AttrFingerprint, e.spec.Fingerprint)
+	}
 	return values, constraints, nil
 }
 
@@ -318,4 +325,42 @@ func StudyUsers(ctx context.Context, storage, name string) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// AttrFingerprint is the trial attribute holding the study's Fingerprint.
+const AttrFingerprint = "fingerprint"
+
+// checkFingerprint refuses to continue a study whose trials ran with
+// another fingerprint, naming every field that changed.
+func checkFingerprint(ctx context.Context, st *study.Study, fp map[string]string) error {
+	if len(fp) == 0 {
+		return nil
+	}
+	trials, err := st.Trials(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range trials {
+		stored, ok := t.UserAttrs[AttrFingerprint].(map[string]any)
+		if !ok {
+			continue
+		}
+		var changed []string
+		keys := make([]string, 0, len(fp))
+		for k := range fp {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if was, _ := stored[k].(string); was != fp[k] {
+				changed = append(changed, fmt.Sprintf("%s %q → %q", k, was, fp[k]))
+			}
+		}
+		if len(changed) > 0 {
+			return fmt.Errorf("study %q ran its trials with another setup (%s): its results would not compare; use the same configuration or another study name",
+				st.Name, strings.Join(changed, ", "))
+		}
+		return nil
+	}
+	return nil
 }

@@ -309,3 +309,22 @@ func BenchmarkStudy60(b *testing.B) {
 		}
 	}
 }
+
+// A study is not resumed with another setup: its trials would not compare.
+func TestRunRefusesAnotherFingerprint(t *testing.T) {
+	spec := testSpec(t, 2)
+	spec.Fingerprint = map[string]string{"gpu": "H100-SXM", "workload": "abc"}
+	if _, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: synthetic}); err != nil {
+		t.Fatal(err)
+	}
+	spec.Trials = 4
+	spec.Fingerprint = map[string]string{"gpu": "H200-SXM", "workload": "abc"}
+	_, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: synthetic})
+	if err == nil || !strings.Contains(err.Error(), `gpu "H100-SXM" → "H200-SXM"`) || strings.Contains(err.Error(), "workload") {
+		t.Fatalf("resume with another GPU: err = %v", err)
+	}
+	spec.Fingerprint["gpu"] = "H100-SXM"
+	if _, err := Run(context.Background(), spec, Options{Launcher: &nopEngine{}, Evaluate: synthetic}); err != nil {
+		t.Fatalf("resume with the same setup: %v", err)
+	}
+}

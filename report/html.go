@@ -56,6 +56,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"objlabel":    objectiveLabel,
 	"cmdlines":    commandLines,
 	"chosenLabel": func(c plan.Capacity) string { return choice(c) },
+	"provenance":  provenanceText,
 	"trialLabel": func(n int) string {
 		if n < 0 {
 			return "baseline"

@@ -98,22 +98,16 @@ type KubeEngine struct {
 
 // DefaultEngine is gpt-oss-120b on 4× H100 SXM, TP=4, in the simulator.
 func DefaultEngine() Engine {
+	ref := sim.ReferenceDeploymentSpec() // the reference deployment lives with the simulator
 	return Engine{
 		Kind:               EngineSim,
-		Model:              "gpt-oss-120b",
-		GPU:                "H100-SXM",
-		GPUs:               4,
-		TensorParallelSize: 4,
-		WeightFormat:       "w4a16",
-		MaxModelLen:        131072,
-		Params: map[string]any{
-			"max-num-batched-tokens": 8192,
-			"max-num-seqs":           256,
-			"gpu-memory-utilization": 0.9,
-			"enable-prefix-caching":  true,
-			"enable-chunked-prefill": true,
-			"block-size":             16,
-		},
+		Model:              ref.Model,
+		GPU:                ref.GPU,
+		GPUs:               ref.GPUs,
+		TensorParallelSize: ref.TensorParallelSize,
+		WeightFormat:       ref.WeightFormat,
+		MaxModelLen:        ref.MaxModelLen,
+		Params:             ref.Params,
 		Sim: SimEngine{TimeScale: 1},
 		Process: ProcessEngine{
 			HealthPath:    vllm.PathHealth,

@@ -132,6 +132,10 @@ type EngineUsage struct {
 	Resets int `json:"cache_resets"`
 }
 
+// ErrNothingServed: a live server answered every request of a run with an
+// HTTP error; the run measured no capacity.
+var ErrNothingServed = errors.New("the server served nothing")
+
 // ErrNoEngine is a programming error: an Evaluator needs the launcher the
 // configuration names; spoc never substitutes the simulator for it.
 var ErrNoEngine = errors.New("evaluator: no engine launcher given")
@@ -435,6 +439,11 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	sum.SetWindow(rep.Window)
 	sum.SetClientHealth(rep.Health)
 	res := sum.Result()
+	if o := res.Overall; !interrupted && o.OK == 0 && o.Errors > 0 && o.ErrorsByClass[result.StatusHTTPError] == o.Errors {
+		// The server answered every request with an error: it serves
+		// nothing, so this is no point of a capacity curve.
+		return nil, fmt.Errorf("%w: every one of %d requests at %d users got an HTTP error %v", ErrNothingServed, o.Errors, load.Users, o.ErrorsByHTTPStatus)
+	}
 	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
 		Interrupted: interrupted, Scheduled: rep.Scheduled}
 	if interrupted {

@@ -3,6 +3,7 @@ package capacity_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/loadgen/testserver"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/sim/serve"
@@ -83,5 +85,37 @@ func TestEvaluateLiveOverHTTP(t *testing.T) {
 	}
 	if got.Signals.Engine.PromptTokens <= 0 {
 		t.Errorf("the server's prompt-token counter did not move: %+v", got.Signals.Engine)
+	}
+}
+
+// A server that passes the preflight and then answers every request with
+// an error served nothing: the evaluation is an error, not a failed level
+// a sweep would read as a capacity of zero.
+func TestEvaluateLiveEveryRequestFailed(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: time.Millisecond,
+		FaultFor: func(r *testserver.Request) testserver.Fault {
+			if r.MaxTokens == 1 {
+				return testserver.FaultNone // the preflight's one-token request
+			}
+			return testserver.Fault503
+		}})
+	defer srv.Close()
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = srv.URL
+	cfg.Telemetry.Enabled = false
+	setup, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := capacity.NewEvaluator(setup.Setup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close(context.Background())
+	load := capacity.Load{Users: 2, Duration: 500 * time.Millisecond, ThinkTimeScale: 0.001}
+	_, err = ev.Evaluate(context.Background(), nil, load, capacity.Outputs{})
+	if !errors.Is(err, capacity.ErrNothingServed) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("Evaluate = %v, want ErrNothingServed naming the 503s", err)
 	}
 }

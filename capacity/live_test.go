@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/loadgen/testserver"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
@@ -117,5 +119,86 @@ func TestEvaluateLiveEveryRequestFailed(t *testing.T) {
 	_, err = ev.Evaluate(context.Background(), nil, load, capacity.Outputs{})
 	if !errors.Is(err, capacity.ErrNothingServed) || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("Evaluate = %v, want ErrNothingServed naming the 503s", err)
+	}
+}
+
+// countingLauncher serves the simulator in-process over HTTP and counts
+// the servers it starts and the cache resets they get.
+type countingLauncher struct {
+	t              *testing.T
+	dep            sim.Deployment
+	starts, resets int
+	flags          []string
+}
+
+func (l *countingLauncher) Start(ctx context.Context, p engine.Params) (engine.Server, error) {
+	l.starts++
+	l.flags = append(l.flags, fmt.Sprint(map[string]any(p)))
+	srv, err := serve.New(serve.Config{Deployment: l.dep, TimeScale: 40, Tokenizer: "o200k_base"})
+	if err != nil {
+		return nil, err
+	}
+	ts := httptest.NewServer(srv.Handler())
+	return &countingServer{l: l, srv: srv, ts: ts}, nil
+}
+
+type countingServer struct {
+	l   *countingLauncher
+	srv *serve.Server
+	ts  *httptest.Server
+}
+
+func (s *countingServer) Endpoint() engine.Endpoint {
+	return engine.Endpoint{BaseURL: s.ts.URL, Model: s.srv.Model()}
+}
+func (s *countingServer) ResetCache(context.Context) error { s.l.resets++; return nil }
+func (s *countingServer) Stop(context.Context) error {
+	s.ts.Close()
+	s.srv.Close()
+	return nil
+}
+
+// A server is started once per flag set and reused, cache reset, while
+// the evaluations ask for the same flags: levels and repeats of a sweep
+// cost one start.
+func TestEvaluatorReusesServerPerFlagSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves the simulator over HTTP for a few seconds")
+	}
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = "http://127.0.0.1:1" // replaced by the counting launcher
+	cfg.Telemetry.Enabled = false
+	setup, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := sim.NewDeployment(setup.Deployment.Sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &countingLauncher{t: t, dep: dep}
+	setup.Launcher = l
+	ev, err := capacity.NewEvaluator(setup.Setup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := capacity.Load{Users: 2, Warmup: 200 * time.Millisecond, Duration: 400 * time.Millisecond, ThinkTimeScale: 0.001}
+	a := map[string]any{"max-num-seqs": 64}
+	b := map[string]any{"max-num-seqs": 32}
+	runs := []map[string]any{a, a, a, b, b}
+	for i, p := range runs {
+		if _, err := ev.Evaluate(context.Background(), p, load.At(2+i%2), capacity.Outputs{}); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if err := ev.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l.starts != 2 || l.resets != 3 {
+		t.Errorf("%d starts and %d cache resets for 5 runs of 2 flag sets (%v), want 2 and 3", l.starts, l.resets, l.flags)
+	}
+	if u := ev.Usage(); u.Starts != 2 || u.Resets != 3 || u.Seconds <= 0 {
+		t.Errorf("usage %+v", u)
 	}
 }

@@ -2,7 +2,12 @@ package capacity
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 )
 
 // SweepConfig sweeps params to the capacity ceiling. Level evaluations are
@@ -64,4 +69,46 @@ func (r *SweepResult) CeilingThroughput() float64 {
 		}
 	}
 	return 0
+}
+
+// SweepRun configures SweepOne.
+type SweepRun struct {
+	// RecordsDir keeps each level's first repeat as
+	// sweep-users-NNNNN.jsonl (empty: no records).
+	RecordsDir string
+	// Progress is called after every level.
+	Progress func(l Level, phase string)
+	Logger   *slog.Logger
+}
+
+// ErrBadParams marks flags the engine refuses before anything runs.
+var ErrBadParams = errors.New("engine flags")
+
+// SweepOne is the `spoc sweep` use case: params (over the configured
+// flags) swept to the capacity ceiling with the sweep's windows, repeats
+// and resolution on s's engine, one server for all levels. The simulator
+// refuses impossible flags before the first level (ErrBadParams).
+func SweepOne(ctx context.Context, s Setup, params map[string]any, o SweepRun) (*SweepResult, error) {
+	ev, err := NewEvaluator(s, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close(ctx)
+	if ev.Virtual() {
+		if _, err := ev.Deployment(params); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadParams, err)
+		}
+	}
+	opts := s.Sweep.SweepOptions
+	opts.Progress = o.Progress
+	var records func(int) (io.WriteCloser, error)
+	if o.RecordsDir != "" {
+		if err := os.MkdirAll(o.RecordsDir, 0o755); err != nil {
+			return nil, err
+		}
+		records = func(users int) (io.WriteCloser, error) {
+			return CreateAtomic(filepath.Join(o.RecordsDir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
+		}
+	}
+	return SweepConfig(ctx, ev, params, s.Windows.Sweep.At, opts, records)
 }

@@ -364,3 +364,30 @@ func checkFingerprint(ctx context.Context, st *study.Study, fp map[string]string
 	}
 	return nil
 }
+
+// ErrNoTrial: the study has no trial of that number.
+var ErrNoTrial = errors.New("no such trial")
+
+// TrialParams returns the parameters of trial n of the study spec names
+// (spoc sweep --trial N).
+func TrialParams(ctx context.Context, spec Spec, n int) (map[string]any, error) {
+	db, err := study.Open(ctx, spec.Storage)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	st, err := db.Load(ctx, spec.Study)
+	if err != nil {
+		return nil, err
+	}
+	trials, err := st.Trials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range trials {
+		if t.Number == n {
+			return map[string]any(t.Params), nil
+		}
+	}
+	return nil, fmt.Errorf("study %q: %w %d", spec.Study, ErrNoTrial, n)
+}

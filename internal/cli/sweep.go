@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/study"
 	"github.com/spoc-project/spoc/tune"
 )
 
@@ -64,25 +61,16 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 				if paramsFlag != "" {
 					return usageErrorf("--params and --trial exclude each other")
 				}
-				if params, err = trialParams(cmd.Context(), setup.Search, trial); err != nil {
+				if params, err = tune.TrialParams(cmd.Context(), setup.Search, trial); errors.Is(err, tune.ErrNoTrial) {
+					return usageError(err)
+				} else if err != nil {
 					return err
 				}
 			}
-			ev, err := capacity.NewEvaluator(setup.Setup, logger)
-			if err != nil {
-				return usageError(err)
-			}
-			defer ev.Close(cmd.Context())
-			// Refuse flags the engine cannot take before any run starts.
-			if ev.Virtual() {
-				if _, err := ev.Deployment(params); err != nil {
-					return usageErrorf("--params: %v", err)
-				}
-			}
 			progress := cmd.ErrOrStderr()
-			opts := setup.Sweep.SweepOptions
+			run := capacity.SweepRun{Logger: logger}
 			if !quiet {
-				opts.Progress = func(l capacity.Level, phase string) {
+				run.Progress = func(l capacity.Level, phase string) {
 					for i, r := range l.Repeats {
 						v := "pass"
 						switch {
@@ -95,17 +83,13 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 					}
 				}
 			}
-			var records func(int) (io.WriteCloser, error)
 			if out != "" {
-				dir := filepath.Join(out, "records")
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return err
-				}
-				records = func(users int) (io.WriteCloser, error) {
-					return capacity.CreateAtomic(filepath.Join(dir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
-				}
+				run.RecordsDir = filepath.Join(out, "records")
 			}
-			res, err := capacity.SweepConfig(cmd.Context(), ev, params, setup.Windows.Sweep.At, opts, records)
+			res, err := capacity.SweepOne(cmd.Context(), setup.Setup, params, run)
+			if errors.Is(err, capacity.ErrBadParams) {
+				return usageErrorf("--params: %v", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -181,26 +165,4 @@ func parseParams(s string) (map[string]any, error) {
 		}
 	}
 	return m, nil
-}
-
-func trialParams(ctx context.Context, spec tune.Spec, n int) (map[string]any, error) {
-	db, err := study.Open(ctx, spec.Storage)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	st, err := db.Load(ctx, spec.Study)
-	if err != nil {
-		return nil, err
-	}
-	trials, err := st.Trials(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range trials {
-		if t.Number == n {
-			return map[string]any(t.Params), nil
-		}
-	}
-	return nil, usageErrorf("study %q has no trial %d", spec.Study, n)
 }

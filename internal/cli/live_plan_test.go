@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,6 +212,20 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	}
 	if starts != len(logs) {
 		t.Errorf("summary counts %d engine starts, %d server folders exist", starts, len(logs))
+	}
+	// a server is restarted only when the flags change: no two servers in
+	// a row ran the same command line
+	sort.Strings(logs)
+	prev := ""
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		first, _, _ := strings.Cut(string(b), "\n")
+		// the port differs between starts; the flags must
+		cmdline := regexp.MustCompile(`--port \S+ `).ReplaceAllString(first, "")
+		if cmdline == prev {
+			t.Errorf("%s: restarted with the same flags: %s", l, cmdline)
+		}
+		prev = cmdline
 	}
 
 	// the same hardware in-process: within one sweep step

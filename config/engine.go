@@ -108,7 +108,7 @@ func DefaultEngine() Engine {
 		WeightFormat:       ref.WeightFormat,
 		MaxModelLen:        ref.MaxModelLen,
 		Params:             ref.Params,
-		Sim: SimEngine{TimeScale: 1},
+		Sim:                SimEngine{TimeScale: 1},
 		Process: ProcessEngine{
 			HealthPath:    vllm.PathHealth,
 			HealthTimeout: Duration(20 * 60e9),

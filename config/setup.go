@@ -14,6 +14,7 @@ import (
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/tune"
+	"github.com/spoc-project/spoc/workload"
 )
 
 // SetupOptions are what resolving a configuration needs besides the file.
@@ -133,7 +134,7 @@ func (c *Config) capacitySetup(out string) capacity.Setup {
 			TensorParallelSize: e.TensorParallelSize, WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen,
 			Params: params, Sim: e.SimDeployment(), SimErrorRate: e.Sim.ErrorRate,
 		},
-		Workload:        c.Workload,
+		Workload:        c.workloadSpec(),
 		MidSessionStart: c.Run.MidSessionStart,
 		SLA:             c.SLA.Result(),
 		Client: capacity.Client{
@@ -238,4 +239,14 @@ func (c *Config) ApplyQuick() {
 	c.Sweep.TopK = min(c.Sweep.TopK, 2)
 	c.Sweep.ResolutionUsers = max(c.Sweep.ResolutionUsers, 10)
 	c.Sweep.ResolutionFraction = max(c.Sweep.ResolutionFraction, 0.05)
+}
+
+// workloadSpec is the workload section as the runs see it: a reply's
+// reasoning leaves the history only under the final-content history policy.
+func (c *Config) workloadSpec() workload.Spec {
+	w := c.Workload
+	if c.Run.HistoryPolicy == "keep" {
+		w.ReasoningShare = 0
+	}
+	return w
 }

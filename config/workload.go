@@ -40,6 +40,9 @@ func DefaultWorkload() Workload { return workload.DefaultSpec() }
 // validateWorkload reports problems with w; p names the section and
 // modelMaxLen is engine.max_model_len, which bounds every profile.
 func validateWorkload(w *Workload, p string, errs *Errors, modelMaxLen int) {
+	if !(w.ReasoningShare >= 0 && w.ReasoningShare < 1) {
+		errs.Addf(p+".reasoning_share", "must be in [0, 1), got %v", w.ReasoningShare)
+	}
 	if w.Tokenizer == "" {
 		errs.Addf(p+".tokenizer", "must be set (o200k_base, cl100k_base or a tokenizer.json path)")
 	}

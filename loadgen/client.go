@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -162,6 +163,11 @@ func (c *client) fill(rec *result.Record, st *stream) {
 		rec.PromptTokens = st.prompt
 		rec.CachedTokens = st.cached
 		rec.OutputTokens = max(st.completed, st.tokens)
+		if st.completed > st.tokens && st.tokens > 0 {
+			// several tokens a chunk without counts: the reasoning chunks
+			// carried as many tokens each as the others
+			rec.ReasoningTokens = int(math.Round(float64(st.reasoningTokens) * float64(st.completed) / float64(st.tokens)))
+		}
 	}
 }
 

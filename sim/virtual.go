@@ -259,11 +259,17 @@ func (r *runner) due(vu *vuser, t float64) error {
 		reply = turn.MaxTokens
 	}
 	reply = max(reply, 1)
+	// what the next turn's prompt carries of this reply: all of it, or
+	// without a reasoning model's reasoning (workload.Spec.ReasoningShare)
+	hist := reply
+	if t := turn.Reply.Tokens; t > 0 && t < reply {
+		hist = t
+	}
 	key := turn.Reply.Key
-	if key == 0 || turn.Reply.Tokens != reply {
+	if key == 0 || turn.Reply.Tokens != hist {
 		key = replyKey(vu.id, next.Session, turn.Index)
 	}
-	vu.hasher.AppendRun(key, 0, reply)
+	vu.hasher.AppendRun(key, 0, hist)
 
 	r.stats.Scheduled++
 	rec := &result.Record{

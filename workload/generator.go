@@ -221,7 +221,11 @@ func (g *Generator) Session(user, n int) (*Script, error) {
 		}
 		s.Turns = append(s.Turns, t)
 		content = p.growth.sampleInt(r, 1, math.MaxInt32)
-		next := prompt + out + content
+		// under the final-content history policy a reasoning model's
+		// reasoning leaves the conversation with its turn
+		kept := out - int(float64(out)*g.cfg.ReasoningShare)
+		s.Turns[k].Reply.Tokens = kept
+		next := prompt + kept + content
 		if next > p.maxContext || next < prompt { // at_max: the session ends, the next one starts fresh
 			break
 		}

@@ -22,6 +22,7 @@ type Spec struct {
 	Tokenizer         string    `yaml:"tokenizer" doc:"Tokenizer used to cut content to exact token lengths: o200k_base (gpt-oss), cl100k_base, or a path to a tokenizer.json."`
 	Corpus            string    `yaml:"corpus,omitempty" doc:"Corpus file from spoc corpus build; empty uses the built-in corpus shipped in the binary."`
 	ExactOutputLength bool      `yaml:"exact_output_length" doc:"Ask the server for exactly max_tokens output tokens (ignore_eos and min_tokens), so live runs follow the script's output lengths."`
+	ReasoningShare    float64   `yaml:"reasoning_share" doc:"Share of every reply a reasoning model streams as reasoning, which the next turn's prompt does not carry under run.history_policy final (gpt-oss drops it): 0 for other models. A live run's summary measures it (drift.reasoning_share)."`
 	Geometry          Geometry  `yaml:"geometry" doc:"How prompts share prefixes, which decides prefix-cache hits."`
 	Profiles          []Profile `yaml:"profiles" doc:"User profiles; weights are shares of users and must sum to 1."`
 	Import            *Import   `yaml:"import,omitempty" doc:"Replay sessions from a trace file instead of generating them from profiles."`

@@ -99,3 +99,72 @@ func loadgenAgainstServer(t *testing.T, faithful bool) {
 	}
 	t.Logf("%d records, %d ok, %d later turns with cached tokens", len(recs), ok, cached)
 }
+
+// driftRun runs a short multi-turn gpt-oss conversation through the HTTP
+// client against the vLLM-faithful stand-in (reasoning before content, the
+// reasoning dropped from the history the client sends back) and returns
+// the per-profile summary the client computes.
+func driftRun(t *testing.T, reasoningShare float64) result.Stats {
+	t.Helper()
+	spec := sim.ReferenceDeploymentSpec()
+	dep, err := sim.NewDeployment(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := serve.New(serve.Config{Deployment: dep, TimeScale: 50, Tokenizer: "o200k_base", VLLMFaithful: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer srv.Close()
+	defer ts.Close()
+	wl := workload.Spec{Seed: 7, Tokenizer: "o200k_base", ExactOutputLength: true, ReasoningShare: reasoningShare,
+		Geometry: workload.Geometry{Kind: workload.GeometryNone},
+		Profiles: []workload.Profile{{Name: "P0", Weight: 1,
+			ContextStart: workload.Constant(600), MaxContext: 20000,
+			Growth:       workload.Constant(100), OutputTokens: workload.Constant(400),
+			ThinkTime: workload.Constant(0.1), AtMax: "new-session"}}}
+	gen, err := workload.New(wl, spec.MaxModelLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := loadgen.New(loadgen.Options{Target: ts.URL, Model: srv.Model(), Users: 2, Duration: 5 * time.Second,
+		ThinkTimeScale: 0.01, ExactOutputLength: true, RunID: "drift", Renderer: gen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := result.NewSummary(result.DefaultSLA(), result.Window{})
+	rep, err := run.Run(context.Background(), gen, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum.SetWindow(rep.Window)
+	res := sum.Result()
+	if len(res.Profiles) != 1 || res.Profiles[0].Drift.Requests < 6 {
+		t.Fatalf("too few requests with a server prompt count: %+v", res.Profiles)
+	}
+	return res.Profiles[0]
+}
+
+// Under the default history policy (final content only) a gpt-oss
+// conversation's prompts stay within the drift limit of the plan when the
+// workload plans without the reasoning share the server streams (half of
+// every reply on the stand-in); planned without it, later turns run short
+// of their targets by about a third and the run is flagged.
+func TestPromptDriftAgainstFaithfulServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves the simulator over HTTP for seconds")
+	}
+	planned := driftRun(t, 0.5)
+	if d := planned.Drift.PromptMean; d < -result.DefaultPromptDriftLimit || d > result.DefaultPromptDriftLimit {
+		t.Errorf("with the reasoning share planned: mean prompt drift %.3f, want within ±%.2f", d, result.DefaultPromptDriftLimit)
+	}
+	if s := planned.Drift.ReasoningShare; s < 0.45 || s > 0.55 {
+		t.Errorf("measured reasoning share %.3f, the stand-in streams half of every reply", s)
+	}
+	unplanned := driftRun(t, 0)
+	if d := unplanned.Drift.PromptMean; d > -result.DefaultPromptDriftLimit {
+		t.Errorf("without the reasoning share: mean prompt drift %.3f, want below −%.2f (the drift the history handling removes)", d, result.DefaultPromptDriftLimit)
+	}
+	t.Logf("prompt drift: %.3f planned, %.3f without the reasoning share", planned.Drift.PromptMean, unplanned.Drift.PromptMean)
+}

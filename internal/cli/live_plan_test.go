@@ -228,29 +228,40 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 		prev = cmdline
 	}
 
-	// the same hardware in-process: within one sweep step
-	ref := livePlanConfig(t, dir, "sim", "H200-SXM", simServe(spoc))
-	refOut := filepath.Join(dir, "sim")
-	if code, _, stderr := runSpoc(t, spoc, "plan", "-c", ref, "--out", refOut); code != 0 {
-		t.Fatalf("in-process plan exit %d: %s", code, stderr)
+	// the chosen flags on the same hardware in-process: within one sweep
+	// step (the same flags: the live and the simulated studies may choose
+	// differently on noise)
+	params := make([]string, 0, len(s.Capacity.Config))
+	for k, v := range s.Capacity.Config {
+		params = append(params, fmt.Sprintf("%s=%v", k, v))
 	}
-	sim := readSummary(t, refOut)
-	step := max(sim.Capacity.ResolutionUsers, s.Capacity.ResolutionUsers)
-	if d := s.Capacity.Users - sim.Capacity.Users; d > step || d < -step {
-		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d (step %d)", s.Capacity.Users, sim.Capacity.Users, step)
+	sort.Strings(params)
+	sweep := func(gpu string) (users, step int) {
+		t.Helper()
+		cfg := livePlanConfig(t, dir, "sim", gpu, simServe(spoc))
+		code, stdout, stderr := runSpoc(t, spoc, "sweep", "-c", cfg, "--params", strings.Join(params, ","), "--out", filepath.Join(dir, "sweep-"+gpu), "--json")
+		if code != 0 {
+			t.Fatalf("in-process sweep on %s: exit %d: %s", gpu, code, stderr)
+		}
+		var res struct {
+			Users      int `json:"users"`
+			Resolution int `json:"resolution_users"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+			t.Fatalf("sweep --json: %v\n%s", err, stdout)
+		}
+		return res.Users, res.Resolution
 	}
-	if sim.Capacity.Provenance.Source != "simulated" {
-		t.Errorf("in-process provenance %+v", sim.Capacity.Provenance)
+	simUsers, simStep := sweep("H200-SXM")
+	step := max(simStep, s.Capacity.ResolutionUsers)
+	if d := s.Capacity.Users - simUsers; d > step || d < -step {
+		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d with the same flags (step %d)", s.Capacity.Users, simUsers, step)
 	}
 	// and a silent fallback to the configured hardware would not agree
-	fb := livePlanConfig(t, dir, "sim", "B200", simServe(spoc))
-	fbOut := filepath.Join(dir, "fallback")
-	if code, _, stderr := runSpoc(t, spoc, "plan", "-c", fb, "--out", fbOut); code != 0 {
-		t.Fatalf("in-process B200 plan exit %d: %s", code, stderr)
+	if fb, _ := sweep("B200"); fb-s.Capacity.Users <= step {
+		t.Errorf("the configured B200 simulated gives %d users, the live H200 %d: the test cannot tell a fallback", fb, s.Capacity.Users)
 	}
-	if f := readSummary(t, fbOut).Capacity.Users; f-s.Capacity.Users <= step {
-		t.Errorf("the configured B200 simulated gives %d users, the live H200 %d: the test cannot tell a fallback", f, s.Capacity.Users)
-	}
+	t.Logf("live %d users; in process on an H200 %d (step %d); %d servers, %d requests served", s.Capacity.Users, simUsers, step, len(logs), served)
 }
 
 // previousReport puts a marked report in out, as an earlier plan left it.

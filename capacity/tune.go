@@ -114,7 +114,7 @@ type TuneOptions struct {
 // returns the study's state, also with the error of an interrupted run.
 func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 	if !engine.Reconfigurable(s.Launcher) {
-		return nil, fmt.Errorf("tune: %w", ErrNotReconfigurable)
+		return nil, ErrNotReconfigurable
 	}
 	if err := engine.Check(s.Launcher); err != nil {
 		return nil, err

@@ -195,6 +195,7 @@ func (c *Config) fingerprint() map[string]string {
 		"max_model_len":        strconv.Itoa(c.Engine.MaxModelLen),
 		"sla":                  string(sla),
 		"workload":             hex.EncodeToString(sum[:6]),
+		"tuning_window":        c.Search.Warmup.String() + " warm-up, " + c.Search.Duration.String() + " measured",
 	}
 }
 

@@ -119,8 +119,9 @@ func resetPrefixCache(ctx context.Context, base string) error {
 }
 
 // serverDirs hands out one directory per started server under a launcher's
-// Dir: server-001, server-002, … (a new temporary folder when Dir is empty,
-// so that a server log always exists somewhere).
+// Dir: server-001, server-002, …, after any an earlier run left there (a
+// new temporary folder when Dir is empty, so that a server log always
+// exists somewhere).
 type serverDirs struct {
 	root string
 	mu   sync.Mutex
@@ -129,10 +130,6 @@ type serverDirs struct {
 
 // next creates and returns the next server directory.
 func (d *serverDirs) next(kind string) (string, error) {
-	d.mu.Lock()
-	d.n++
-	n := d.n
-	d.mu.Unlock()
 	if d.root == "" {
 		dir, err := os.MkdirTemp("", "spoc-server-")
 		if err != nil {
@@ -140,11 +137,24 @@ func (d *serverDirs) next(kind string) (string, error) {
 		}
 		return dir, nil
 	}
-	dir := filepath.Join(d.root, fmt.Sprintf("server-%03d", n))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(d.root, 0o755); err != nil {
 		return "", fmt.Errorf("%s engine: create server folder: %w", kind, err)
 	}
-	return dir, nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		// numbers go on after the folders an earlier run left: a new run
+		// never overwrites an old server's log
+		d.n++
+		dir := filepath.Join(d.root, fmt.Sprintf("server-%03d", d.n))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("%s engine: create server folder: %w", kind, err)
+		}
+	}
 }
 
 // createServerLog opens server.log in the next server directory.

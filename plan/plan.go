@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -236,12 +238,29 @@ func (p *planner) baselineSweep(ctx context.Context) (string, error) {
 }
 
 func (p *planner) tune(ctx context.Context) (string, error) {
+	if !engine.Reconfigurable(p.s.Launcher) {
+		// A server spoc does not start keeps its own flags: there is
+		// nothing to search, and the plan measures that server as it runs.
+		p.sum.Notes = append(p.sum.Notes, "The engine is an external server: spoc cannot change its flags, so no parameter search ran and the capacity is that of the server's own configuration.")
+		return "skipped: an external server's flags cannot change", nil
+	}
 	spec := p.s.Search
 	spec.Users = p.tuneUsers
+	// A plan's study is named for its load and setup (fingerprint): a plan
+	// re-run with the same configuration continues its study, one with
+	// another load (the baseline found another ceiling), windows or
+	// hardware starts its own instead of refusing to continue the earlier.
+	spec.Study = fmt.Sprintf("%s-%dusers-%s", spec.Study, spec.Users, fingerprintID(spec.Fingerprint))
 	load := p.s.Windows.Tune.At(spec.Users)
 	p.logf("   study %q in %s: %d trials of %d users, %s each", spec.Study, spec.Storage, spec.Trials, spec.Users, load.Duration)
+	var artifacts string
+	if !p.ev.Virtual() {
+		// a live trial cannot be redone: keep its records and telemetry
+		artifacts = filepath.Join(p.o.OutDir, "trials")
+	}
 	res, err := tune.Run(ctx, spec, tune.Options{
 		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
+		ArtifactsRoot: artifacts,
 		Progress: func(pr tune.Progress) {
 			if p.o.Progress != nil {
 				fmt.Fprint(p.o.Progress, "   ")
@@ -264,4 +283,18 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("%d trials (%d complete, %d infeasible, %d failed), %d on the feasible front",
 		len(res.Trials), p.sum.Search.Complete, p.sum.Search.Infeasible, p.sum.Search.Failed, len(p.sum.Pareto)), nil
+}
+
+// fingerprintID is a short stable digest of a study fingerprint.
+func fingerprintID(fp map[string]string) string {
+	keys := make([]string, 0, len(fp))
+	for k := range fp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, fp[k])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:4])
 }

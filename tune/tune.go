@@ -233,6 +233,11 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 		return nil, nil, err
 	}
 	if res.Overall.OK == 0 {
+		if res.SLA.Outcome() == result.VerdictInsufficient {
+			// the window was too short to see a reply end: no verdict on
+			// the flags, which stay in the search
+			return nil, nil, fmt.Errorf("%s; lengthen search.duration beyond one whole reply", res.SLA.First())
+		}
 		return nil, nil, ErrNoRequests
 	}
 	metrics := Metrics(res)

@@ -150,8 +150,19 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if closeErr != nil {
 		return fmt.Errorf("records %s: %w", f.out, closeErr)
 	}
-	if err := printSummary(cmd.OutOrStdout(), res.Summary, f.asJSON); err != nil {
-		return err
+	if f.asJSON {
+		// the summary's fields, and where they were measured
+		if err := writeJSON(cmd.OutOrStdout(), struct {
+			*result.Result
+			Provenance capacity.Provenance `json:"provenance"`
+		}{res.Summary, res.Provenance}); err != nil {
+			return err
+		}
+	} else {
+		if err := result.WriteText(cmd.OutOrStdout(), res.Summary); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "measured: %s\n", provenanceLine(res.Provenance))
 	}
 	if !interrupted && res.Summary.Overall.Requests == 0 && res.Summary.Excluded > 0 {
 		w := res.Summary.Window
@@ -229,4 +240,19 @@ func roundDur(d time.Duration) string {
 	default:
 		return d.Round(100 * time.Microsecond).String()
 	}
+}
+
+// provenanceLine says where a run's numbers come from, for text output.
+func provenanceLine(p capacity.Provenance) string {
+	s := p.Source + " on the " + p.Engine + " engine"
+	if p.Endpoint != "" {
+		s += " at " + p.Endpoint
+	}
+	if p.Version != "" {
+		s += ", server version " + p.Version
+	}
+	if p.Launch != "" && p.Launch != p.Endpoint {
+		s += " (" + p.Launch + ")"
+	}
+	return s
 }

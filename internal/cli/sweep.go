@@ -99,14 +99,22 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 						res.Levels[i].Repeats[j].Detail = nil
 					}
 				}
-				return writeJSON(cmd.OutOrStdout(), res)
+				return writeJSON(cmd.OutOrStdout(), struct {
+					*capacity.SweepResult
+					Provenance capacity.Provenance `json:"provenance"`
+				}{res, res.Provenance()})
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
+			fmt.Fprintf(w, "measured: %s\n", provenanceLine(res.Provenance()))
 			if res.FirstFailing > 0 {
 				fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
 			} else {
-				fmt.Fprintf(w, "no failure up to sweep.max = %d users\n", cfg.Sweep.Max)
+				top := 0
+				for _, l := range res.Levels {
+					top = max(top, l.Users)
+				}
+				fmt.Fprintf(w, "no level failed; the most users tested was %d: the ceiling is at least that\n", top)
 			}
 			if res.Knee > 0 {
 				fmt.Fprintf(w, "throughput knee: %d users\n", res.Knee)

@@ -122,7 +122,7 @@ func driftRun(t *testing.T, reasoningShare float64) result.Stats {
 		Geometry: workload.Geometry{Kind: workload.GeometryNone},
 		Profiles: []workload.Profile{{Name: "P0", Weight: 1,
 			ContextStart: workload.Constant(600), MaxContext: 20000,
-			Growth:       workload.Constant(100), OutputTokens: workload.Constant(400),
+			Growth: workload.Constant(100), OutputTokens: workload.Constant(400),
 			ThinkTime: workload.Constant(0.1), AtMax: "new-session"}}}
 	gen, err := workload.New(wl, spec.MaxModelLen)
 	if err != nil {

@@ -57,6 +57,17 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"cmdlines":    commandLines,
 	"chosenLabel": func(c plan.Capacity) string { return choice(c) },
 	"provenance":  provenanceText,
+	"trialsProvenance": func(s *plan.Search) string {
+		if s == nil {
+			return ""
+		}
+		for _, m := range s.Trials {
+			if m.Provenance != nil {
+				return provenanceText(*m.Provenance)
+			}
+		}
+		return ""
+	},
 	"trialLabel": func(n int) string {
 		if n < 0 {
 			return "baseline"

@@ -213,16 +213,6 @@ func (s *Summary) evaluateLocked() Verdict {
 // judge adds g's failed and unjudgeable clauses to v and reports whether g
 // was overloaded.
 func (s *Summary) judge(g *group, v *Verdict) (overloaded bool) {
-	if g.ok == 0 && g.cancelled > 0 && g.cancelledQueued == 0 {
-		// Every outstanding request was streaming its reply when the
-		// window ended: the window is shorter than one reply, which says
-		// nothing about the load. Too few samples, not an overload.
-		v.Insufficient = append(v.Insufficient, Violation{Scope: g.name, Clause: ClauseRequests, Value: float64(g.cancelled),
-			Message: g.name + ": no request completed in the measured window, " + strconv.FormatInt(g.cancelled, 10) +
-				" still streaming at its end: the window is shorter than one reply"})
-		s.judgeErrorRate(g, v)
-		return false
-	}
 	if g.ok == 0 && g.cancelled > 0 {
 		// Requests were outstanding at the window's end and none
 		// completed: the server is not keeping up at all. Latency clauses

@@ -507,19 +507,3 @@ func TestPlanDrift(t *testing.T) {
 		t.Fatalf("limit 50%%: %+v", res.Drift)
 	}
 }
-
-// A window in which every outstanding request was streaming its reply is
-// shorter than one reply: too few samples, not an overload.
-func TestWindowShorterThanAReply(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	s := NewSummary(DefaultSLA(), Window{Start: t0, End: t0.Add(time.Second)})
-	for i := 0; i < 5; i++ {
-		if err := s.Write(&Record{Profile: "P0", Scheduled: t0, Sent: t0, FirstToken: t0.Add(100 * time.Millisecond), Status: StatusCancelled}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	v := s.Result().SLA
-	if v.Outcome() != VerdictInsufficient || !strings.Contains(v.String(), "shorter than one reply") {
-		t.Fatalf("verdict %s (%s), want insufficient samples naming the short window", v.Outcome(), v)
-	}
-}

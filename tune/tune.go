@@ -233,12 +233,10 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 		return nil, nil, err
 	}
 	if res.Overall.OK == 0 {
-		if res.SLA.Outcome() == result.VerdictInsufficient {
-			// the window was too short to see a reply end: no verdict on
-			// the flags, which stay in the search
-			return nil, nil, fmt.Errorf("%s; lengthen search.duration beyond one whole reply", res.SLA.First())
-		}
-		return nil, nil, ErrNoRequests
+		// Requests in flight when the window ended mean the flags could
+		// not serve this load within it; when replies are simply longer
+		// than the window, the window is what must change.
+		return nil, nil, fmt.Errorf("%w (%s; if one reply takes longer than the window, lengthen search.duration)", ErrNoRequests, res.SLA.First())
 	}
 	metrics := Metrics(res)
 	for _, ob := range e.plan.Objectives {

@@ -123,6 +123,11 @@ type SweepPoint struct {
 	WaitingMean        float64 `json:"waiting_mean"`
 	Preemptions        float64 `json:"preemptions"`
 	DispatchLagP99Ms   float64 `json:"dispatch_lag_p99_ms"`
+	// EngineTelemetry and GPUTelemetry say whether the engine's and the
+	// GPUs' signals above were collected at all: without them the fields
+	// are unmeasured, not zero.
+	EngineTelemetry bool `json:"engine_telemetry"`
+	GPUTelemetry    bool `json:"gpu_telemetry"`
 }
 
 // ProfilePoint is one profile's latencies at one user count.
@@ -270,3 +275,13 @@ type Phase struct {
 // Provenance says where a number came from: live or simulated, on which
 // engine, launched how, reached where, which version.
 type Provenance = capacity.Provenance
+
+// HasEngineTelemetry reports whether the point's engine signals (KV cache,
+// prefix hits, queue, preemptions) were measured; summaries written before
+// the flag existed count as measured when a signal is non-zero.
+func (p SweepPoint) HasEngineTelemetry() bool {
+	return p.EngineTelemetry || p.KVCacheUsageMax > 0 || p.PrefixCacheHitRate > 0 || p.WaitingMean > 0 || p.Preemptions > 0
+}
+
+// HasGPUTelemetry reports whether the point's GPU signals were measured.
+func (p SweepPoint) HasGPUTelemetry() bool { return p.GPUTelemetry || p.SMActiveMean > 0 }

@@ -85,6 +85,8 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 			Drift: pr.Drift})
 	}
 	if s := ev.Signals; s != nil {
+		sp.EngineTelemetry = s.Engine.KVCacheUsage.Samples > 0 || s.Engine.Running.Samples > 0
+		sp.GPUTelemetry = len(s.GPUs) > 0
 		sp.KVCacheUsageMean, sp.KVCacheUsageMax = s.Engine.KVCacheUsage.Mean, s.Engine.KVCacheUsage.Max
 		sp.PrefixCacheHitRate, sp.WaitingMean, sp.Preemptions = s.Engine.PrefixCacheHitRate, s.Engine.Waiting.Mean, s.Engine.Preemptions
 		var sm float64

@@ -113,7 +113,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 			if !s.Pass {
 				v = "fail: " + mdEscape(s.FailedClause)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), fmtPct(s.KVCacheUsageMean), fmtPct(s.PrefixCacheHitRate))
+			kv, hits := "–", "–" // unmeasured, not zero
+			if s.HasEngineTelemetry() {
+				kv, hits = fmtPct(s.KVCacheUsageMean), fmtPct(s.PrefixCacheHitRate)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), kv, hits)
 		}
 		b.WriteString("\n")
 	}

@@ -63,7 +63,7 @@ func newPage(d *plan.Summary) *page {
 		p.Missing = append(p.Missing, "No capacity sweep was recorded.")
 	}
 	if d.Telemetry == nil {
-		p.Missing = append(p.Missing, "Engine and GPU telemetry was not collected (no /metrics or DCGM exporter reachable).")
+		p.Missing = append(p.Missing, "Engine and GPU telemetry was not collected (telemetry.enabled is false, or no /metrics or DCGM exporter was reachable): the sweep's KV-cache, prefix-hit, SM and queue columns are unmeasured (–).")
 	}
 	if d.Kernels == nil {
 		p.Missing = append(p.Missing, "No kernel trace was analysed: set trace.file to an Nsight Systems export (spoc trace recipe prints how to capture one).")

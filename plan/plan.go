@@ -134,6 +134,11 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	// only when every phase succeeded: an interrupted or failed plan leaves
 	// the previous plan's records beside its report.
 	staging := filepath.Join(o.OutDir, stagingRecords)
+	// a plan killed outright may have left one: none of its files belongs
+	// to this plan
+	if err := os.RemoveAll(staging); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
 	defer os.RemoveAll(staging)
 	for _, s := range steps {
 		if err := p.phase(s.name, func() (string, error) { return s.fn(ctx) }); err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -149,6 +150,14 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	}
 	if closeErr != nil {
 		return fmt.Errorf("records %s: %w", f.out, closeErr)
+	}
+	if !interrupted {
+		// the window and provenance travel with the records, for summarize
+		prov, _ := json.Marshal(res.Provenance)
+		info := result.RunInfo{Window: result.Window{Start: res.Summary.Window.Start, End: res.Summary.Window.End}, Users: rc.Users, Provenance: prov}
+		if err := writeAtomic(result.RunInfoPath(f.out), func(w io.Writer) error { return result.WriteRunInfo(w, info) }); err != nil {
+			return fmt.Errorf("records %s: %w", f.out, err)
+		}
 	}
 	if f.asJSON {
 		// the summary's fields, and where they were measured

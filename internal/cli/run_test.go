@@ -85,8 +85,19 @@ func TestRunAndSummarize(t *testing.T) {
 	}
 
 	code, stdout, _ = runLoadCLI(t, "summarize", recs, "-c", cfg)
-	if code != 0 || !strings.Contains(stdout, "SLA (per-profile): pass") {
+	if code != 0 || !strings.Contains(stdout, "SLA (per-profile): pass") || !strings.Contains(stdout, "measured: live on the external engine at "+srv.URL) {
 		t.Fatalf("summarize exit %d:\n%s", code, stdout)
+	}
+	// summarize uses the run's own window (kept beside the records), so it
+	// states the run's throughput, not one over a window inferred from them
+	code, stdout, _ = runLoadCLI(t, "summarize", recs, "-c", cfg, "--json")
+	var again result.Result
+	if err := json.Unmarshal([]byte(stdout), &again); err != nil || code != 0 {
+		t.Fatalf("summarize --json: exit %d, %v", code, err)
+	}
+	if again.Window.Inferred || again.Overall.OutputTokensPerSecond != res.Overall.OutputTokensPerSecond || again.Overall.Requests != res.Overall.Requests {
+		t.Errorf("summarize: window %+v, %.1f tok/s over %d requests; the run said %.1f over %d",
+			again.Window, again.Overall.OutputTokensPerSecond, again.Overall.Requests, res.Overall.OutputTokensPerSecond, res.Overall.Requests)
 	}
 	strict := filepath.Join(dir, "strict.yaml")
 	if err := os.WriteFile(strict, []byte(smallWorkload+"sla:\n  ttft: {percentile: 50, max: 1us}\n"), 0o644); err != nil {

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/result"
 )
 
@@ -34,7 +36,23 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 				return fmt.Errorf("open records: %w", err)
 			}
 			defer f.Close()
-			sum := result.NewSummary(cfg.SLA.Result(), result.Window{}, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
+			// the run's own window, when spoc run kept it beside the records;
+			// else the window is inferred from the records (and says so)
+			var window result.Window
+			var measured string
+			if inf, err := os.Open(result.RunInfoPath(args[0])); err == nil {
+				info, err := result.ReadRunInfo(inf, result.RunInfoPath(args[0]))
+				inf.Close()
+				if err != nil {
+					return err
+				}
+				window = info.Window
+				var p capacity.Provenance
+				if json.Unmarshal(info.Provenance, &p) == nil && p.Source != "" {
+					measured = provenanceLine(p)
+				}
+			}
+			sum := result.NewSummary(cfg.SLA.Result(), window, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
 			records := 0
 			truncated, err := result.ReadAll(f, args[0], func(r *result.Record) error {
 				records++
@@ -54,6 +72,9 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 			res := sum.Result()
 			if err := printSummary(cmd.OutOrStdout(), res, asJSON); err != nil {
 				return err
+			}
+			if measured != "" && !asJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "measured: %s\n", measured)
 			}
 			if check && !res.SLA.Pass {
 				return &ExitError{Code: ExitSLANotMet}

@@ -12,6 +12,7 @@ type Config struct {
 	Telemetry Telemetry `yaml:"telemetry" doc:"Engine and GPU metrics collected during every run."`
 	Trace     Trace     `yaml:"trace" doc:"Nsight Systems kernel trace analysed by spoc plan when given."`
 	Report    Report    `yaml:"report" doc:"What the report contains."`
+	Plan      Plan      `yaml:"plan" doc:"The buyer's question: peak users, headroom and GPU prices, turned into deployments, GPUs and cost."`
 }
 
 // Default returns the reference case of DESIGN.md: gpt-oss-120b on 4× H100
@@ -28,6 +29,7 @@ func Default() *Config {
 		Telemetry: DefaultTelemetry(),
 		Trace:     Trace{},
 		Report:    DefaultReport(),
+		Plan:      DefaultPlan(),
 	}
 }
 
@@ -44,6 +46,7 @@ func (c *Config) Validate() error {
 	c.Telemetry.validate("telemetry", errs)
 	c.Trace.validate("trace", errs)
 	c.Report.validate("report", errs)
+	c.Plan.validate("plan", errs)
 	return errs.Err()
 }
 

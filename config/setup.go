@@ -75,6 +75,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		Trace:           plan.Trace{File: c.Trace.File, Window: c.Trace.Window, NVTX: c.Trace.NVTX, Rules: c.Trace.Rules},
 		CalibrationFile: c.Engine.Sim.Calibration,
 		Quick:           o.Quick,
+		Demand:          c.Plan.demand(),
 	}
 	s.Launcher = launcher
 	for _, a := range Assumptions(c) {

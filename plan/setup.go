@@ -24,6 +24,22 @@ type Setup struct {
 	// Quick marks a smoke run (shorter windows, fewer trials), so the
 	// summary says its numbers are indicative only.
 	Quick bool
+	// Demand is the peak user count and the prices the cost section
+	// sizes deployments for (Users 0: not asked).
+	Demand Demand
+}
+
+// Demand is the buyer's question: how many deployments, GPUs and dollars
+// serve Users at peak when each deployment runs at Headroom of its ceiling.
+type Demand struct {
+	// Users is the peak concurrent user count (0: no cost section).
+	Users int
+	// Headroom is the fraction of the ceiling a deployment is run at, in
+	// (0, 1].
+	Headroom float64
+	// PricePerGPUHour is dollars per GPU-hour by GPU type; a type that is
+	// absent has no cost computed.
+	PricePerGPUHour map[string]float64
 }
 
 // Trace is the Nsight Systems export to analyse.

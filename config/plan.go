@@ -1,0 +1,57 @@
+package config
+
+import (
+	"math"
+	"sort"
+
+	"github.com/spoc-project/spoc/plan"
+)
+
+// Plan turns the ceiling into the buyer's answer: how many deployments,
+// GPUs and dollars serve a peak user count.
+type Plan struct {
+	TargetUsers     int                `yaml:"target_users" doc:"Concurrent users expected at peak; the report then shows the deployments, GPUs and cost that serve them. 0: not asked."`
+	Headroom        float64            `yaml:"headroom" doc:"Fraction of the capacity ceiling a deployment is run at, in (0, 1]: 0.8 sizes for 80 % of the ceiling, leaving the rest for bursts and for the ceiling's uncertainty."`
+	GPUPricePerHour map[string]float64 `yaml:"gpu_price_per_hour,omitempty" doc:"Price in dollars per GPU-hour by GPU type (the names of engine.gpu and engine.compare), e.g. {H100-SXM: 2.50, H200-SXM: 3.50} (examples only: spoc has no built-in prices). A GPU type left out has no cost computed, not a cost of zero."`
+}
+
+// DefaultHeadroom is the fraction of the ceiling a deployment is sized to
+// run at unless plan.headroom says otherwise: 80 % leaves a fifth of the
+// ceiling for bursts and for the ceiling's uncertainty.
+const DefaultHeadroom = 0.8
+
+// DefaultPlan asks no user count and knows no prices.
+func DefaultPlan() Plan { return Plan{Headroom: DefaultHeadroom} }
+
+func (pl *Plan) validate(p string, errs *Errors) {
+	if pl.TargetUsers < 0 {
+		errs.Addf(p+".target_users", "must not be negative, got %d", pl.TargetUsers)
+	}
+	if !(pl.Headroom > 0 && pl.Headroom <= 1) {
+		errs.Addf(p+".headroom", "must be in (0, 1], got %g", pl.Headroom)
+	}
+	gpus := make([]string, 0, len(pl.GPUPricePerHour))
+	for g := range pl.GPUPricePerHour {
+		gpus = append(gpus, g)
+	}
+	sort.Strings(gpus) // errors in a stable order
+	for _, g := range gpus {
+		// a price of 0 would make tokens per dollar infinite; an unknown
+		// price is left out instead
+		if v := pl.GPUPricePerHour[g]; !(v > 0) || math.IsInf(v, 0) {
+			errs.Addf(p+".gpu_price_per_hour."+g, "must be a positive number of dollars per GPU-hour (leave the GPU out when its price is unknown), got %g", v)
+		}
+	}
+}
+
+// demand resolves the section for plan.Setup.
+func (pl *Plan) demand() plan.Demand {
+	d := plan.Demand{Users: pl.TargetUsers, Headroom: pl.Headroom}
+	if len(pl.GPUPricePerHour) > 0 {
+		d.PricePerGPUHour = make(map[string]float64, len(pl.GPUPricePerHour))
+		for g, v := range pl.GPUPricePerHour {
+			d.PricePerGPUHour[g] = v
+		}
+	}
+	return d
+}

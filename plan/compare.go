@@ -30,7 +30,8 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		}
 		row := CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
 			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
-			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs), Provenance: res.Provenance()}
+			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs), Provenance: res.Provenance(),
+			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling)}
 		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {
 			row.Ratio = float64(res.Ceiling) / float64(p.sum.Compare[0].Users)
 		} else if len(p.sum.Compare) == 0 {
@@ -45,4 +46,20 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 			float64(p.sum.Compare[0].Users)/float64(p.sum.Compare[n-1].Users)))
 	}
 	return strings.Join(parts, ", "), nil
+}
+
+// levelThroughput is the mean output tokens/s of the repeats of the level at
+// users (0 when the sweep has no such level).
+func levelThroughput(levels []capacity.Level, users int) float64 {
+	for _, l := range levels {
+		if l.Users != users || len(l.Repeats) == 0 {
+			continue
+		}
+		var sum float64
+		for _, r := range l.Repeats {
+			sum += r.OutputThroughput
+		}
+		return sum / float64(len(l.Repeats))
+	}
+	return 0
 }

@@ -145,6 +145,11 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 			return nil, err
 		}
 	}
+	// the cost section reads only what the phases found
+	var note string
+	if p.sum.Cost, note = ServingCost(p.sum, s.Demand); note != "" {
+		p.sum.Notes = append(p.sum.Notes, note)
+	}
 	final := filepath.Join(o.OutDir, "records")
 	if err := os.RemoveAll(final); err != nil {
 		return nil, fmt.Errorf("plan: replace %s: %w", final, err)

@@ -48,6 +48,9 @@ type Summary struct {
 	Kernels *Kernels `json:"kernels,omitempty"`
 	// Compare holds the hardware comparison (spoc plan --compare).
 	Compare []CompareRow `json:"compare,omitempty"`
+	// Cost sizes every hardware option for plan.target_users: deployments,
+	// GPUs and dollars (nil when no user count was asked).
+	Cost *Cost `json:"cost,omitempty"`
 	// Assumptions lists every default that is an assumption, with its value.
 	Assumptions []Assumption `json:"assumptions"`
 	// Phases records how long each phase took.
@@ -249,6 +252,12 @@ type CompareRow struct {
 	UsersPerGPU        float64 `json:"users_per_gpu"`
 	// Ratio is Users over the first target's Users.
 	Ratio float64 `json:"ratio"`
+	// ResolutionUsers is the sweep's resolution at the ceiling, the width
+	// of the ceiling's interval in the cost section.
+	ResolutionUsers int `json:"resolution_users,omitempty"`
+	// OutputThroughput is the output tokens/s at the ceiling (mean of its
+	// repeats).
+	OutputThroughput float64 `json:"output_throughput,omitempty"`
 	// Provenance is always simulated: hardware the user does not have.
 	Provenance Provenance `json:"provenance"`
 }

@@ -1,0 +1,170 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// HoursPerMonth is the month a $/user/month figure is priced over: 365 × 24
+// / 12 hours, the convention of cloud price sheets.
+const HoursPerMonth = 730
+
+// Cost answers the buyer's question for each hardware option: how many
+// deployments, GPUs and dollars serve TargetUsers at peak when every
+// deployment runs at Headroom of its ceiling.
+type Cost struct {
+	TargetUsers int     `json:"target_users"`
+	Headroom    float64 `json:"headroom"`
+	// Rows are the chosen deployment first, then every compare row.
+	Rows []CostRow `json:"rows"`
+	// Notes say what was not computed and why (a GPU without a price).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// CostRow is one hardware option sized for the target. The ceiling is
+// carried as an interval [CeilingLoUsers, CeilingUsers]: until the sweep
+// states a confidence interval, the low end is the ceiling less the sweep's
+// step (its resolution, or the distance to the first failing count when
+// smaller).
+// DeploymentsMin comes from the high end, DeploymentsMax from the low one.
+type CostRow struct {
+	Option             string `json:"option"`
+	GPU                string `json:"gpu"`
+	GPUsPerDeployment  int    `json:"gpus_per_deployment"`
+	TensorParallelSize int    `json:"tensor_parallel_size"`
+	CeilingUsers       int    `json:"ceiling_users"`
+	CeilingLoUsers     int    `json:"ceiling_lo_users"`
+	// DeploymentsMin and DeploymentsMax are the deployments needed at the
+	// high and the low end of the ceiling; 0 when that end is 0 users (no
+	// number of deployments serves anyone).
+	DeploymentsMin int `json:"deployments_min"`
+	DeploymentsMax int `json:"deployments_max"`
+	GPUsMin        int `json:"gpus_min"`
+	GPUsMax        int `json:"gpus_max"`
+	// Priced says whether plan.gpu_price_per_hour has this GPU; without it
+	// every dollar figure below is absent, not zero.
+	Priced                 bool    `json:"priced"`
+	PricePerGPUHour        float64 `json:"price_per_gpu_hour,omitempty"`
+	DollarsPerHourMin      float64 `json:"dollars_per_hour_min,omitempty"`
+	DollarsPerHourMax      float64 `json:"dollars_per_hour_max,omitempty"`
+	DollarsPerUserMonthMin float64 `json:"dollars_per_user_month_min,omitempty"`
+	DollarsPerUserMonthMax float64 `json:"dollars_per_user_month_max,omitempty"`
+	// OutputTokensPerSecond is one deployment's output throughput at its
+	// ceiling; TokensPerDollar is that over one deployment's hourly price.
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
+	TokensPerDollar       float64 `json:"tokens_per_dollar,omitempty"`
+	// Provenance is where the ceiling was found: live or simulated (compare
+	// rows are always simulated).
+	Provenance Provenance `json:"provenance"`
+}
+
+// option is one hardware option's ceiling, before sizing.
+type option struct {
+	name, gpu        string
+	gpus, tp         int
+	ceiling, step    int
+	outputThroughput float64
+	prov             Provenance
+}
+
+// ServingCost sizes every hardware option of sum for d: the chosen
+// deployment (sum.Capacity) and each compare row. It returns nil and a note
+// for the summary when d asks no user count. It reads only sum, so a
+// summary.json written earlier can be priced again.
+func ServingCost(sum *Summary, d Demand) (*Cost, string) {
+	if d.Users <= 0 {
+		return nil, "serving cost not computed: plan.target_users is 0 (set it to the peak user count to size deployments, GPUs and cost)"
+	}
+	c := sum.Capacity
+	opts := []option{{
+		name: fmt.Sprintf("chosen: %d× %s", sum.Engine.GPUs, sum.Engine.GPU), gpu: sum.Engine.GPU,
+		gpus: sum.Engine.GPUs, tp: sum.Engine.TensorParallelSize,
+		ceiling: c.Users, step: step(c.Users, c.FirstFailingUsers, c.ResolutionUsers),
+		outputThroughput: ceilingThroughput(sum.Sweep, c.Users), prov: c.Provenance,
+	}}
+	for _, r := range sum.Compare {
+		opts = append(opts, option{name: r.Name, gpu: r.GPU, gpus: r.GPUs, tp: r.TensorParallelSize,
+			ceiling: r.Users, step: step(r.Users, r.FirstFailingUsers, r.ResolutionUsers),
+			outputThroughput: r.OutputThroughput, prov: r.Provenance})
+	}
+	out := &Cost{TargetUsers: d.Users, Headroom: d.Headroom}
+	unpriced := map[string]bool{}
+	for _, o := range opts {
+		row := size(o, d)
+		if !row.Priced {
+			unpriced[o.gpu] = true
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	if len(unpriced) > 0 {
+		gpus := make([]string, 0, len(unpriced))
+		for g := range unpriced {
+			gpus = append(gpus, g)
+		}
+		sort.Strings(gpus)
+		out.Notes = append(out.Notes, fmt.Sprintf("no price for %s in plan.gpu_price_per_hour: its cost is not computed (spoc has no built-in prices)", strings.Join(gpus, ", ")))
+	}
+	return out, ""
+}
+
+// step is the width of the ceiling's interval: the sweep's resolution, or
+// the distance to the first failing count when that is smaller (the sweep
+// stopped bisecting closer than its resolution) or no resolution was
+// recorded.
+func step(ceiling, firstFailing, resolution int) int {
+	gap := 0
+	if firstFailing > ceiling {
+		gap = firstFailing - ceiling
+	}
+	switch {
+	case resolution > 0 && gap > 0:
+		return min(resolution, gap)
+	case resolution > 0:
+		return resolution
+	}
+	return gap
+}
+
+// ceilingThroughput is the output tokens/s of the sweep level at the
+// ceiling (0 when the sweep did not record it).
+func ceilingThroughput(sweep []SweepPoint, ceiling int) float64 {
+	for _, p := range sweep {
+		if p.Users == ceiling && p.Pass {
+			return p.OutputThroughput
+		}
+	}
+	return 0
+}
+
+// deployments is how many deployments of the given ceiling serve users at
+// headroom: ceil(users / (ceiling × headroom)); 0 when the ceiling is 0.
+func deployments(users, ceiling int, headroom float64) int {
+	if ceiling <= 0 {
+		return 0
+	}
+	// the tolerance keeps 1000/(250×0.8) at 5 where rounding makes it 5.000…1
+	return int(math.Ceil(float64(users)/(float64(ceiling)*headroom) - 1e-9))
+}
+
+func size(o option, d Demand) CostRow {
+	r := CostRow{Option: o.name, GPU: o.gpu, GPUsPerDeployment: o.gpus, TensorParallelSize: o.tp,
+		CeilingUsers: o.ceiling, CeilingLoUsers: max(o.ceiling-o.step, 0),
+		OutputTokensPerSecond: o.outputThroughput, Provenance: o.prov}
+	r.DeploymentsMin = deployments(d.Users, r.CeilingUsers, d.Headroom)
+	r.DeploymentsMax = deployments(d.Users, r.CeilingLoUsers, d.Headroom)
+	r.GPUsMin, r.GPUsMax = r.DeploymentsMin*o.gpus, r.DeploymentsMax*o.gpus
+	price, ok := d.PricePerGPUHour[o.gpu]
+	if !ok || price <= 0 {
+		return r
+	}
+	r.Priced, r.PricePerGPUHour = true, price
+	r.DollarsPerHourMin, r.DollarsPerHourMax = float64(r.GPUsMin)*price, float64(r.GPUsMax)*price
+	r.DollarsPerUserMonthMin = r.DollarsPerHourMin * HoursPerMonth / float64(d.Users)
+	r.DollarsPerUserMonthMax = r.DollarsPerHourMax * HoursPerMonth / float64(d.Users)
+	if perDeployment := float64(o.gpus) * price; o.outputThroughput > 0 {
+		r.TokensPerDollar = o.outputThroughput * 3600 / perDeployment
+	}
+	return r
+}

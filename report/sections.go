@@ -52,6 +52,9 @@ func newPage(d *plan.Summary) *page {
 	if len(d.Compare) > 0 {
 		p.Nav = append(p.Nav, navItem{"compare", "Hardware"})
 	}
+	if d.Cost != nil {
+		p.Nav = append(p.Nav, navItem{"cost", "Cost"})
+	}
 	p.Nav = append(p.Nav, navItem{"assumptions", "Assumptions"}, navItem{"notes", "Notes"})
 	if d.Workload == nil {
 		p.Missing = append(p.Missing, "Workload inspection was not recorded: profile and prefix-geometry figures are missing.")

@@ -1,0 +1,52 @@
+package report_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/report"
+)
+
+// The "Serving N users" section renders in HTML and summary.md from the
+// reference plan's numbers: 1000 users, H100 at a made-up $3.00 per
+// GPU-hour, H200 without a price (so its cost is said to be missing).
+func TestCostSectionRenders(t *testing.T) {
+	d := fixture(t)
+	cost, note := plan.ServingCost(d, plan.Demand{Users: 1000, Headroom: 0.8, PricePerGPUHour: map[string]float64{"H100-SXM": 3}})
+	if cost == nil {
+		t.Fatalf("no cost section: %s", note)
+	}
+	d.Cost = cost
+	html := render(t, d)
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	// 4× H100 at [140, 143]: 9 deployments, 36 GPUs, $108/h, $78.84 per
+	// user-month; 2× H200 at [31, 34]: 37–41 deployments, 74–82 GPUs.
+	for _, want := range []string{"Serving 1000 users", "140–143", "$108.00", "$78.84", "31–34", "37–41", "74–82", "no price", "no price for H200-SXM", "always simulated"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	if !strings.Contains(html, `<section id="cost">`) || !strings.Contains(html, `href="#cost"`) {
+		t.Error("HTML has no cost section or no link to it")
+	}
+	if !strings.Contains(md, "## Serving 1000 users") {
+		t.Error("summary.md has no cost heading")
+	}
+}
+
+func TestCostSectionAbsentWithoutTarget(t *testing.T) {
+	d := fixture(t)
+	d.Cost = nil
+	if html := render(t, d); strings.Contains(html, `id="cost"`) || strings.Contains(html, "Serving ") {
+		t.Error("HTML shows a cost section for a plan that asked no user count")
+	}
+}

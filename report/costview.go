@@ -1,0 +1,115 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"github.com/spoc-project/spoc/plan"
+)
+
+// The "Serving N users" section has its own template block and renderer,
+// so it reads plan.Summary.Cost and nothing else.
+
+//go:embed cost.html.tmpl
+var costHTML string
+
+var _ = template.Must(pageTemplate.Funcs(template.FuncMap{"costView": newCostView}).Parse(costHTML))
+
+// costView is the cost section with every figure formatted: the template
+// and the Markdown renderer only lay it out.
+type costView struct {
+	Users      int
+	Headroom   string
+	Provenance string
+	Rows       []costRowView
+	Notes      []string
+}
+
+type costRowView struct {
+	Option, Source                         string
+	GPUsPerDeployment                      int
+	Ceiling, Deployments, GPUs             string
+	PerHour, PerUserMonth, TokensPerDollar string
+}
+
+// newCostView returns nil when the plan asked no user count.
+func newCostView(c *plan.Cost) *costView {
+	if c == nil {
+		return nil
+	}
+	v := &costView{Users: c.TargetUsers, Headroom: fmtPct(c.Headroom), Notes: c.Notes}
+	for _, r := range c.Rows {
+		row := costRowView{Option: r.Option, Source: provenanceText(r.Provenance), GPUsPerDeployment: r.GPUsPerDeployment,
+			Ceiling:     span(r.CeilingLoUsers, r.CeilingUsers),
+			Deployments: deploymentSpan(r.DeploymentsMax, r.DeploymentsMin),
+			GPUs:        deploymentSpan(r.GPUsMax, r.GPUsMin),
+			PerHour:     "no price", PerUserMonth: "no price", TokensPerDollar: "no price"}
+		if r.Priced {
+			row.PerHour = dollarSpan(r.DollarsPerHourMin, r.DollarsPerHourMax)
+			row.PerUserMonth = dollarSpan(r.DollarsPerUserMonthMin, r.DollarsPerUserMonthMax)
+			row.TokensPerDollar = "–"
+			if r.TokensPerDollar > 0 {
+				row.TokensPerDollar = fmtNum(r.TokensPerDollar)
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	if len(c.Rows) > 0 {
+		v.Provenance = "The chosen deployment's ceiling: " + provenanceText(c.Rows[0].Provenance) + "."
+	}
+	if len(c.Rows) > 1 {
+		v.Provenance += " The other rows are the compare phase's: always simulated, the chosen configuration on hardware the plan did not run on."
+	}
+	return v
+}
+
+// span is "lo–hi", or one number when both ends agree.
+func span(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(hi)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// deploymentSpan is span for counts sized from the low and high ceiling;
+// 0 deployments means that end serves no one.
+func deploymentSpan(atLo, atHi int) string {
+	if atHi == 0 {
+		return "none serves a user"
+	}
+	if atLo == 0 {
+		return fmt.Sprintf("≥ %d", atHi)
+	}
+	return span(atHi, atLo)
+}
+
+func dollarSpan(lo, hi float64) string {
+	if fmt.Sprintf("%.2f", lo) == fmt.Sprintf("%.2f", hi) {
+		return fmt.Sprintf("$%.2f", hi)
+	}
+	return fmt.Sprintf("$%.2f–$%.2f", lo, hi)
+}
+
+// writeCostMarkdown writes the section to summary.md; nothing when the
+// plan asked no user count.
+func writeCostMarkdown(w io.Writer, c *plan.Cost) {
+	v := newCostView(c)
+	if v == nil {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Serving %d users\n\nEach deployment run at %s of its ceiling; the ceiling is an interval (lo–hi), so deployments, GPUs and cost are given for both ends: the fewest at the high end, the most at the low end. %s\n\n", v.Users, v.Headroom, v.Provenance)
+	b.WriteString("| option | GPUs per deployment | ceiling (lo–hi) | deployments (min–max) | GPUs | $/hour | $/user/month | tokens per $ | source |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range v.Rows {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Option), r.GPUsPerDeployment, r.Ceiling, r.Deployments, r.GPUs,
+			mdEscape(r.PerHour), mdEscape(r.PerUserMonth), r.TokensPerDollar, mdEscape(r.Source))
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(&b, "\n%s\n", mdEscape(n))
+	}
+	b.WriteString("\n")
+	io.WriteString(w, b.String())
+}

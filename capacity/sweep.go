@@ -68,7 +68,12 @@ type SweepOptions struct {
 // SweepResult is the capacity ceiling with its evidence.
 type SweepResult struct {
 	// Ceiling is the largest user count that met the SLA (0: none did).
-	Ceiling int `json:"users"`
+	// When Unconfirmed is set it met it on too few samples to be judged
+	// (its measured values were within the SLA); JudgedCeiling is then the
+	// largest count judged on enough samples (0: none).
+	Ceiling       int  `json:"users"`
+	Unconfirmed   bool `json:"unconfirmed,omitempty"`
+	JudgedCeiling int  `json:"judged_users,omitempty"`
 	// FirstFailing is the smallest failing count above the ceiling (0: none
 	// failed up to Max).
 	FirstFailing int `json:"first_failing_users"`
@@ -188,7 +193,13 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			}
 		}
 	}
-	res := &SweepResult{Ceiling: ceiling, Resolution: o.resolution(ceiling)}
+	// The walk ends between lo (the largest count that went up) and the
+	// first failure: that is the ceiling, confirmed when lo itself was
+	// judged on enough samples.
+	res := &SweepResult{Ceiling: lo, Resolution: o.resolution(lo)}
+	if l := done[lo]; l != nil && !l.Pass {
+		res.Unconfirmed, res.JudgedCeiling = true, ceiling
+	}
 	if failing != nil {
 		res.FirstFailing, res.FailedClause = hi, failing.FailedClause
 	}

@@ -28,10 +28,13 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("target %s: %w", t.Name, err)
 		}
+		if res.Unconfirmed {
+			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Target %s: its ceiling of %d users met the SLA on too few samples to be judged (largest judged: %d).", t.Name, res.Ceiling, res.JudgedCeiling))
+		}
 		row := CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
 			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
 			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs), Provenance: res.Provenance(),
-			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling)}
+			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling), Unconfirmed: res.Unconfirmed}
 		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {
 			row.Ratio = float64(res.Ceiling) / float64(p.sum.Compare[0].Users)
 		} else if len(p.sum.Compare) == 0 {

@@ -79,6 +79,11 @@ type Capacity struct {
 	Users int `json:"users"`
 	// Provenance is where the sweep that found it ran.
 	Provenance Provenance `json:"provenance"`
+	// Unconfirmed is set when the ceiling level met the SLA on too few
+	// samples to be judged; JudgedUsers is then the largest count judged
+	// on enough samples.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+	JudgedUsers int  `json:"judged_users,omitempty"`
 	// FirstFailingUsers is the smallest failing count above it (0: none
 	// failed up to the sweep's maximum).
 	FirstFailingUsers int `json:"first_failing_users"`
@@ -260,6 +265,8 @@ type CompareRow struct {
 	OutputThroughput float64 `json:"output_throughput,omitempty"`
 	// Provenance is always simulated: hardware the user does not have.
 	Provenance Provenance `json:"provenance"`
+	// Unconfirmed: the ceiling met the SLA on too few samples to be judged.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // Assumption is one default that was not a published fact.

@@ -46,6 +46,10 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	}
 	c := &p.sum.Capacity
 	c.Users, c.FirstFailingUsers, c.FailedClause = res.Ceiling, res.FirstFailing, res.FailedClause
+	c.Unconfirmed, c.JudgedUsers = res.Unconfirmed, res.JudgedCeiling
+	if res.Unconfirmed {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The ceiling of %d users met the SLA on too few samples to be judged (a clause's percentile needs more requests in the window); the largest count judged on enough samples is %d. Lengthen sweep.duration (or run.duration) to confirm it.", res.Ceiling, res.JudgedCeiling))
+	}
 	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
 	c.UsersPerGPU = float64(res.Ceiling) / float64(p.s.Deployment.GPUs)
 	c.Provenance = res.Provenance()

@@ -66,12 +66,19 @@ sweep's records. With no configuration it plans the reference case
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
+			if d.Capacity.Unconfirmed {
+				fmt.Fprintf(w, " (unconfirmed: too few samples at that level; judged: %d)", d.Capacity.JudgedUsers)
+			}
 			if d.Capacity.FirstFailingUsers > 0 {
 				fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
 			}
 			fmt.Fprintf(w, "\nconfiguration: %s\n", d.Capacity.ServeCommand)
 			for _, r := range d.Compare {
-				fmt.Fprintf(w, "  %-10s %4d users  %6.1f users/GPU  ratio %.2f\n", r.Name, r.Users, r.UsersPerGPU, r.Ratio)
+				fmt.Fprintf(w, "  %-10s %4d users  %6.1f users/GPU  ratio %.2f", r.Name, r.Users, r.UsersPerGPU, r.Ratio)
+				if r.Unconfirmed {
+					fmt.Fprint(w, "  (unconfirmed: too few samples)")
+				}
+				fmt.Fprintln(w)
 			}
 			fmt.Fprintf(w, "report: %s\n", filepath.Join(out, "report.html"))
 			return nil

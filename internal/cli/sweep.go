@@ -106,6 +106,9 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
+			if res.Unconfirmed {
+				fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)
+			}
 			fmt.Fprintf(w, "measured: %s\n", provenanceLine(res.Provenance()))
 			if res.FirstFailing > 0 {
 				fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)

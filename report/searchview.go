@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"strings"
 
 	"github.com/spoc-project/spoc/plan"
@@ -91,13 +92,24 @@ func displayObjectives(objs []plan.Objective, done []plan.Member) []objView {
 	return out
 }
 
+// fmtObjective prints a trial's value in the unit its column header and
+// axis name, never switching between ms and s from one cell to the next (a
+// header that says s over cells that say ms misleads at a glance).
 func fmtObjective(o objView, v float64) string {
 	v = o.value(v)
-	switch o.unit() {
-	case "ms":
-		return fmtMs(v)
-	case "s":
-		return fmtMs(1000 * v)
+	switch u := o.unit(); u {
+	case "ms", "s":
+		if !finite(v) {
+			return "–"
+		}
+		switch a := math.Abs(v); {
+		case a >= 100 || a == 0:
+			return fmt.Sprintf("%.0f %s", v, u)
+		case a >= 10:
+			return fmt.Sprintf("%.1f %s", v, u)
+		default:
+			return fmt.Sprintf("%.2f %s", v, u)
+		}
 	}
 	return fmtNum(v) + " " + o.Unit
 }

@@ -218,3 +218,28 @@ func TestCommandLines(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectiveCellsUseHeaderUnit: a column headed "s" prints seconds in
+// every cell, and one headed "ms" prints milliseconds, even below 1 s or
+// above 1000 ms.
+func TestObjectiveCellsUseHeaderUnit(t *testing.T) {
+	ttft := plan.Objective{Metric: "ttft", Direction: "minimize", Unit: "ms"}
+	for _, tc := range []struct {
+		peak, v float64
+		label   string
+		want    string
+	}{
+		{peak: 31300, v: 850, label: "ttft, s (↓ better)", want: "0.85 s"},
+		{peak: 31300, v: 31300, label: "ttft, s (↓ better)", want: "31.3 s"},
+		{peak: 2500, v: 2500, label: "ttft, ms (↓ better)", want: "2500 ms"},
+		{peak: 2500, v: 8.5, label: "ttft, ms (↓ better)", want: "8.50 ms"},
+	} {
+		o := displayObjectives([]plan.Objective{ttft}, []plan.Member{{Values: []float64{tc.peak}}})[0]
+		if got := objectiveLabel(o); got != tc.label {
+			t.Errorf("peak %g: label %q, want %q", tc.peak, got, tc.label)
+		}
+		if got := fmtObjective(o, tc.v); got != tc.want {
+			t.Errorf("peak %g: fmtObjective(%g) = %q, want %q", tc.peak, tc.v, got, tc.want)
+		}
+	}
+}

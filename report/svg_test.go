@@ -243,3 +243,25 @@ func TestObjectiveCellsUseHeaderUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeIdentical: identical per-GPU lines become one line named after
+// all of them; a different one stays its own.
+func TestMergeIdentical(t *testing.T) {
+	c := LineChart{Series: []Series{
+		{Name: "gpu0", X: []float64{0, 1}, Y: []float64{5, 6}},
+		{Name: "gpu1", X: []float64{0, 1}, Y: []float64{5, 6}},
+		{Name: "gpu2", X: []float64{0, 1}, Y: []float64{5, 7}},
+	}}
+	if note := mergeIdentical(&c); note != "identical GPUs drawn as one line" {
+		t.Errorf("note %q", note)
+	}
+	if len(c.Series) != 2 || c.Series[0].Name != "gpu0, gpu1" || c.Series[1].Name != "gpu2" {
+		t.Errorf("series %+v", c.Series)
+	}
+	if note := mergeIdentical(&c); note != "" {
+		t.Errorf("nothing left to merge, got note %q", note)
+	}
+	if !allZero([]Series{{Y: []float64{0, 0}}}) || allZero(c.Series) {
+		t.Error("allZero")
+	}
+}

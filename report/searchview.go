@@ -191,6 +191,20 @@ func newSearchView(d *plan.Summary) *searchView {
 					c.Series = append(c.Series, g)
 				}
 			}
+			// Zoom on the front rather than a log axis: the front is where
+			// the choice is made and its members differ by tens of percent,
+			// which a log axis compresses; a far slower outlier becomes an
+			// edge triangle that keeps its true value in its hover text.
+			c.XClip = zoomOnFront(ox, groups[0].X, append(groups[1].X, groups[2].X...))
+			c.YClip = zoomOnFront(oy, groups[0].Y, append(groups[1].Y, groups[2].Y...))
+			switch {
+			case c.XClip > 0 && c.YClip > 0:
+				c.Title += " (zoomed; ▶ ▲ off chart)"
+			case c.XClip > 0:
+				c.Title += " (zoomed; ▶ off chart)"
+			case c.YClip > 0:
+				c.Title += " (zoomed; ▲ off chart)"
+			}
 			v.Projections = append(v.Projections, c.SVG())
 		}
 	}
@@ -297,4 +311,28 @@ func containsString(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// zoomOnFront returns the axis cap that keeps the front (and the chosen
+// trial) readable when another trial is far beyond it on a lower-is-better
+// objective, or 0 when no zoom is needed.
+func zoomOnFront(o objView, others, front []float64) float64 {
+	if strings.HasPrefix(o.Direction, "max") || len(front) == 0 {
+		return 0
+	}
+	frontMax, all := math.Inf(-1), math.Inf(-1)
+	for _, v := range front {
+		if finite(v) {
+			frontMax, all = max(frontMax, v), max(all, v)
+		}
+	}
+	for _, v := range others {
+		if finite(v) {
+			all = max(all, v)
+		}
+	}
+	if !finite(frontMax) || frontMax <= 0 || all <= 1.5*frontMax {
+		return 0
+	}
+	return 1.25 * frontMax
 }

@@ -265,3 +265,25 @@ func TestMergeIdentical(t *testing.T) {
 		t.Error("allZero")
 	}
 }
+
+// TestZoomOnFront: a trial far slower than the front is drawn as an edge
+// triangle, keeping its true value in its hover text; the front decides the
+// axis.
+func TestZoomOnFront(t *testing.T) {
+	ttft := objView{Objective: plan.Objective{Metric: "ttft", Direction: "minimize", Unit: "ms"}}
+	tput := objView{Objective: plan.Objective{Metric: "tput", Direction: "maximize"}}
+	if got := zoomOnFront(ttft, []float64{110}, []float64{18, 61.6}); got != 1.25*61.6 {
+		t.Errorf("zoom %g, want %g", got, 1.25*61.6)
+	}
+	if got := zoomOnFront(ttft, []float64{70}, []float64{18, 61.6}); got != 0 {
+		t.Errorf("no outlier, zoom %g", got)
+	}
+	if got := zoomOnFront(tput, []float64{1e6}, []float64{10}); got != 0 {
+		t.Errorf("higher is better: zoom %g", got)
+	}
+	c := LineChart{Scatter: true, XClip: 10, Series: []Series{{Name: "s", X: []float64{1, 5, 100}, Y: []float64{1, 2, 3}, Titles: []string{"a", "b", "far"}}}}
+	svg := string(c.SVG())
+	if !strings.Contains(svg, "<title>far (off the chart)</title>") || strings.Count(svg, "<circle") != 2 {
+		t.Errorf("point beyond XClip not drawn on the edge:\n%s", svg)
+	}
+}

@@ -129,7 +129,11 @@ func newTelemetryView(d *plan.Summary) *telemetryView {
 			continue
 		}
 		if note := mergeIdentical(&lc); note != "" {
-			lc.Title += " (" + note + ")"
+			if t, ok := strings.CutSuffix(lc.Title, ")"); ok {
+				lc.Title = t + "; " + note + ")"
+			} else {
+				lc.Title += " (" + note + ")"
+			}
 		}
 		if spec.bands {
 			lc.Bands = bands
@@ -198,7 +202,7 @@ func mergeIdentical(c *LineChart) string {
 	}
 	c.Series = out
 	if len(out) == 1 {
-		return "all GPUs identical: one line"
+		return fmt.Sprintf("all %d GPUs identical, one line", merged+1)
 	}
 	return "identical GPUs drawn as one line"
 }

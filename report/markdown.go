@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -202,7 +203,85 @@ func writeFence(b *strings.Builder, s string) {
 	fmt.Fprintf(b, "%s\n%s\n%s\n\n", fence, s, fence)
 }
 
-var mdReplacer = strings.NewReplacer("\\", "\\\\", "|", "\\|", "<", "&lt;", ">", "&gt;", "&", "&amp;", "`", "\\`", "*", "\\*", "_", "\\_", "[", "\\[", "]", "\\]", "\n", " ", "\r", " ")
+// mdEscape makes s inert Markdown text on one line (no markup, no HTML, no
+// table break) while escaping only what Markdown would otherwise read as
+// markup: "a > b", "ttft_p95" and "x & y" stay as they are, so summary.md
+// reads well raw. Balanced `code spans` stay code spans (their content is
+// literal in Markdown); a lone backtick is escaped.
+func mdEscape(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	// Single backticks in pairs open and close spans left to right, as
+	// CommonMark reads them; longer runs are escaped, never interpreted.
+	codeSpans := strings.Count(s, "`")%2 == 0 && !strings.Contains(s, "``")
+	var b strings.Builder
+	inCode := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		esc := false
+		switch {
+		case c == '`' && codeSpans:
+			inCode = !inCode
+		case inCode:
+			esc = c == '|' // code spans are literal, but a table still splits on |
+		}
+		switch {
+		case inCode || c == '`' && codeSpans:
+		default:
+			esc = esc || mdNeedsEscape(s, i)
+		}
+		if esc {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
 
-// mdEscape makes s inert Markdown text: no markup, no HTML, no table break.
-func mdEscape(s string) string { return mdReplacer.Replace(s) }
+// mdNeedsEscape says whether s[i], outside a code span, would be read as
+// markup.
+func mdNeedsEscape(s string, i int) bool {
+	at := func(i int) byte {
+		if i < 0 || i >= len(s) {
+			return ' '
+		}
+		return s[i]
+	}
+	word := func(c byte) bool {
+		return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+	}
+	esc := false
+	switch s[i] {
+	case '|':
+		esc = true // table cell break
+	case ']':
+		n := at(i + 1)
+		esc = n == '(' || n == '[' || n == ':' // links; a bare [0] is literal
+	case '\\':
+		esc = strings.IndexByte(mdPunct, at(i+1)) >= 0
+	case '<':
+		n := at(i + 1)
+		esc = n == '/' || n == '!' || n == '?' || word(n) // tags, autolinks
+	case '>', '#':
+		esc = i == 0 // blockquote, heading
+	case '-', '+', '=':
+		esc = i == 0 && at(i+1) == ' ' // list item, setext heading
+	case '&':
+		esc = mdEntity.MatchString(s[i:])
+	case '*':
+		esc = i == 0 || at(i-1) != ' ' || at(i+1) != ' ' // list item; emphasis unless spaced
+	case '_':
+		esc = !word(at(i-1)) || !word(at(i+1)) // intraword _ is literal
+	case '~':
+		esc = at(i+1) == '~' || at(i-1) == '~' // strikethrough
+	case '`':
+		esc = true // a lone backtick: balanced ones are code spans
+	}
+	return esc
+}
+
+// mdPunct is the ASCII punctuation a backslash escapes in CommonMark.
+const mdPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+// mdEntity matches an HTML entity or character reference that Markdown
+// would decode.
+var mdEntity = regexp.MustCompile(`^&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});`)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"strings"
 
 	"github.com/spoc-project/spoc/plan"
@@ -91,13 +92,24 @@ func displayObjectives(objs []plan.Objective, done []plan.Member) []objView {
 	return out
 }
 
+// fmtObjective prints a trial's value in the unit its column header and
+// axis name, never switching between ms and s from one cell to the next (a
+// header that says s over cells that say ms misleads at a glance).
 func fmtObjective(o objView, v float64) string {
 	v = o.value(v)
-	switch o.unit() {
-	case "ms":
-		return fmtMs(v)
-	case "s":
-		return fmtMs(1000 * v)
+	switch u := o.unit(); u {
+	case "ms", "s":
+		if !finite(v) {
+			return "–"
+		}
+		switch a := math.Abs(v); {
+		case a >= 100 || a == 0:
+			return fmt.Sprintf("%.0f %s", v, u)
+		case a >= 10:
+			return fmt.Sprintf("%.1f %s", v, u)
+		default:
+			return fmt.Sprintf("%.2f %s", v, u)
+		}
 	}
 	return fmtNum(v) + " " + o.Unit
 }
@@ -178,6 +190,20 @@ func newSearchView(d *plan.Summary) *searchView {
 				if len(g.X) > 0 {
 					c.Series = append(c.Series, g)
 				}
+			}
+			// Zoom on the front rather than a log axis: the front is where
+			// the choice is made and its members differ by tens of percent,
+			// which a log axis compresses; a far slower outlier becomes an
+			// edge triangle that keeps its true value in its hover text.
+			c.XClip = zoomOnFront(ox, groups[0].X, append(groups[1].X, groups[2].X...))
+			c.YClip = zoomOnFront(oy, groups[0].Y, append(groups[1].Y, groups[2].Y...))
+			switch {
+			case c.XClip > 0 && c.YClip > 0:
+				c.Title += " (zoomed; ▶ ▲ off chart)"
+			case c.XClip > 0:
+				c.Title += " (zoomed; ▶ off chart)"
+			case c.YClip > 0:
+				c.Title += " (zoomed; ▲ off chart)"
 			}
 			v.Projections = append(v.Projections, c.SVG())
 		}
@@ -285,4 +311,28 @@ func containsString(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// zoomOnFront returns the axis cap that keeps the front (and the chosen
+// trial) readable when another trial is far beyond it on a lower-is-better
+// objective, or 0 when no zoom is needed.
+func zoomOnFront(o objView, others, front []float64) float64 {
+	if strings.HasPrefix(o.Direction, "max") || len(front) == 0 {
+		return 0
+	}
+	frontMax, all := math.Inf(-1), math.Inf(-1)
+	for _, v := range front {
+		if finite(v) {
+			frontMax, all = max(frontMax, v), max(all, v)
+		}
+	}
+	for _, v := range others {
+		if finite(v) {
+			all = max(all, v)
+		}
+	}
+	if !finite(frontMax) || frontMax <= 0 || all <= 1.5*frontMax {
+		return 0
+	}
+	return 1.25 * frontMax
 }

@@ -69,7 +69,9 @@ func newPage(d *plan.Summary) *page {
 		p.Missing = append(p.Missing, "Engine and GPU telemetry was not collected (telemetry.enabled is false, or no /metrics or DCGM exporter was reachable): the sweep's KV-cache, prefix-hit, SM and queue columns are unmeasured (–).")
 	}
 	if d.Kernels == nil {
-		p.Missing = append(p.Missing, "No kernel trace was analysed: set trace.file to an Nsight Systems export (spoc trace recipe prints how to capture one).")
+		if !notesMention(d.Notes, "kernel trace") {
+			p.Missing = append(p.Missing, "No kernel trace was analysed: set trace.file to an Nsight Systems export (spoc trace recipe prints how to capture one).")
+		}
 	} else if len(d.Kernels.Roofline) == 0 {
 		p.Missing = append(p.Missing, "The roofline comparison is missing: the model or GPU is not in the perfmodel catalog.")
 	}
@@ -77,6 +79,17 @@ func newPage(d *plan.Summary) *page {
 		p.Missing = append(p.Missing, "No hardware comparison was requested (spoc plan --compare).")
 	}
 	return p
+}
+
+// notesMention says whether a plan note already tells what is missing, so
+// the report does not say it twice.
+func notesMention(notes []string, what string) bool {
+	for _, n := range notes {
+		if strings.Contains(strings.ToLower(n), what) {
+			return true
+		}
+	}
+	return false
 }
 
 // workloadView is the Workload section.

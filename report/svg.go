@@ -79,6 +79,9 @@ type LineChart struct {
 	// triangles on the top edge (their hover text keeps the true value), so
 	// that a blow-up past the ceiling does not flatten the region before it.
 	YClip float64
+	// XClip, when positive, caps the X axis the same way: larger values are
+	// drawn as triangles on the right edge.
+	XClip float64
 }
 
 // axis maps a data range onto pixels with nice ticks.
@@ -278,6 +281,10 @@ func (c LineChart) SVG() template.HTML {
 	if clipped {
 		yhi = c.YClip
 	}
+	xclipped := c.XClip > 0 && xhi > c.XClip && c.XClip > xlo
+	if xclipped {
+		xhi = c.XClip
+	}
 	var names, colors []string
 	var dashed []bool
 	for i, s := range c.Series {
@@ -354,10 +361,16 @@ func (c LineChart) SVG() template.HTML {
 			}
 			return v
 		}
+		xv := func(v float64) float64 {
+			if xclipped && v > xhi {
+				return xhi
+			}
+			return v
+		}
 		var pts []string
 		for j := range s.X {
 			if j < len(s.Y) && finite(s.X[j]) && finite(s.Y[j]) {
-				pts = append(pts, f(xa.pos(s.X[j]))+","+f(ya.pos(yv(s.Y[j]))))
+				pts = append(pts, f(xa.pos(xv(s.X[j])))+","+f(ya.pos(yv(s.Y[j]))))
 			}
 		}
 		fmt.Fprintf(&b, `<g class="series"><title>%s</title>`, esc(s.Name))
@@ -379,7 +392,15 @@ func (c LineChart) SVG() template.HTML {
 			if !s.Markers && !c.Scatter && title == "" {
 				continue
 			}
-			x, y := xa.pos(s.X[j]), ya.pos(yv(s.Y[j]))
+			x, y := xa.pos(xv(s.X[j])), ya.pos(yv(s.Y[j]))
+			if xclipped && s.X[j] > xhi {
+				fmt.Fprintf(&b, `<path d="M%s %sl-8 -5v10z" fill="%s">`, f(x+2), f(y), col)
+				if title != "" {
+					fmt.Fprintf(&b, `<title>%s (off the chart)</title>`, esc(title))
+				}
+				b.WriteString(`</path>`)
+				continue
+			}
 			if clipped && s.Y[j] > yhi {
 				fmt.Fprintf(&b, `<path d="M%s %sl-5 8h10z" fill="%s">`, f(x), f(y-2), col)
 				if title != "" {

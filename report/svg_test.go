@@ -218,3 +218,72 @@ func TestCommandLines(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectiveCellsUseHeaderUnit: a column headed "s" prints seconds in
+// every cell, and one headed "ms" prints milliseconds, even below 1 s or
+// above 1000 ms.
+func TestObjectiveCellsUseHeaderUnit(t *testing.T) {
+	ttft := plan.Objective{Metric: "ttft", Direction: "minimize", Unit: "ms"}
+	for _, tc := range []struct {
+		peak, v float64
+		label   string
+		want    string
+	}{
+		{peak: 31300, v: 850, label: "ttft, s (↓ better)", want: "0.85 s"},
+		{peak: 31300, v: 31300, label: "ttft, s (↓ better)", want: "31.3 s"},
+		{peak: 2500, v: 2500, label: "ttft, ms (↓ better)", want: "2500 ms"},
+		{peak: 2500, v: 8.5, label: "ttft, ms (↓ better)", want: "8.50 ms"},
+	} {
+		o := displayObjectives([]plan.Objective{ttft}, []plan.Member{{Values: []float64{tc.peak}}})[0]
+		if got := objectiveLabel(o); got != tc.label {
+			t.Errorf("peak %g: label %q, want %q", tc.peak, got, tc.label)
+		}
+		if got := fmtObjective(o, tc.v); got != tc.want {
+			t.Errorf("peak %g: fmtObjective(%g) = %q, want %q", tc.peak, tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestMergeIdentical: identical per-GPU lines become one line named after
+// all of them; a different one stays its own.
+func TestMergeIdentical(t *testing.T) {
+	c := LineChart{Series: []Series{
+		{Name: "gpu0", X: []float64{0, 1}, Y: []float64{5, 6}},
+		{Name: "gpu1", X: []float64{0, 1}, Y: []float64{5, 6}},
+		{Name: "gpu2", X: []float64{0, 1}, Y: []float64{5, 7}},
+	}}
+	if note := mergeIdentical(&c); note != "identical GPUs drawn as one line" {
+		t.Errorf("note %q", note)
+	}
+	if len(c.Series) != 2 || c.Series[0].Name != "gpu0, gpu1" || c.Series[1].Name != "gpu2" {
+		t.Errorf("series %+v", c.Series)
+	}
+	if note := mergeIdentical(&c); note != "" {
+		t.Errorf("nothing left to merge, got note %q", note)
+	}
+	if !allZero([]Series{{Y: []float64{0, 0}}}) || allZero(c.Series) {
+		t.Error("allZero")
+	}
+}
+
+// TestZoomOnFront: a trial far slower than the front is drawn as an edge
+// triangle, keeping its true value in its hover text; the front decides the
+// axis.
+func TestZoomOnFront(t *testing.T) {
+	ttft := objView{Objective: plan.Objective{Metric: "ttft", Direction: "minimize", Unit: "ms"}}
+	tput := objView{Objective: plan.Objective{Metric: "tput", Direction: "maximize"}}
+	if got := zoomOnFront(ttft, []float64{110}, []float64{18, 61.6}); got != 1.25*61.6 {
+		t.Errorf("zoom %g, want %g", got, 1.25*61.6)
+	}
+	if got := zoomOnFront(ttft, []float64{70}, []float64{18, 61.6}); got != 0 {
+		t.Errorf("no outlier, zoom %g", got)
+	}
+	if got := zoomOnFront(tput, []float64{1e6}, []float64{10}); got != 0 {
+		t.Errorf("higher is better: zoom %g", got)
+	}
+	c := LineChart{Scatter: true, XClip: 10, Series: []Series{{Name: "s", X: []float64{1, 5, 100}, Y: []float64{1, 2, 3}, Titles: []string{"a", "b", "far"}}}}
+	svg := string(c.SVG())
+	if !strings.Contains(svg, "<title>far (off the chart)</title>") || strings.Count(svg, "<circle") != 2 {
+		t.Errorf("point beyond XClip not drawn on the edge:\n%s", svg)
+	}
+}

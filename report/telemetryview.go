@@ -17,6 +17,8 @@ type telemetryView struct {
 	GPUs       []gpuRow
 	Stragglers []stragglerRow
 	Gaps       []telemetry.Gap
+	// Flat lists signals whose chart was left out because nothing happened.
+	Flat []string
 }
 
 type gpuRow struct {
@@ -40,6 +42,9 @@ type chartSpec struct {
 	percent bool
 	// bands shades straggler stretches.
 	bands bool
+	// hideZero leaves the chart out when every point is zero (a flat line
+	// at 0 says less than the sentence that replaces it).
+	hideZero bool
 }
 
 // telemetryCharts is the order and presentation of known signals; any other
@@ -54,8 +59,12 @@ var telemetryCharts = []chartSpec{
 	{signals: []string{"temperature"}, title: "GPU temperature", ylabel: "temperature (°C)", bands: true},
 	{signals: []string{"tensor_active"}, title: "Tensor-core active per GPU", ylabel: "tensor active (%)", percent: true},
 	{signals: []string{"power"}, title: "GPU power", ylabel: "power (W)"},
-	{signals: []string{"prompt_tokens_per_second", "generation_tokens_per_second"}, title: "Token throughput (engine)", ylabel: "tokens/s"},
-	{signals: []string{"preemptions"}, title: "Preemptions", ylabel: "preemptions per interval"},
+	// Prompt and generation throughput get a chart each: prompt tokens run
+	// an order of magnitude above generated ones and flattened them on a
+	// shared axis.
+	{signals: []string{"generation_tokens_per_second"}, title: "Generation throughput (engine)", ylabel: "generated tokens/s"},
+	{signals: []string{"prompt_tokens_per_second"}, title: "Prompt throughput (engine)", ylabel: "prompt tokens/s"},
+	{signals: []string{"preemptions"}, title: "Preemptions", ylabel: "preemptions per interval", hideZero: true},
 }
 
 func newTelemetryView(d *plan.Summary) *telemetryView {
@@ -115,6 +124,17 @@ func newTelemetryView(d *plan.Summary) *telemetryView {
 		if len(lc.Series) == 0 {
 			continue
 		}
+		if spec.hideZero && allZero(lc.Series) {
+			v.Flat = append(v.Flat, spec.title+": none in the window (chart left out).")
+			continue
+		}
+		if note := mergeIdentical(&lc); note != "" {
+			if t, ok := strings.CutSuffix(lc.Title, ")"); ok {
+				lc.Title = t + "; " + note + ")"
+			} else {
+				lc.Title += " (" + note + ")"
+			}
+		}
 		if spec.bands {
 			lc.Bands = bands
 		}
@@ -142,4 +162,47 @@ func statNum(v float64, s telemetry.Stat) string {
 		return "–"
 	}
 	return fmtNum(v)
+}
+
+func allZero(series []Series) bool {
+	for _, s := range series {
+		for _, y := range s.Y {
+			if y != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// mergeIdentical draws per-GPU series with identical points as one line
+// named after all of them (lines drawn on top of each other would hide all
+// but the last), and returns a note for the title, or "" when nothing was
+// merged.
+func mergeIdentical(c *LineChart) string {
+	var out []Series
+	merged := 0
+	for _, s := range c.Series {
+		dup := -1
+		for i, o := range out {
+			if slices.Equal(o.X, s.X) && slices.Equal(o.Y, s.Y) {
+				dup = i
+				break
+			}
+		}
+		if dup < 0 {
+			out = append(out, s)
+			continue
+		}
+		out[dup].Name += ", " + s.Name
+		merged++
+	}
+	if merged == 0 {
+		return ""
+	}
+	c.Series = out
+	if len(out) == 1 {
+		return fmt.Sprintf("all %d GPUs identical, one line", merged+1)
+	}
+	return "identical GPUs drawn as one line"
 }

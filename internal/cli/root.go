@@ -67,7 +67,10 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		Long:          "spoc tells how many concurrent users of a stateful multi-turn workload an LLM\ninference deployment serves within an SLA, and with which engine configuration.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the same line as `spoc version`.
+		Version: ReadBuildInfo().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })

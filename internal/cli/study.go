@@ -290,6 +290,8 @@ pandas.read_csv or Optuna tooling loads the result.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "csv", "csv or json")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default stdout); written to a temporary file and renamed")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output file (default stdout); written to a temporary file and renamed")
+	cmd.Flags().StringVar(&out, "output", "", "output file (default stdout)")
+	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	return cmd
 }

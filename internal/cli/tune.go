@@ -51,7 +51,7 @@ generation would launch (command lines, manifests) without starting anything.`,
 	fl.IntVar(&f.trials, "trials", 0, "total trial budget of the study (default search.trials)")
 	fl.IntVar(&f.users, "users", 0, "concurrent users every trial runs at; 0: the engine.params ceiling found by a short baseline sweep (default search.users)")
 	fl.StringVar(&f.engineKind, "engine", "", "engine kind: sim, process or kubernetes (default engine.kind)")
-	fl.StringVar(&f.out, "out", "spoc-out", "output folder: study database, one folder per trial")
+	fl.StringVarP(&f.out, "out", "o", "spoc-out", "output folder: study database, one folder per trial")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what the first generation would launch, start nothing")
 	fl.BoolVar(&f.asJSON, "json", false, "print the study result (or the dry run) as JSON; progress goes to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "no per-trial progress")

@@ -49,6 +49,10 @@ PostgreSQL (several workers sharing one study).`,
 // export): a SQLite file that does not exist is an error naming it, rather
 // than a new empty database created by a typo and listed as "no studies".
 func studyOpenExisting(cmd *cobra.Command, storage string) (*study.DB, error) {
+	storage, err := resolveStorageFlag(storage)
+	if err != nil {
+		return nil, err
+	}
 	if path, ok := sqliteStoragePath(storage); ok {
 		if _, err := os.Stat(path); err != nil {
 			return nil, usageErrorf("--storage %q: no study database at %s: %w", storage, path, err)

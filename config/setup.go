@@ -225,19 +225,28 @@ const (
 	quickPopulation = 6
 )
 
-// ApplyQuick shortens c in place for a smoke run (spoc plan --quick).
+// ApplyQuick shortens c in place for a smoke run (spoc plan --quick). It
+// never lengthens what the configuration set: each window becomes the
+// shorter of the configured one and the quick one.
 func (c *Config) ApplyQuick() {
 	c.Search.Trials = min(c.Search.Trials, quickTrials)
 	c.Search.Population = min(c.Search.Population, quickPopulation)
 	// Windows stay long enough for the cold prefill burst of mid-session
 	// starts (every user's history is uncached on its first request) to
 	// drain before measuring; in virtual time they cost little.
-	c.Search.Warmup = Duration(90 * time.Second)
-	c.Search.Duration = Duration(2 * time.Minute)
-	c.Run.Ramp = Duration(60 * time.Second)
-	c.Run.Warmup = Duration(90 * time.Second)
-	c.Run.Duration = Duration(3 * time.Minute)
-	c.Sweep.Duration, c.Sweep.Warmup = 0, 0
+	c.Search.Warmup = min(c.Search.Warmup, Duration(90*time.Second))
+	c.Search.Duration = min(c.Search.Duration, Duration(2*time.Minute))
+	c.Run.Ramp = min(c.Run.Ramp, Duration(60*time.Second))
+	c.Run.Warmup = min(c.Run.Warmup, Duration(90*time.Second))
+	c.Run.Duration = min(c.Run.Duration, Duration(3*time.Minute))
+	// A sweep window of 0 uses the (now quick) run window; a configured one
+	// is kept when it is shorter still.
+	if c.Sweep.Duration != 0 {
+		c.Sweep.Duration = min(c.Sweep.Duration, c.Run.Duration)
+	}
+	if c.Sweep.Warmup != 0 {
+		c.Sweep.Warmup = min(c.Sweep.Warmup, c.Run.Warmup)
+	}
 	c.Sweep.TopK = min(c.Sweep.TopK, 2)
 	c.Sweep.ResolutionUsers = max(c.Sweep.ResolutionUsers, 10)
 	c.Sweep.ResolutionFraction = max(c.Sweep.ResolutionFraction, 0.05)

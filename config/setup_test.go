@@ -3,6 +3,7 @@ package config
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/spoc-project/spoc/search"
 )
@@ -26,5 +27,39 @@ func TestTuneSpecFromConfig(t *testing.T) {
 	}
 	if spec.SLA != cfg.SLA.Result() {
 		t.Errorf("SLA = %+v, want %+v", spec.SLA, cfg.SLA.Result())
+	}
+}
+
+// TestApplyQuickNeverLengthens: --quick shortens long windows to its own and
+// keeps the ones the configuration already set shorter.
+func TestApplyQuickNeverLengthens(t *testing.T) {
+	const s = Duration(time.Second)
+	long := Default()
+	long.Search.Warmup, long.Search.Duration = 600*s, 900*s
+	long.Run.Ramp, long.Run.Warmup, long.Run.Duration = 300*s, 600*s, 1200*s
+	long.Sweep.Warmup, long.Sweep.Duration = 0, 0
+	long.ApplyQuick()
+	if got, want := [5]Duration{long.Search.Warmup, long.Search.Duration, long.Run.Ramp, long.Run.Warmup, long.Run.Duration}, [5]Duration{90 * s, 120 * s, 60 * s, 90 * s, 180 * s}; got != want {
+		t.Errorf("long windows after ApplyQuick = %v, want the quick ones %v", got, want)
+	}
+	if long.Sweep.Warmup != 0 || long.Sweep.Duration != 0 {
+		t.Errorf("sweep windows of 0 (use the run's) became %v/%v", long.Sweep.Warmup, long.Sweep.Duration)
+	}
+
+	short := Default()
+	short.Search.Warmup, short.Search.Duration = 10*s, 20*s
+	short.Run.Ramp, short.Run.Warmup, short.Run.Duration = 5*s, 15*s, 30*s
+	short.Sweep.Warmup, short.Sweep.Duration = 8*s, 25*s
+	short.ApplyQuick()
+	if got, want := [7]Duration{short.Search.Warmup, short.Search.Duration, short.Run.Ramp, short.Run.Warmup, short.Run.Duration, short.Sweep.Warmup, short.Sweep.Duration}, [7]Duration{10 * s, 20 * s, 5 * s, 15 * s, 30 * s, 8 * s, 25 * s}; got != want {
+		t.Errorf("short windows after ApplyQuick = %v, want them unchanged %v", got, want)
+	}
+
+	mixed := Default()
+	mixed.Run.Warmup, mixed.Run.Duration = 600*s, 1200*s
+	mixed.Sweep.Warmup, mixed.Sweep.Duration = 300*s, 600*s
+	mixed.ApplyQuick()
+	if mixed.Sweep.Warmup != 90*s || mixed.Sweep.Duration != 180*s {
+		t.Errorf("sweep windows longer than the quick run's = %v/%v, want 1m30s/3m0s", mixed.Sweep.Warmup, mixed.Sweep.Duration)
 	}
 }

@@ -50,6 +50,7 @@ func newConfigCmd() *cobra.Command {
 				res := map[string]any{"file": file, "valid": err == nil}
 				if err != nil {
 					res["error"] = err.Error()
+					res["code"] = ExitUsage // the shape of every --json error (root.go)
 				}
 				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
 					return werr

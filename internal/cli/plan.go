@@ -86,7 +86,7 @@ sweep's records. With no configuration it plans the reference case
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "config", "c", "", "plan configuration; the reference case when empty")
-	f.StringVar(&out, "out", "spoc-out", "output folder")
+	f.StringVarP(&out, "out", "o", "spoc-out", "output folder")
 	f.BoolVar(&quick, "quick", false, "smoke run: few trials, short windows (< 30 s on the simulator)")
 	f.BoolVar(&compare, "compare", false, "also sweep the chosen configuration on engine.compare targets (default 4× H100 vs 2× H200)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")

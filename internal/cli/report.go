@@ -51,7 +51,7 @@ func newReportCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "write the HTML report here instead of DIR/report.html")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the HTML report here instead of DIR/report.html")
 	return cmd
 }
 

@@ -67,7 +67,10 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		Long:          "spoc tells how many concurrent users of a stateful multi-turn workload an LLM\ninference deployment serves within an SLA, and with which engine configuration.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the same line as `spoc version`.
+		Version: ReadBuildInfo().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
@@ -81,11 +84,15 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // Run executes spoc with args and returns the process exit code. Errors are
-// printed once, here.
+// printed once, here: as a line "spoc: ..." on stderr and, when the verb ran
+// with --json and printed no result, as one JSON object
+// {"error": "...", "code": N} on stdout, so that stdout under --json always
+// holds exactly one JSON document.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := NewRoot(stdout, stderr)
+	out := &countingWriter{w: stdout}
+	root := NewRoot(out, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -98,10 +105,72 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		code = ExitInterrupted
 	}
-	if msg := err.Error(); msg != "" && !(ee != nil && ee.Err == nil) {
+	msg := err.Error()
+	silent := ee != nil && ee.Err == nil // the verb already printed what the user needs
+	if !silent && msg != "" {
 		fmt.Fprintf(stderr, "spoc: %s\n", msg)
 	}
+	if out.n == 0 && jsonRequested(cmd, args) {
+		if silent {
+			msg = exitCodeMeaning(code)
+		}
+		_ = writeJSON(stdout, JSONError{Error: msg, Code: code})
+	}
 	return code
+}
+
+// JSONError is what a verb run with --json prints on stdout when it fails
+// without printing a result.
+type JSONError struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"` // the process exit code
+}
+
+// exitCodeMeaning names an exit code for a JSON error whose verb printed its
+// explanation elsewhere.
+func exitCodeMeaning(code int) string {
+	switch code {
+	case ExitUsage:
+		return "bad usage or configuration"
+	case ExitSLANotMet:
+		return "SLA not met"
+	case ExitInterrupted:
+		return "interrupted"
+	}
+	return fmt.Sprintf("exit status %d", code)
+}
+
+// jsonRequested reports whether the command ran with --json. The parsed flag
+// answers when flag parsing got that far; otherwise (an unknown flag or a bad
+// value before --json, an unknown verb) the raw arguments do.
+func jsonRequested(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Changed {
+			return f.Value.String() == "true"
+		}
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// countingWriter counts what a verb wrote, so that Run prints a JSON error
+// only where no JSON result was printed.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // isCobraUsageError recognises cobra's own argument errors (unknown command,

@@ -529,7 +529,9 @@ func newSimCalibrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
 	cmd.Flags().StringSliceVar(&params, "params", nil, "factors to fit (default: "+strings.Join(calibrate.DefaultParams, ",")+")")
 	cmd.Flags().IntVar(&maxEval, "max-evaluations", 0, "bound on objective evaluations (default 400)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the calibration file here")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the calibration file here")
+	cmd.Flags().StringVar(&out, "output", "", "write the calibration file here")
+	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fit as JSON")
 	return cmd
 }

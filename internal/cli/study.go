@@ -49,6 +49,10 @@ PostgreSQL (several workers sharing one study).`,
 // export): a SQLite file that does not exist is an error naming it, rather
 // than a new empty database created by a typo and listed as "no studies".
 func studyOpenExisting(cmd *cobra.Command, storage string) (*study.DB, error) {
+	storage, err := resolveStorageFlag(storage)
+	if err != nil {
+		return nil, err
+	}
 	if path, ok := sqliteStoragePath(storage); ok {
 		if _, err := os.Stat(path); err != nil {
 			return nil, usageErrorf("--storage %q: no study database at %s: %w", storage, path, err)
@@ -290,6 +294,8 @@ pandas.read_csv or Optuna tooling loads the result.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "csv", "csv or json")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default stdout); written to a temporary file and renamed")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "output file (default stdout); written to a temporary file and renamed")
+	cmd.Flags().StringVar(&out, "output", "", "output file (default stdout)")
+	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	return cmd
 }

@@ -134,7 +134,7 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 	f.IntVar(&trial, "trial", -1, "use the parameters of this trial number of the study (search.storage, relative to --out); unset: engine.params")
 	f.StringVar(&usersFlag, "users", "", "coarse grid of user counts, e.g. 50,100,200,400")
 	f.IntVar(&repeats, "repeats", 1, "runs per user count")
-	f.StringVar(&out, "out", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
+	f.StringVarP(&out, "out", "o", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&quiet, "quiet", false, "no per-level progress")
 	return cmd

@@ -46,12 +46,12 @@ generation would launch (command lines, manifests) without starting anything.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.config, "config", "c", "", "configuration file; the reference case when empty")
-	fl.StringVar(&f.storage, "storage", "", "study storage: sqlite:PATH (relative to --out) or postgres://... (default search.storage)")
+	fl.StringVar(&f.storage, "storage", "", "study storage: sqlite:PATH (relative to the current directory, as in spoc study) or postgres://... (default search.storage, whose relative path is inside --out)")
 	fl.StringVar(&f.study, "study", "", "study name (default search.study)")
 	fl.IntVar(&f.trials, "trials", 0, "total trial budget of the study (default search.trials)")
 	fl.IntVar(&f.users, "users", 0, "concurrent users every trial runs at; 0: the engine.params ceiling found by a short baseline sweep (default search.users)")
 	fl.StringVar(&f.engineKind, "engine", "", "engine kind: sim, process or kubernetes (default engine.kind)")
-	fl.StringVar(&f.out, "out", "spoc-out", "output folder: study database, one folder per trial")
+	fl.StringVarP(&f.out, "out", "o", "spoc-out", "output folder: study database, one folder per trial")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what the first generation would launch, start nothing")
 	fl.BoolVar(&f.asJSON, "json", false, "print the study result (or the dry run) as JSON; progress goes to stderr")
 	fl.BoolVar(&f.quiet, "quiet", false, "no per-trial progress")
@@ -66,7 +66,9 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	}
 	fl := cmd.Flags()
 	if fl.Changed("storage") {
-		cfg.Search.Storage = f.storage
+		if cfg.Search.Storage, err = resolveStorageFlag(f.storage); err != nil {
+			return err
+		}
 	}
 	if fl.Changed("study") {
 		cfg.Search.Study = f.study

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -10,34 +11,87 @@ import (
 )
 
 // Version is the release version; set with -ldflags "-X .../internal/cli.Version=v1.2.3".
+// When it is left at "dev", the module version recorded in the build is used.
 var Version = "dev"
 
 func init() { register(newVersionCmd) }
+
+// BuildInfo says which build of spoc is running: what `spoc version` and
+// `spoc --version` print.
+type BuildInfo struct {
+	Version    string `json:"version"`
+	Commit     string `json:"commit,omitempty"`      // vcs.revision, "+dirty" appended when the tree was modified
+	CommitTime string `json:"commit_time,omitempty"` // vcs.time, RFC 3339
+	GoVersion  string `json:"go"`
+}
+
+// ReadBuildInfo collects the version, VCS commit and Go version of the running
+// binary from debug.ReadBuildInfo. The commit is empty when the binary was not
+// built from a VCS checkout (go run, -buildvcs=false, a test binary).
+func ReadBuildInfo() BuildInfo {
+	info := BuildInfo{Version: Version, GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return info
+	}
+	if info.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		info.Version = bi.Main.Version
+	}
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			info.Commit = s.Value
+		case "vcs.time":
+			info.CommitTime = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && info.Commit != "" {
+		info.Commit += "+dirty"
+	}
+	return info
+}
+
+// String is the one-line form: "spoc v1.2.3 commit 0123456789ab+dirty (2026-01-02T03:04:05Z, go1.23.0)".
+func (b BuildInfo) String() string {
+	s := "spoc " + b.Version
+	if b.Commit != "" {
+		rev, dirty := b.Commit, ""
+		if n := len(rev) - len("+dirty"); n > 0 && rev[n:] == "+dirty" {
+			rev, dirty = rev[:n], "+dirty"
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		s += " commit " + rev + dirty
+	}
+	s += " ("
+	if b.CommitTime != "" {
+		s += b.CommitTime + ", "
+	}
+	return s + b.GoVersion + ")"
+}
+
+// printVersion writes the build information as one line or as JSON.
+func printVersion(w io.Writer, asJSON bool) error {
+	info := ReadBuildInfo()
+	if asJSON {
+		return writeJSON(w, info)
+	}
+	_, err := fmt.Fprintln(w, info.String())
+	return err
+}
 
 func newVersionCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print spoc's version",
+		Short: "Print spoc's version, commit, commit date and Go version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info := map[string]string{"version": Version, "go": runtime.Version()}
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, s := range bi.Settings {
-					if s.Key == "vcs.revision" {
-						info["commit"] = s.Value
-					}
-				}
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), info)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "spoc %s (%s", info["version"], info["go"])
-			if c := info["commit"]; c != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), ", commit %.12s", c)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), ")")
-			return nil
+			return printVersion(cmd.OutOrStdout(), asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
@@ -45,7 +99,7 @@ func newVersionCmd() *cobra.Command {
 }
 
 // writeJSON prints v as indented JSON; every verb's --json goes through it.
-func writeJSON(w interface{ Write([]byte) (int, error) }, v any) error {
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVersionPrintsBuildCommit builds the real binary and checks that both
+// spellings print the commit of the checkout it was built from.
+func TestVersionPrintsBuildCommit(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout (git rev-parse HEAD: %v): the build carries no commit to check", err)
+	}
+	want := strings.TrimSpace(string(head))[:12]
+	bin := stampedBinary(t)
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("spoc %v: %v\n%s", args, err, out)
+		}
+		if !strings.Contains(string(out), "commit "+want) {
+			t.Errorf("spoc %v = %q, want it to name commit %s", args, out, want)
+		}
+	}
+	out, err := exec.Command(bin, "version", "--json").Output()
+	if err != nil {
+		t.Fatalf("spoc version --json: %v", err)
+	}
+	var info BuildInfo
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatalf("spoc version --json: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(info.Commit, strings.TrimSpace(string(head))) || info.CommitTime == "" || info.GoVersion == "" {
+		t.Errorf("spoc version --json = %+v, want commit %s, a commit time and a Go version", info, head)
+	}
+}
+
+// stampedBinary builds cmd/spoc with VCS stamping forced on (the environment
+// may set GOFLAGS=-buildvcs=false). Go stamps only when the repository root
+// holds a .git directory, not the .git file of a git worktree: a clean worktree
+// is then built from a shared clone of HEAD (the same sources); a worktree with
+// uncommitted changes cannot be checked and the test says so.
+func stampedBinary(t *testing.T) string {
+	t.Helper()
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	dir := strings.TrimSpace(string(top))
+	if fi, err := os.Stat(filepath.Join(dir, ".git")); err != nil || !fi.IsDir() {
+		status, err := exec.Command("git", "status", "--porcelain").Output()
+		if err != nil || len(status) > 0 {
+			t.Skip("git worktree with uncommitted changes: go build stamps no commit in a worktree (.git is a file); commit, or run from a clone")
+		}
+		clone := filepath.Join(t.TempDir(), "spoc")
+		if out, err := exec.Command("git", "clone", "--quiet", "--shared", dir, clone).CombinedOutput(); err != nil {
+			t.Fatalf("git clone --shared %s: %v\n%s", dir, err, out)
+		}
+		dir = clone
+	}
+	bin := filepath.Join(t.TempDir(), "spoc")
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/spoc")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildvcs=true ./cmd/spoc in %s: %v\n%s", dir, err, out)
+	}
+	return bin
+}

@@ -365,6 +365,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		// A run that failed may have killed the server: the next
 		// evaluation must not reuse it blindly.
 		if err != nil {
+			e.logger.Warn("stopping the server after a failed run; the next run starts a new one", "err", err)
 			if serr := e.stopLocked(ctx); serr != nil {
 				e.logger.Warn("stop engine after a failed run", "err", serr)
 			}

@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/perfmodel"
-	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/sim/serve"
 	"github.com/spoc-project/spoc/vllm"
-	"github.com/spoc-project/spoc/workload"
 )
 
 // Virtual is implemented by engines that are the simulator. An evaluation
@@ -91,34 +89,20 @@ func (s *Sim) VirtualDeployment(p Params) (sim.Deployment, error) {
 	return d, nil
 }
 
-// checkDeployment builds d the way a run would, without running it: a
-// virtual run under an already cancelled context prices the deployment
-// and sizes its KV cache, then stops before the first step. A deployment
-// whose weights and activations leave no memory for the KV cache is the
-// simulator's "CUDA out of memory at start-up".
+// checkDeployment builds d as a run would (prices it, sizes its KV cache)
+// without running anything. A deployment whose weights and activations
+// leave no memory for the KV cache is the simulator's "CUDA out of memory
+// at start-up".
 func checkDeployment(d sim.Deployment) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := sim.RunVirtual(ctx, sim.Options{Deployment: d, Users: 1, Duration: 1, SeriesInterval: -1}, noSessions{}, discardRecords{})
+	_, err := d.Build()
 	switch {
-	case err == nil || errors.Is(err, context.Canceled):
+	case err == nil:
 		return nil
 	case errors.Is(err, perfmodel.ErrNoKVCache):
 		return &Failure{Reason: ReasonKVCache, Detail: err.Error(), ExitCode: -1}
 	}
 	return fmt.Errorf("sim engine: %w", err)
 }
-
-// noSessions is the workload of checkDeployment, which never asks for one.
-type noSessions struct{}
-
-func (noSessions) Session(user, n int) (*workload.Script, error) {
-	return nil, errors.New("sim engine: deployment check has no workload")
-}
-
-type discardRecords struct{}
-
-func (discardRecords) Write(*result.Record) error { return nil }
 
 // simServer is a running simulator HTTP server.
 type simServer struct {

@@ -71,6 +71,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	}
 	s := plan.Setup{
 		Setup:           c.capacitySetup(o.OutDir),
+		OutDir:          o.OutDir,
 		Title:           c.Report.Title,
 		Trace:           plan.Trace{File: c.Trace.File, Window: c.Trace.Window, NVTX: c.Trace.NVTX, Rules: c.Trace.Rules},
 		CalibrationFile: c.Engine.Sim.Calibration,

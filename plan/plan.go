@@ -24,9 +24,6 @@ import (
 
 // Options configure Run.
 type Options struct {
-	// OutDir receives the study and the sweep's records (records/). Run
-	// writes no report file there; report.WriteFiles does, from the Summary.
-	OutDir string
 	// Progress receives one line per step of every phase.
 	Progress io.Writer
 	Logger   *slog.Logger
@@ -79,12 +76,12 @@ func ifNotEmpty(prefix, s string) string {
 // engine flags as a baseline, tune the flags, choose a configuration from the
 // Pareto front by short sweeps, sweep it to the capacity ceiling, analyse a
 // trace when one is configured and compare hardware when asked. The study
-// and the sweep's records go into o.OutDir; the answer is the returned
+// and the sweep's records go into s.OutDir; the answer is the returned
 // Summary, which Run does not write (report.WriteFiles does). A plan that
 // fails in any phase returns no Summary: a partial one would state a
 // capacity that was never established.
 func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
-	if o.OutDir == "" {
+	if s.OutDir == "" {
 		return nil, errors.New("plan: no output folder")
 	}
 	if o.Logger == nil {
@@ -105,7 +102,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if err := engine.Check(s.Launcher); err != nil {
 		return nil, err
 	}
-	if err := checkWritable(o.OutDir); err != nil {
+	if err := checkWritable(s.OutDir); err != nil {
 		return nil, err
 	}
 	ev, err := capacity.NewEvaluator(s.Setup, o.Logger)
@@ -133,7 +130,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	// The sweep's records go to a staging folder that replaces records/
 	// only when every phase succeeded: an interrupted or failed plan leaves
 	// the previous plan's records beside its report.
-	staging := filepath.Join(o.OutDir, stagingRecords)
+	staging := filepath.Join(s.OutDir, stagingRecords)
 	// a plan killed outright may have left one: none of its files belongs
 	// to this plan
 	if err := os.RemoveAll(staging); err != nil {
@@ -150,7 +147,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if p.sum.Cost, note = ServingCost(p.sum, s.Demand); note != "" {
 		p.sum.Notes = append(p.sum.Notes, note)
 	}
-	final := filepath.Join(o.OutDir, "records")
+	final := filepath.Join(s.OutDir, "records")
 	if err := os.RemoveAll(final); err != nil {
 		return nil, fmt.Errorf("plan: replace %s: %w", final, err)
 	}
@@ -266,7 +263,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	var artifacts string
 	if !p.ev.Virtual() {
 		// a live trial cannot be redone: keep its records and telemetry
-		artifacts = filepath.Join(p.o.OutDir, "trials")
+		artifacts = filepath.Join(p.s.OutDir, "trials")
 	}
 	res, err := tune.Run(ctx, spec, tune.Options{
 		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,

@@ -32,7 +32,7 @@ func TestQuickPlan(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var progress bytes.Buffer
-	s, err := plan.Run(context.Background(), quickSetup(t, config.Default(), dir), plan.Options{OutDir: dir, Progress: &progress})
+	s, err := plan.Run(context.Background(), quickSetup(t, config.Default(), dir), plan.Options{Progress: &progress})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
@@ -100,7 +100,7 @@ func TestFailedPlanReturnsNoSummary(t *testing.T) {
 	cfg.Engine.Params["gpu-memory-utilization"] = 0.05
 	var progress bytes.Buffer
 	dir := t.TempDir()
-	s, err := plan.Run(context.Background(), quickSetup(t, cfg, dir), plan.Options{OutDir: dir, Progress: &progress})
+	s, err := plan.Run(context.Background(), quickSetup(t, cfg, dir), plan.Options{Progress: &progress})
 	if err == nil || s != nil {
 		t.Fatalf("Run = %v, %v; want no summary and an error", s, err)
 	}

@@ -8,6 +8,10 @@ import "github.com/spoc-project/spoc/capacity"
 // (Config.Setup); Run never changes it.
 type Setup struct {
 	capacity.Setup
+	// OutDir is the plan's output folder: the study (when its storage is
+	// relative), the servers' folders, the trials' and the sweep's records.
+	// Run writes no report file there; report.WriteFiles does.
+	OutDir string
 	// Title heads the report.
 	Title string
 	// Trace is the kernel trace to analyse (File empty: none).

@@ -18,7 +18,7 @@ import (
 // OutDir/records and the telemetry at the ceiling.
 func (p *planner) sweep(ctx context.Context) (string, error) {
 	params := p.sum.Capacity.Config
-	recDir := filepath.Join(p.o.OutDir, stagingRecords)
+	recDir := filepath.Join(p.s.OutDir, stagingRecords)
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", err
 	}

@@ -204,7 +204,7 @@ func quickPlanData(t testing.TB) *plan.Summary {
 			quickPlan.err = err
 			return
 		}
-		quickPlan.d, quickPlan.err = plan.Run(context.Background(), setup, plan.Options{OutDir: dir, Version: "test"})
+		quickPlan.d, quickPlan.err = plan.Run(context.Background(), setup, plan.Options{Version: "test"})
 		quickPlan.took = time.Since(start)
 	})
 	if quickPlan.err != nil {

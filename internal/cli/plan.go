@@ -49,7 +49,7 @@ sweep's records. With no configuration it plans the reference case
 			if err != nil {
 				return usageError(err)
 			}
-			d, err := plan.Run(cmd.Context(), setup, plan.Options{OutDir: out, Progress: progress, Logger: logger, Version: Version})
+			d, err := plan.Run(cmd.Context(), setup, plan.Options{Progress: progress, Logger: logger, Version: Version})
 			if errors.Is(err, engine.ErrSetup) {
 				return usageError(err)
 			}

@@ -28,7 +28,7 @@ func TestPlanSummaryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := plan.Run(context.Background(), setup, plan.Options{OutDir: dir, Version: "test"})
+	s, err := plan.Run(context.Background(), setup, plan.Options{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,12 @@ type Load struct {
 	Warmup         time.Duration
 	Duration       time.Duration
 	ThinkTimeScale float64
+	// SeedOffset is added to workload.seed for this run: repeat r of a
+	// sweep level runs with offset r, so repeats measure different users,
+	// sessions and arrival times instead of replaying one run (see
+	// docs/capacity.md, "Seeds"). The simulator's own random draws take
+	// the same seed.
+	SeedOffset uint64
 }
 
 // Outputs are optional writers for one evaluation's raw data.
@@ -108,7 +114,11 @@ type Evaluator struct {
 	setup    Setup
 	gen      workload.Workload
 	launcher engine.Launcher
-	logger   *slog.Logger
+	// seeded holds the workloads of other seeds (Load.SeedOffset > 0),
+	// built on first use.
+	seedMu sync.Mutex
+	seeded map[uint64]workload.Workload
+	logger *slog.Logger
 
 	// mu serialises live evaluations: a launcher runs one server at a time.
 	mu      sync.Mutex
@@ -158,6 +168,29 @@ func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 
 // Workload is the session source shared by every evaluation.
 func (e *Evaluator) Workload() workload.Workload { return e.gen }
+
+// workloadFor is the workload of workload.seed + offset.
+func (e *Evaluator) workloadFor(offset uint64) (workload.Workload, error) {
+	if offset == 0 {
+		return e.gen, nil
+	}
+	e.seedMu.Lock()
+	defer e.seedMu.Unlock()
+	if w, ok := e.seeded[offset]; ok {
+		return w, nil
+	}
+	spec := e.setup.Workload
+	spec.Seed += offset
+	w, err := workload.OpenForRun(spec, e.setup.Deployment.MaxModelLen, e.setup.MidSessionStart)
+	if err != nil {
+		return nil, fmt.Errorf("build workload with seed %d: %w", spec.Seed, err)
+	}
+	if e.seeded == nil {
+		e.seeded = map[uint64]workload.Workload{}
+	}
+	e.seeded[offset] = w
+	return w, nil
+}
 
 // Setup is the resolved configuration the evaluator was built with.
 func (e *Evaluator) Setup() Setup { return e.setup }
@@ -310,6 +343,10 @@ func (e *Evaluator) Close(ctx context.Context) error {
 }
 
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
+	gen, err := e.workloadFor(load.SeedOffset)
+	if err != nil {
+		return nil, err
+	}
 	epoch := time.Unix(0, 0).UTC()
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
 	sum := result.NewSummary(e.setup.SLA, window, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
@@ -322,8 +359,8 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	stats, err := sim.RunVirtual(ctx, sim.Options{
 		Deployment: dep, Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration,
 		ThinkTimeScale: load.ThinkTimeScale, Start: epoch, RunID: fmt.Sprintf("sim-%d", load.Users),
-		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed,
-	}, e.gen, result.Tee(sinks...))
+		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed + load.SeedOffset,
+	}, gen, result.Tee(sinks...))
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("write records: %w", cerr)
@@ -354,6 +391,10 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 }
 
 func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
+	gen, err := e.workloadFor(load.SeedOffset)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	srv, err := e.server(ctx, params)
@@ -406,7 +447,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
 		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
 		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
-		Renderer: e.gen, Logger: e.logger,
+		Renderer: gen, Logger: e.logger,
 	})
 	if err != nil {
 		return nil, err
@@ -419,7 +460,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		sinks = append(sinks, w)
 	}
 	stopProgress := watchProgress(runner, out.Progress)
-	rep, err := runner.Run(ctx, e.gen, result.Tee(sinks...))
+	rep, err := runner.Run(ctx, gen, result.Tee(sinks...))
 	stopProgress()
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {

@@ -2,5 +2,5 @@
 // concurrent users of a workload it serves within the SLA. It evaluates one
 // configuration at one load (Evaluate) and sweeps user counts to the
 // capacity ceiling (Sweep: a coarse grid, then bisection; SweepConfig,
-// ShortSweep). Package plan composes these into the whole methodology.
+// CandidateSweep). Package plan composes these into the whole methodology.
 package capacity

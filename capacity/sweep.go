@@ -45,7 +45,11 @@ type Repeat struct {
 // few samples to judge but its measured values met the SLA.
 func (l *Level) up() bool { return l.Pass || (l.Insufficient && l.FewSamplesPass) }
 
-// LevelFunc runs one repeat at users concurrent users.
+// LevelFunc runs one repeat at users concurrent users. repeat is the
+// run's seed index: every run of a sweep has its own, and an evaluator
+// runs it with workload.seed + repeat (Load.SeedOffset), so no two runs of
+// a sweep replay the same users. Repeat r of level walk k (0: the sweep
+// itself, k ≥ 1: the seeds of the interval) has index k×Repeats + r.
 type LevelFunc func(ctx context.Context, users, repeat int) (Repeat, error)
 
 // SweepOptions bound a sweep. Grid, when set, replaces the doubling grid.
@@ -55,14 +59,22 @@ type SweepOptions struct {
 	ResolutionUsers    int
 	ResolutionFraction float64
 	Repeats            int
+	// Seeds is how many workload seeds the ceiling is measured with: the
+	// sweep walks the grid with the first, and each other seed finds its
+	// own ceiling by a walk from the first one's (Interval). 0 or 1
+	// measures no interval.
+	Seeds int
 	// JudgeFewSamples judges a level whose runs had too few samples for a
 	// percentile on the values measured (result.Verdict.FewSamplesPass)
 	// instead of leaving it unjudged: for short sweeps that rank
 	// candidates on short windows, never for the sweep that states the
 	// capacity.
 	JudgeFewSamples bool
-	// Progress, when set, is called after every level.
+	// Progress, when set, is called after every level of the first seed's
+	// walk.
 	Progress func(l Level, phase string)
+	// SeedProgress, when set, is called with each other seed's ceiling.
+	SeedProgress func(s SeedCeiling)
 }
 
 // SweepResult is the capacity ceiling with its evidence.
@@ -88,6 +100,15 @@ type SweepResult struct {
 	// Spread is the largest relative spread of output throughput between
 	// repeats of one level (0 with one repeat).
 	Spread float64 `json:"throughput_spread"`
+	// Interval is the ceiling's interval over workload seeds (nil with one
+	// seed, or when the first walk found no bracket to start from:
+	// NoInterval says why).
+	Interval   *Interval `json:"interval,omitempty"`
+	NoInterval string    `json:"no_interval,omitempty"`
+	// Margin is the binding clause's distance from its limit at the
+	// ceiling and at the first failing count (set by SweepConfig, which
+	// sees the runs' summaries; nil when they were not kept).
+	Margin *Margin `json:"margin,omitempty"`
 }
 
 // Resolution is the bisection stopping distance at a passing count.
@@ -96,9 +117,99 @@ func (o SweepOptions) resolution(pass int) int {
 	return max(r, o.ResolutionUsers, 1)
 }
 
+// walker runs the levels of one seed's walk, each count at most once.
+type walker struct {
+	ctx  context.Context
+	eval LevelFunc
+	o    SweepOptions
+	// seed is the walk's index: its repeats run with seed indexes
+	// seed×Repeats + r.
+	seed int
+	done map[int]*Level
+	// lo is the largest count below the first failure the walk has passed
+	// (an insufficient level counts as passed for the walk's direction:
+	// more users give more samples); ceiling is the largest judged pass;
+	// hi and failing the smallest failing count found above lo.
+	lo, hi, ceiling int
+	failing         *Level
+}
+
+func (w *walker) run(users int, phase string) (*Level, error) {
+	if l, ok := w.done[users]; ok {
+		return l, nil
+	}
+	o := w.o
+	l := &Level{Users: users, Pass: true}
+	for r := 0; r < o.Repeats; r++ {
+		if err := w.ctx.Err(); err != nil {
+			return nil, err
+		}
+		rep, err := w.eval(w.ctx, users, w.seed*o.Repeats+r)
+		if err != nil {
+			return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
+		}
+		if rep.Insufficient && o.JudgeFewSamples {
+			rep.Insufficient, rep.Pass = false, rep.FewSamplesPass
+		}
+		l.Repeats = append(l.Repeats, rep)
+		judgedFail := l.FailedClause != "" && !l.Insufficient
+		switch {
+		case judgedFail:
+		case !rep.Pass && !rep.Insufficient:
+			l.Pass, l.Insufficient, l.FewSamplesPass, l.FailedClause = false, false, false, rep.FailedClause
+		case rep.Insufficient:
+			if l.Pass {
+				l.FewSamplesPass = true
+			}
+			l.Pass, l.Insufficient = false, true
+			l.FewSamplesPass = l.FewSamplesPass && rep.FewSamplesPass
+			if !rep.FewSamplesPass && l.FailedClause == "" {
+				l.FailedClause = rep.FailedClause
+			}
+		}
+	}
+	w.done[users] = l
+	if o.Progress != nil && w.seed == 0 {
+		o.Progress(*l, phase)
+	}
+	return l, nil
+}
+
+// step runs users and moves the bracket: up when the level passed (or
+// had too few samples but met the SLA on them), else down.
+func (w *walker) step(users int, phase string) (up bool, err error) {
+	l, err := w.run(users, phase)
+	if err != nil {
+		return false, err
+	}
+	if l.up() {
+		w.lo = users
+		if l.Pass {
+			w.ceiling = users
+		}
+		return true, nil
+	}
+	if w.failing == nil || users < w.hi {
+		w.hi, w.failing = users, l
+	}
+	return false, nil
+}
+
+// bisect narrows [lo, hi] to the resolution.
+func (w *walker) bisect() error {
+	for w.failing != nil && w.hi-w.lo > w.o.resolution(w.lo) && w.hi-w.lo > 1 {
+		if _, err := w.step(w.lo+(w.hi-w.lo)/2, "bisect"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Sweep runs eval at increasing user counts until the SLA fails, then bisects
 // between the last passing and the first failing count. A count passes only
-// when every repeat passes. Each count is evaluated at most once.
+// when every repeat passes. Each count is evaluated at most once per seed.
+// With o.Seeds > 1 every other seed then finds its own ceiling by a walk
+// from this one's, and the result carries their Interval.
 func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, error) {
 	if o.Repeats < 1 {
 		o.Repeats = 1
@@ -106,47 +217,7 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 	if len(o.Grid) == 0 && (o.Start < 1 || o.Max < o.Start) {
 		return nil, fmt.Errorf("sweep: need 1 <= start (%d) <= max (%d)", o.Start, o.Max)
 	}
-	done := map[int]*Level{}
-	run := func(users int, phase string) (*Level, error) {
-		if l, ok := done[users]; ok {
-			return l, nil
-		}
-		l := &Level{Users: users, Pass: true}
-		for r := 0; r < o.Repeats; r++ {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			rep, err := eval(ctx, users, r)
-			if err != nil {
-				return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
-			}
-			if rep.Insufficient && o.JudgeFewSamples {
-				rep.Insufficient, rep.Pass = false, rep.FewSamplesPass
-			}
-			l.Repeats = append(l.Repeats, rep)
-			judgedFail := l.FailedClause != "" && !l.Insufficient
-			switch {
-			case judgedFail:
-			case !rep.Pass && !rep.Insufficient:
-				l.Pass, l.Insufficient, l.FewSamplesPass, l.FailedClause = false, false, false, rep.FailedClause
-			case rep.Insufficient:
-				if l.Pass {
-					l.FewSamplesPass = true
-				}
-				l.Pass, l.Insufficient = false, true
-				l.FewSamplesPass = l.FewSamplesPass && rep.FewSamplesPass
-				if !rep.FewSamplesPass && l.FailedClause == "" {
-					l.FailedClause = rep.FailedClause
-				}
-			}
-		}
-		done[users] = l
-		if o.Progress != nil {
-			o.Progress(*l, phase)
-		}
-		return l, nil
-	}
-
+	w := &walker{ctx: ctx, eval: eval, o: o, done: map[int]*Level{}}
 	grid := o.Grid
 	if len(grid) == 0 {
 		for u := o.Start; ; u *= 2 {
@@ -157,58 +228,39 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			grid = append(grid, u)
 		}
 	}
-	// lo is the largest count below the first failure the walk has passed
-	// (an insufficient level counts as passed for the walk's direction:
-	// more users give more samples); ceiling is the largest judged pass.
-	lo, hi, ceiling := 0, 0, 0
-	var failing *Level
-	passed := func(u int, l *Level) {
-		lo = u
-		if l.Pass {
-			ceiling = u
-		}
-	}
 	for _, u := range grid {
-		l, err := run(u, "grid")
+		up, err := w.step(u, "grid")
 		if err != nil {
 			return nil, err
 		}
-		if !l.up() {
-			hi, failing = u, l
+		if !up {
 			break
 		}
-		passed(u, l)
 	}
-	if failing != nil {
-		for hi-lo > o.resolution(lo) && hi-lo > 1 {
-			mid := lo + (hi-lo)/2
-			l, err := run(mid, "bisect")
-			if err != nil {
-				return nil, err
-			}
-			if l.up() {
-				passed(mid, l)
-			} else {
-				hi, failing = mid, l
-			}
-		}
+	if err := w.bisect(); err != nil {
+		return nil, err
 	}
 	// The walk ends between lo (the largest count that went up) and the
 	// first failure: that is the ceiling, confirmed when lo itself was
 	// judged on enough samples.
-	res := &SweepResult{Ceiling: lo, Resolution: o.resolution(lo)}
-	if l := done[lo]; l != nil && !l.Pass {
-		res.Unconfirmed, res.JudgedCeiling = true, ceiling
+	res := &SweepResult{Ceiling: w.lo, Resolution: o.resolution(w.lo)}
+	if l := w.done[w.lo]; l != nil && !l.Pass {
+		res.Unconfirmed, res.JudgedCeiling = true, w.ceiling
 	}
-	if failing != nil {
-		res.FirstFailing, res.FailedClause = hi, failing.FailedClause
+	if w.failing != nil {
+		res.FirstFailing, res.FailedClause = w.hi, w.failing.FailedClause
 	}
-	for _, l := range done {
+	for _, l := range w.done {
 		res.Levels = append(res.Levels, *l)
 	}
 	sort.Slice(res.Levels, func(i, j int) bool { return res.Levels[i].Users < res.Levels[j].Users })
 	res.Knee = knee(res.Levels)
 	res.Spread = spread(res.Levels)
+	if o.Seeds > 1 {
+		if err := AddInterval(ctx, eval, o, res); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

@@ -36,19 +36,18 @@ func (e *Evaluator) TuneEvaluator(load Load) tune.Evaluator {
 	}
 }
 
-// CapacityFunc adapts a short sweep to package tune's "capacity" objective:
-// coarse resolution (max(10 users, 10 %)) over the tuning windows.
+// CapacityFunc adapts a sweep to package tune's "capacity" objective: the
+// sweep's windows and warm-up, so that trials are ranked by the ceiling the
+// sweep will confirm (the tuning windows were optimistic: 175 users against
+// the sweep's 156 for the configured flags on the reference case), at a
+// coarse resolution (max(10 users, 10 %)) and one seed to bound each
+// trial's cost.
 func (e *Evaluator) CapacityFunc() tune.CapacityFunc {
 	return func(ctx context.Context, t *search.TrialContext) (int, error) {
 		sw := e.setup.Sweep
-		res, err := Sweep(ctx, func(ctx context.Context, users, _ int) (Repeat, error) {
-			r, err := e.Evaluate(ctx, map[string]any(t.Params), e.setup.Windows.Tune.At(users), Outputs{})
-			if err != nil {
-				return Repeat{}, err
-			}
-			return r.Repeat(), nil
-		}, SweepOptions{Start: sw.Start, Max: sw.Max, ResolutionUsers: max(sw.ResolutionUsers, 10),
-			ResolutionFraction: max(sw.ResolutionFraction, 0.1), Repeats: 1, JudgeFewSamples: true})
+		opts := SweepOptions{Grid: sw.Grid, Start: sw.Start, Max: sw.Max, ResolutionUsers: max(sw.ResolutionUsers, 10),
+			ResolutionFraction: max(sw.ResolutionFraction, 0.1), Repeats: 1}
+		res, err := SweepConfig(ctx, e, map[string]any(t.Params), e.setup.Windows.Sweep.At, opts, nil)
 		if err != nil {
 			return 0, err
 		}

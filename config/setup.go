@@ -148,7 +148,7 @@ func (c *Config) capacitySetup(out string) capacity.Setup {
 		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
 		Sweep: capacity.SweepPolicy{
 			SweepOptions: capacity.SweepOptions{Grid: c.Sweep.Users, Start: c.Sweep.Start, Max: c.Sweep.Max,
-				ResolutionUsers: c.Sweep.ResolutionUsers, ResolutionFraction: c.Sweep.ResolutionFraction, Repeats: c.Sweep.Repeats},
+				ResolutionUsers: c.Sweep.ResolutionUsers, ResolutionFraction: c.Sweep.ResolutionFraction, Repeats: c.Sweep.Repeats, Seeds: c.Sweep.Seeds},
 			TopK: c.Sweep.TopK, Choose: c.Sweep.Choose,
 		},
 		Search: spec,
@@ -249,6 +249,7 @@ func (c *Config) ApplyQuick() {
 		c.Sweep.Warmup = min(c.Sweep.Warmup, c.Run.Warmup)
 	}
 	c.Sweep.TopK = min(c.Sweep.TopK, 2)
+	c.Sweep.Seeds = min(c.Sweep.Seeds, 3)
 	c.Sweep.ResolutionUsers = max(c.Sweep.ResolutionUsers, 10)
 	c.Sweep.ResolutionFraction = max(c.Sweep.ResolutionFraction, 0.05)
 }

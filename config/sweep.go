@@ -9,14 +9,16 @@ type Sweep struct {
 	Max                int      `yaml:"max" doc:"Largest user count tried."`
 	ResolutionUsers    int      `yaml:"resolution_users" doc:"Bisection stops when passing and failing counts are this close (or resolution_fraction of the passing count, whichever is larger)."`
 	ResolutionFraction float64  `yaml:"resolution_fraction" doc:"Relative bisection resolution."`
-	Repeats            int      `yaml:"repeats" doc:"Runs per user count; a count passes when every repeat passes."`
+	Repeats            int      `yaml:"repeats" doc:"Runs per user count, each with its own workload seed (workload.seed + repeat); a count passes when every repeat passes."`
+	Seeds              int      `yaml:"seeds" doc:"Workload seeds the ceiling is measured with: the sweep walks the grid with workload.seed, each other seed finds its own ceiling starting from that one, and their spread gives the ceiling's 95 % interval (where a sweep with another seed would land; docs/capacity.md). 1 states no interval."`
 	Duration           Duration `yaml:"duration" doc:"Measured window per level; 0 uses run.duration."`
 	Warmup             Duration `yaml:"warmup" doc:"Warm-up per level; 0 uses run.warmup."`
 	TopK               int      `yaml:"top_k" doc:"spoc plan: feasible Pareto-front members given a short sweep before the best is chosen."`
 	Choose             string   `yaml:"choose" doc:"spoc plan: how to pick among the candidates' short sweeps: highest-ceiling (most users within the SLA), or max-throughput (most output tokens/s at its ceiling). On the simulator, candidates tied at the highest ceiling get full sweeps to tell them apart; remaining ties keep engine.params (then the earlier candidate)."`
 }
 
-// DefaultSweep doubles from 25 users, bisects to max(5 users, 2 %).
+// DefaultSweep doubles from 25 users, bisects to max(5 users, 2 %), and
+// measures the ceiling's interval over 5 workload seeds.
 func DefaultSweep() Sweep {
 	return Sweep{
 		Start:              25,
@@ -24,6 +26,7 @@ func DefaultSweep() Sweep {
 		ResolutionUsers:    5,
 		ResolutionFraction: 0.02,
 		Repeats:            1,
+		Seeds:              5,
 		TopK:               3,
 		Choose:             "highest-ceiling",
 	}
@@ -51,6 +54,9 @@ func (s *Sweep) validate(p string, errs *Errors) {
 	}
 	if s.Repeats < 1 {
 		errs.Addf(p+".repeats", "must be at least 1, got %d", s.Repeats)
+	}
+	if s.Seeds < 1 {
+		errs.Addf(p+".seeds", "must be at least 1, got %d", s.Seeds)
 	}
 	if s.Duration < 0 || s.Warmup < 0 {
 		errs.Addf(p+".duration", "durations must not be negative")

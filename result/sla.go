@@ -313,3 +313,68 @@ func fmtSignedPercent(f float64) string {
 	}
 	return fmtPercent(f)
 }
+
+// Deciding is the violation First names; ok is false when the SLA is met.
+func (v Verdict) Deciding() (x Violation, ok bool) {
+	if v.Outcome() == VerdictOverloaded {
+		for _, x := range v.Violations {
+			if x.Clause == ClauseOverloaded {
+				return x, true
+			}
+		}
+	}
+	if len(v.Violations) > 0 {
+		return v.Violations[0], true
+	}
+	if len(v.Insufficient) > 0 {
+		return v.Insufficient[0], true
+	}
+	return Violation{}, false
+}
+
+// ClauseValue is what r measured for a clause of its SLA ("ttft p95",
+// "error_rate", …) in scope ("overall" or a profile name), in the unit of
+// Violation.Value: seconds for a latency percentile, a fraction for the
+// error rate. ok is false when r holds no such value: an unknown scope, a
+// percentile the summary does not keep (only p50, p90, p95 and p99 are),
+// or a latency with no sample.
+func (r *Result) ClauseValue(scope, clause string) (v float64, ok bool) {
+	var st *Stats
+	if scope == "overall" || scope == "" {
+		st = &r.Overall
+	}
+	for i := range r.Profiles {
+		if r.Profiles[i].Name == scope {
+			st = &r.Profiles[i]
+		}
+	}
+	if st == nil {
+		return 0, false
+	}
+	if clause == ClauseErrorRate {
+		return st.ErrorRate, true
+	}
+	metric, pct, found := strings.Cut(clause, " p")
+	if !found {
+		return 0, false
+	}
+	var lat *Latency
+	switch metric {
+	case MetricTTFT.String():
+		lat = &st.TTFT
+	case MetricITL.String():
+		lat = &st.ITL
+	case MetricTPOT.String():
+		lat = &st.TPOT
+	case MetricE2E.String():
+		lat = &st.E2E
+	default:
+		return 0, false
+	}
+	if lat.Count == 0 {
+		return 0, false
+	}
+	ms := map[string]float64{"50": lat.P50, "90": lat.P90, "95": lat.P95, "99": lat.P99}
+	x, ok := ms[pct]
+	return x / 1000, ok
+}

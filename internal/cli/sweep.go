@@ -20,18 +20,21 @@ func init() { register(newSweepCmd) }
 func newSweepCmd() *cobra.Command {
 	var (
 		file, paramsFlag, usersFlag, out string
-		trial, repeats                   int
+		trial, repeats, seeds            int
 		asJSON, quiet                    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "sweep -c FILE [--params k=v,...|--trial N] [--users LIST] [--repeats R]",
+		Use:   "sweep -c FILE [--params k=v,...|--trial N] [--users LIST] [--repeats R] [--seeds S]",
 		Short: "Sweep one configuration over user counts to its capacity ceiling",
 		Long: `Sweep runs one engine configuration at increasing user counts — a coarse grid
 (sweep.users, or doubling from sweep.start), then bisection between the last
 passing and first failing count down to max(sweep.resolution_users,
 sweep.resolution_fraction) — each with a warm-up and a measured window. The
 capacity ceiling is the largest count meeting the SLA. The configuration is
-engine.params, overridden by --params, or the parameters of study trial --trial.`,
+engine.params, overridden by --params, or the parameters of study trial --trial.
+With sweep.seeds (--seeds) above 1, every other workload seed finds its own
+ceiling starting from that one, and the ceiling is stated with the 95 %
+interval where a sweep with another seed would land.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(file)
@@ -47,6 +50,9 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 			}
 			if cmd.Flags().Changed("repeats") {
 				cfg.Sweep.Repeats = repeats
+			}
+			if cmd.Flags().Changed("seeds") {
+				cfg.Sweep.Seeds = seeds
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, NamePrefix: "spoc-sweep", Logger: logger})
@@ -83,6 +89,11 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 					}
 				}
 			}
+			if !quiet {
+				run.SeedProgress = func(sc capacity.SeedCeiling) {
+					fmt.Fprintf(progress, "seed %d: ceiling %d users (first failing %d; %d levels)\n", sc.Seed, sc.Ceiling, sc.FirstFailing, sc.Runs)
+				}
+			}
 			if out != "" {
 				run.RecordsDir = filepath.Join(out, "records")
 			}
@@ -109,6 +120,14 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 			if res.Unconfirmed {
 				fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)
 			}
+			if iv := res.Interval; iv != nil {
+				fmt.Fprintf(w, "interval: [%d, %d] users: %.0f %% of sweeps with another workload seed land there (%d seeds, mean %.1f, sd %.1f)\n", iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds), iv.MeanUsers, iv.StdDevUsers)
+			} else if res.NoInterval != "" {
+				fmt.Fprintf(w, "interval: none (%s)\n", res.NoInterval)
+			}
+			if m := res.Margin; m != nil {
+				fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, fmtClause(m.Clause, m.AtCeiling), 100*m.Headroom, fmtClause(m.Clause, m.Limit))
+			}
 			fmt.Fprintf(w, "measured: %s\n", provenanceLine(res.Provenance()))
 			if res.FirstFailing > 0 {
 				fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
@@ -133,11 +152,21 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 	f.StringVar(&paramsFlag, "params", "", "engine flags over engine.params, e.g. max-num-batched-tokens=2048,enable-prefix-caching=false")
 	f.IntVar(&trial, "trial", -1, "use the parameters of this trial number of the study (search.storage, relative to --out); unset: engine.params")
 	f.StringVar(&usersFlag, "users", "", "coarse grid of user counts, e.g. 50,100,200,400")
-	f.IntVar(&repeats, "repeats", 1, "runs per user count")
+	f.IntVar(&repeats, "repeats", 1, "runs per user count, each with its own workload seed")
+	f.IntVar(&seeds, "seeds", 5, "workload seeds the ceiling's interval is measured with (sweep.seeds); 1: no interval")
 	f.StringVarP(&out, "out", "o", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	f.BoolVar(&quiet, "quiet", false, "no per-level progress")
 	return cmd
+}
+
+// fmtClause prints a clause's value: seconds for a latency, a percentage
+// for the error rate.
+func fmtClause(clause string, v float64) string {
+	if clause == "error_rate" {
+		return fmt.Sprintf("%.2f %%", 100*v)
+	}
+	return fmt.Sprintf("%.2fs", v)
 }
 
 func parseUsers(s string) ([]int, error) {

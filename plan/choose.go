@@ -10,9 +10,13 @@ import (
 	"github.com/spoc-project/spoc/capacity"
 )
 
-// choose gives the configured flags and the best front members a short
-// sweep each and keeps the configuration with the highest ceiling (or the
-// most throughput at its ceiling, under sweep.choose: max-throughput).
+// choose gives the configured flags and the best front members a
+// candidate sweep each — the sweep's windows, repeats and resolution on one
+// workload seed, so candidates are ranked at the fidelity of the sweep that
+// states the capacity — and keeps the configuration with the highest
+// ceiling (or the most throughput at its ceiling, under sweep.choose:
+// max-throughput). A tie keeps the earlier candidate: the configured flags
+// first, then the study's higher throughput.
 func (p *planner) choose(ctx context.Context) (string, error) {
 	sw := p.s.Sweep
 	type cand struct {
@@ -34,14 +38,13 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	}
 	// The configured engine flags are always a candidate, and the first, so
 	// that a tuned configuration must beat them (a tie keeps the flags the
-	// user already runs); their short sweep is the baseline phase's.
+	// user already runs); their sweep is the baseline phase's.
 	cands = append([]cand{{trial: -1, params: map[string]any{}}}, cands...)
 	best, bestTput := -1, 0.0
-	var ran []map[string]any // params of each entry of p.sum.Candidates
 	for _, c := range cands {
 		res, err := p.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
-			res, err = capacity.ShortSweep(ctx, p.ev, c.params)
+			res, err = capacity.CandidateSweep(ctx, p.ev, c.params)
 		}
 		if err != nil {
 			if capacity.IsInfeasible(err) {
@@ -53,7 +56,6 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause,
 			Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
-		ran = append(ran, c.params)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		tput := res.CeilingThroughput()
 		if best < 0 || better(sw.Choose, rc, p.sum.Candidates[best], tput, bestTput) {
@@ -63,88 +65,12 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	if best < 0 {
 		return "", errors.New("no candidate configuration could run")
 	}
-	how := fmt.Sprintf("short-sweep ceiling %d users", p.sum.Candidates[best].Ceiling)
-	if tied := tiedAtTop(sw.Choose, p.sum.Candidates); len(tied) > 1 {
-		if !p.ev.Virtual() {
-			// Full sweeps of every tied candidate on a real deployment
-			// would multiply the plan's hours; say so instead.
-			names := make([]string, 0, len(tied))
-			for _, i := range tied {
-				names = append(names, trialName(p.sum.Candidates[i].Trial))
-			}
-			p.logf("   %d candidates tied at %d users on the short sweep (%s); keeping %s — compare them with full sweeps: spoc sweep --trial N",
-				len(tied), p.sum.Candidates[best].Ceiling, strings.Join(names, ", "), trialName(p.sum.Candidates[best].Trial))
-		} else {
-			w, err := breakTie(p.sum.Candidates, tied, func(i int) (int, string, error) {
-				res, err := capacity.SweepConfig(ctx, p.ev, ran[i], p.s.Windows.Sweep.At, sw.SweepOptions, nil)
-				if err != nil {
-					return 0, "", err
-				}
-				p.logf("   tie-break: %s: full-sweep ceiling %d users", trialName(p.sum.Candidates[i].Trial), res.Ceiling)
-				return res.Ceiling, res.FailedClause, nil
-			})
-			if err != nil {
-				return "", err
-			}
-			best = w
-			how = fmt.Sprintf("%d candidates tied at %d users on the short sweep; full-sweep ceiling %d users",
-				len(tied), p.sum.Candidates[best].Ceiling, p.sum.Candidates[best].FullCeiling)
-		}
-	}
 	p.sum.Candidates[best].Chosen = true
 	ch := p.sum.Candidates[best]
 	p.sum.Capacity.Config = ch.Params
 	p.sum.Capacity.ChosenTrial = ch.Trial
 	p.sum.Capacity.ChosenBy = sw.Choose
-	return fmt.Sprintf("chose %s (%s)", trialName(ch.Trial), how), nil
-}
-
-// tiedAtTop returns the candidates sharing the highest short-sweep ceiling
-// under the highest-ceiling rule (none under max-throughput, whose measure
-// rarely ties), in candidate order.
-func tiedAtTop(rule string, cands []Candidate) []int {
-	if rule == "max-throughput" || len(cands) == 0 {
-		return nil
-	}
-	top := cands[0].Ceiling
-	for _, c := range cands {
-		top = max(top, c.Ceiling)
-	}
-	var tied []int
-	for i, c := range cands {
-		if c.Ceiling == top {
-			tied = append(tied, i)
-		}
-	}
-	return tied
-}
-
-// breakTie separates candidates tied on their short sweeps by full sweeps
-// (the sweep's own windows, which short tuning windows cannot replace: on
-// the reference case four candidates tied at 175 users short, and their
-// full sweeps gave 156, 162, 159 and 159). It records each full-sweep
-// ceiling and returns the winner; a tie again keeps the earlier candidate
-// (the baseline first). A candidate whose full sweep is infeasible drops
-// out; when all do, that is an error.
-func breakTie(cands []Candidate, tied []int, full func(i int) (ceiling int, failed string, err error)) (int, error) {
-	best := -1
-	for _, i := range tied {
-		ceiling, failed, err := full(i)
-		if err != nil {
-			if capacity.IsInfeasible(err) {
-				continue
-			}
-			return -1, err
-		}
-		cands[i].FullCeiling, cands[i].FullFailedClause = ceiling, failed
-		if best < 0 || ceiling > cands[best].FullCeiling {
-			best = i
-		}
-	}
-	if best < 0 {
-		return -1, fmt.Errorf("every candidate tied at %d users on the short sweep was infeasible in its full sweep", cands[tied[0]].Ceiling)
-	}
-	return best, nil
+	return fmt.Sprintf("chose %s (candidate-sweep ceiling %d users)", trialName(ch.Trial), ch.Ceiling), nil
 }
 
 // better reports whether a beats b under the choice rule; ties on the

@@ -41,8 +41,12 @@ type planner struct {
 	// tuneUsers is the load the study runs at: search.users, or the
 	// baseline's ceiling when that is 0 (auto).
 	tuneUsers int
-	// baseline is the configured engine flags' short sweep.
+	// baseline is the configured engine flags' candidate sweep (the
+	// sweep's windows, one seed).
 	baseline *capacity.SweepResult
+	// final is the chosen configuration's sweep: the default phase
+	// compares it with the baseline.
+	final *capacity.SweepResult
 }
 
 func (p *planner) logf(format string, args ...any) {
@@ -124,6 +128,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		{"tune", p.tune},
 		{"choose", p.choose},
 		{"sweep", p.sweep},
+		{"default", p.tunedVsDefault},
 		{"trace", p.trace},
 		{"compare", p.compare},
 	}
@@ -225,7 +230,7 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d sessions; %s; ideal prefix-cache hit rate %.1f%%", insp.Sessions, strings.Join(parts, ", "), 100*insp.Prefix.IdealHitRate), nil
 }
 
-// baselineSweep gives the configured engine flags a short sweep. Its
+// baselineSweep gives the configured engine flags a candidate sweep. Its
 // ceiling is the baseline every tuned candidate must beat and, when
 // search.users is 0 (auto), the load the study tunes at: there the SLA
 // binds, so the front separates configurations that serve more users from
@@ -236,7 +241,7 @@ func (p *planner) baselineSweep(ctx context.Context) (string, error) {
 		return "", err
 	}
 	p.baseline = res
-	msg := fmt.Sprintf("engine.params ceiling %d users (short windows)", res.Ceiling)
+	msg := fmt.Sprintf("engine.params ceiling %d users (the sweep's windows, one seed)", res.Ceiling)
 	if p.tuneUsers == 0 {
 		p.tuneUsers = max(res.Ceiling, 1)
 		msg += fmt.Sprintf("; the study tunes at %d users", p.tuneUsers)

@@ -48,6 +48,9 @@ type Summary struct {
 	Kernels *Kernels `json:"kernels,omitempty"`
 	// Compare holds the hardware comparison (spoc plan --compare).
 	Compare []CompareRow `json:"compare,omitempty"`
+	// TunedVsDefault compares the chosen configuration's ceiling with the
+	// configured flags', both with their intervals (plan/ceiling.go).
+	TunedVsDefault *TunedVsDefault `json:"tuned_vs_default,omitempty"`
 	// Cost sizes every hardware option for plan.target_users: deployments,
 	// GPUs and dollars (nil when no user count was asked).
 	Cost *Cost `json:"cost,omitempty"`
@@ -77,6 +80,16 @@ type Engine struct {
 type Capacity struct {
 	// Users is the capacity ceiling: the largest user count meeting the SLA.
 	Users int `json:"users"`
+	// Ceiling is Users, named as the number CeilingInterval goes with.
+	Ceiling int `json:"ceiling"`
+	// CeilingInterval is where the ceiling of a sweep with another
+	// workload seed lands (95 %), with its method and per-seed ceilings;
+	// nil when NoInterval says why none was measured.
+	CeilingInterval *capacity.Interval `json:"ceiling_interval,omitempty"`
+	NoInterval      string             `json:"no_interval,omitempty"`
+	// BindingMargin is the binding clause's value at the ceiling and at
+	// the first failing count against its limit.
+	BindingMargin *capacity.Margin `json:"binding_margin,omitempty"`
 	// Provenance is where the sweep that found it ran.
 	Provenance Provenance `json:"provenance"`
 	// Unconfirmed is set when the ceiling level met the SLA on too few
@@ -158,8 +171,10 @@ type Candidate struct {
 	Ceiling int            `json:"ceiling"`
 	// FailedClause is what failed first above its ceiling.
 	FailedClause string `json:"failed_clause,omitempty"`
-	// FullCeiling (and FullFailedClause) come from a full sweep with the
-	// sweep's windows, run to separate candidates tied on the short sweep.
+	// FullCeiling (and FullFailedClause) are in summaries of plans that
+	// ranked candidates on the tuning windows and broke ties with full
+	// sweeps; candidates are now swept with the sweep's windows, and these
+	// stay empty.
 	FullCeiling      int    `json:"full_ceiling,omitempty"`
 	FullFailedClause string `json:"full_failed_clause,omitempty"`
 	Chosen           bool   `json:"chosen"`
@@ -258,8 +273,11 @@ type CompareRow struct {
 	// Ratio is Users over the first target's Users.
 	Ratio float64 `json:"ratio"`
 	// ResolutionUsers is the sweep's resolution at the ceiling, the width
-	// of the ceiling's interval in the cost section.
+	// of the ceiling's interval in the cost section when it has no
+	// CeilingInterval.
 	ResolutionUsers int `json:"resolution_users,omitempty"`
+	// CeilingInterval is the ceiling's interval over workload seeds.
+	CeilingInterval *capacity.Interval `json:"ceiling_interval,omitempty"`
 	// OutputThroughput is the output tokens/s at the ceiling (mean of its
 	// repeats).
 	OutputThroughput float64 `json:"output_throughput,omitempty"`

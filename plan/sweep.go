@@ -15,7 +15,8 @@ import (
 
 // sweep sweeps the chosen configuration to its capacity ceiling with the
 // sweep's windows and repeats, keeping each level's records in
-// OutDir/records and the telemetry at the ceiling.
+// OutDir/records and the telemetry at the ceiling, then measures the
+// ceiling's interval over sweep.seeds workload seeds.
 func (p *planner) sweep(ctx context.Context) (string, error) {
 	params := p.sum.Capacity.Config
 	recDir := filepath.Join(p.s.OutDir, stagingRecords)
@@ -38,14 +39,17 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 			levels[l.Users] = ev
 		}
 	}
+	opts.SeedProgress = p.seedProgress
 	res, err := capacity.SweepConfig(ctx, p.ev, params, p.s.Windows.Sweep.At, opts, func(users int) (io.WriteCloser, error) {
 		return capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", users)))
 	})
 	if err != nil {
 		return "", err
 	}
+	p.final = res
 	c := &p.sum.Capacity
 	c.Users, c.FirstFailingUsers, c.FailedClause = res.Ceiling, res.FirstFailing, res.FailedClause
+	c.Ceiling, c.CeilingInterval, c.NoInterval, c.BindingMargin = res.Ceiling, res.Interval, res.NoInterval, res.Margin
 	c.Unconfirmed, c.JudgedUsers = res.Unconfirmed, res.JudgedCeiling
 	if res.Unconfirmed {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The ceiling of %d users met the SLA on too few samples to be judged (a clause's percentile needs more requests in the window); the largest count judged on enough samples is %d. Lengthen sweep.duration (or run.duration) to confirm it.", res.Ceiling, res.JudgedCeiling))
@@ -76,7 +80,12 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	if res.FirstFailing == 0 {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Every user count up to sweep.max = %d met the SLA; the ceiling is at least that.", p.s.Sweep.Max))
 	}
-	return fmt.Sprintf("capacity ceiling %d users (first failing %d: %s)", res.Ceiling, res.FirstFailing, res.FailedClause), nil
+	return fmt.Sprintf("capacity ceiling %s (first failing %d: %s)", ceilingText(res.Ceiling, res.Interval), res.FirstFailing, res.FailedClause), nil
+}
+
+// seedProgress logs one interval seed's ceiling.
+func (p *planner) seedProgress(sc capacity.SeedCeiling) {
+	p.logf("   seed   %5d users: ceiling of workload seed +%d (first failing %d; %d levels)", sc.Ceiling, sc.Seed, sc.FirstFailing, sc.Runs)
 }
 
 func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {

@@ -1,0 +1,155 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/spoc-project/spoc/capacity"
+)
+
+// TunedVsDefault is the answer to "what did tuning gain?": the configured
+// flags' ceiling and the chosen configuration's, each swept with the
+// sweep's windows over the same workload seeds, the flags that differ, and
+// whether the difference is larger than the seeds' noise.
+type TunedVsDefault struct {
+	// Default is engine.params; Tuned the chosen configuration. Same is
+	// set when the chosen configuration is engine.params (tuning found
+	// nothing better), and then Tuned repeats Default.
+	Default CeilingEstimate `json:"default"`
+	Tuned   CeilingEstimate `json:"tuned"`
+	Same    bool            `json:"same_config"`
+	// Changed lists the flags whose value differs, by name.
+	Changed []FlagChange `json:"changed_flags,omitempty"`
+	// Difference is tuned − default over the common seeds (nil with one
+	// seed: then DifferenceUsers and the sweep's resolution are all
+	// there is).
+	DifferenceUsers int                  `json:"difference_users"`
+	Difference      *capacity.Difference `json:"difference,omitempty"`
+	// WithinNoise: the difference's 95 % interval contains 0 or, without
+	// seeds, the difference is no larger than the sweep's resolution.
+	WithinNoise bool `json:"within_noise"`
+	// Verdict says the above in one sentence.
+	Verdict string `json:"verdict"`
+}
+
+// CeilingEstimate is one configuration's ceiling with its interval.
+type CeilingEstimate struct {
+	Users             int                `json:"ceiling"`
+	FirstFailingUsers int                `json:"first_failing_users"`
+	Interval          *capacity.Interval `json:"ceiling_interval,omitempty"`
+	NoInterval        string             `json:"no_interval,omitempty"`
+	ResolutionUsers   int                `json:"resolution_users"`
+	Provenance        Provenance         `json:"provenance"`
+}
+
+// FlagChange is one engine flag the chosen configuration sets differently
+// from engine.params; Default is absent when engine.params leaves the
+// flag to the engine's default.
+type FlagChange struct {
+	Flag    string `json:"flag"`
+	Default any    `json:"default,omitempty"`
+	Tuned   any    `json:"tuned"`
+}
+
+func estimate(r *capacity.SweepResult) CeilingEstimate {
+	return CeilingEstimate{Users: r.Ceiling, FirstFailingUsers: r.FirstFailing, Interval: r.Interval, NoInterval: r.NoInterval,
+		ResolutionUsers: r.Resolution, Provenance: r.Provenance()}
+}
+
+// tunedVsDefault measures the configured flags' ceiling interval on the
+// seeds the chosen configuration's was measured on — their grid walk is
+// the baseline phase's, run with the same windows, repeats and resolution,
+// so only the other seeds' walks run here — and compares the two.
+func (p *planner) tunedVsDefault(ctx context.Context) (string, error) {
+	if p.final == nil {
+		return "", fmt.Errorf("no sweep of the chosen configuration to compare")
+	}
+	tv := &TunedVsDefault{Tuned: estimate(p.final)}
+	base := withBase(p.s.Deployment.Params, nil)
+	if p.sum.Capacity.ChosenTrial < 0 || p.baseline == nil {
+		tv.Same, tv.Default = true, tv.Tuned
+	} else {
+		def := *p.baseline
+		opts := p.s.Sweep.SweepOptions
+		opts.SeedProgress = p.seedProgress
+		if err := capacity.IntervalConfig(ctx, p.ev, map[string]any{}, p.s.Windows.Sweep.At, opts, &def); err != nil {
+			return "", fmt.Errorf("engine.params: %w", err)
+		}
+		tv.Default = estimate(&def)
+		tv.Changed = changedFlags(base, p.sum.Capacity.Config)
+	}
+	tv.DifferenceUsers = tv.Tuned.Users - tv.Default.Users
+	if !tv.Same && tv.Default.Interval != nil && tv.Tuned.Interval != nil {
+		d, err := capacity.PairedDifference(tv.Default.Interval, tv.Tuned.Interval)
+		if err != nil {
+			return "", err
+		}
+		tv.Difference = d
+	}
+	tv.WithinNoise, tv.Verdict = verdict(tv)
+	p.sum.TunedVsDefault = tv
+	return tv.Verdict, nil
+}
+
+// verdict says plainly whether tuning gained more than the noise.
+func verdict(tv *TunedVsDefault) (bool, string) {
+	def, tun := tv.Default, tv.Tuned
+	switch {
+	case tv.Same:
+		return true, fmt.Sprintf("tuning found nothing better than engine.params: the plan keeps them (%s)", ceilingText(def.Users, def.Interval))
+	case tv.Difference != nil:
+		d := tv.Difference
+		head := fmt.Sprintf("tuned %s vs engine.params %s: %+d users; over %d seeds %+.1f users [%+.1f, %+.1f] (95 %%)",
+			ceilingText(tun.Users, tun.Interval), ceilingText(def.Users, def.Interval), tv.DifferenceUsers, d.Seeds, d.MeanUsers, d.Lo, d.Hi)
+		if d.WithinNoise() {
+			return true, head + ": within noise — tuning did not measurably raise the ceiling"
+		}
+		if d.MeanUsers > 0 {
+			return false, head + ": tuning raised the ceiling beyond noise"
+		}
+		return false, head + ": the tuned configuration serves fewer users beyond noise"
+	}
+	step := max(tun.ResolutionUsers, def.ResolutionUsers)
+	head := fmt.Sprintf("tuned %d vs engine.params %d users: %+d (no interval: %s)", tun.Users, def.Users, tv.DifferenceUsers, firstNonEmpty(tun.NoInterval, def.NoInterval))
+	if abs(tv.DifferenceUsers) <= step {
+		return true, head + fmt.Sprintf("; within the sweep's step of %d users", step)
+	}
+	return false, head + fmt.Sprintf("; more than the sweep's step of %d users, but one seed cannot tell it from noise", step)
+}
+
+// ceilingText is "N [lo, hi] users", or "N users" without an interval.
+func ceilingText(users int, iv *capacity.Interval) string {
+	if iv == nil {
+		return fmt.Sprintf("%d users", users)
+	}
+	return fmt.Sprintf("%d [%d, %d] users", users, iv.Lo, iv.Hi)
+}
+
+// changedFlags lists the flags whose values differ between a and b.
+func changedFlags(a, b map[string]any) []FlagChange {
+	var out []FlagChange
+	for k, v := range b {
+		if d, ok := a[k]; !ok || fmt.Sprint(d) != fmt.Sprint(v) {
+			out = append(out, FlagChange{Flag: k, Default: a[k], Tuned: v})
+		}
+	}
+	for k, v := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, FlagChange{Flag: k, Default: v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Flag < out[j].Flag })
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func abs(x int) int { return max(x, -x) }

@@ -19,6 +19,9 @@ type TunedVsDefault struct {
 	Default CeilingEstimate `json:"default"`
 	Tuned   CeilingEstimate `json:"tuned"`
 	Same    bool            `json:"same_config"`
+	// TunedTrial is the study trial the tuned configuration came from (-1:
+	// engine.params).
+	TunedTrial int `json:"tuned_trial"`
 	// Changed lists the flags whose value differs, by name.
 	Changed []FlagChange `json:"changed_flags,omitempty"`
 	// Difference is tuned − default over the common seeds (nil with one
@@ -65,7 +68,7 @@ func (p *planner) tunedVsDefault(ctx context.Context) (string, error) {
 	if p.final == nil {
 		return "", fmt.Errorf("no sweep of the chosen configuration to compare")
 	}
-	tv := &TunedVsDefault{Tuned: estimate(p.final)}
+	tv := &TunedVsDefault{Tuned: estimate(p.final), TunedTrial: p.sum.Capacity.ChosenTrial}
 	base := withBase(p.s.Deployment.Params, nil)
 	if p.sum.Capacity.ChosenTrial < 0 || p.baseline == nil {
 		tv.Same, tv.Default = true, tv.Tuned

@@ -34,14 +34,15 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		row := CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
 			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
 			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs), Provenance: res.Provenance(),
-			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling), Unconfirmed: res.Unconfirmed}
+			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling), Unconfirmed: res.Unconfirmed,
+			CeilingInterval: res.Interval}
 		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {
 			row.Ratio = float64(res.Ceiling) / float64(p.sum.Compare[0].Users)
 		} else if len(p.sum.Compare) == 0 {
 			row.Ratio = 1
 		}
 		p.sum.Compare = append(p.sum.Compare, row)
-		p.logf("   target %s: ceiling %d users (%.1f per GPU), first failing %d: %s", t.Name, res.Ceiling, row.UsersPerGPU, res.FirstFailing, res.FailedClause)
+		p.logf("   target %s: ceiling %s (%.1f per GPU), first failing %d: %s", t.Name, ceilingText(res.Ceiling, res.Interval), row.UsersPerGPU, res.FirstFailing, res.FailedClause)
 		parts = append(parts, fmt.Sprintf("%s %d users", t.Name, res.Ceiling))
 	}
 	if n := len(p.sum.Compare); n >= 2 && p.sum.Compare[n-1].Users > 0 {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/spoc-project/spoc/capacity"
 )
 
 // HoursPerMonth is the month a $/user/month figure is priced over: 365 × 24
@@ -24,11 +26,12 @@ type Cost struct {
 }
 
 // CostRow is one hardware option sized for the target. The ceiling is
-// carried as an interval [CeilingLoUsers, CeilingUsers]: until the sweep
-// states a confidence interval, the low end is the ceiling less the sweep's
-// step (its resolution, or the distance to the first failing count when
-// smaller).
-// DeploymentsMin comes from the high end, DeploymentsMax from the low one.
+// carried as an interval [CeilingLoUsers, CeilingHiUsers]: the sweep's 95 %
+// interval over workload seeds (IntervalMethod names it), or, for a sweep
+// that measured none (sweep.seeds: 1), the ceiling less the sweep's step
+// (its resolution, or the distance to the first failing count when
+// smaller) up to the ceiling. DeploymentsMin comes from the high end,
+// DeploymentsMax from the low one.
 type CostRow struct {
 	Option             string `json:"option"`
 	GPU                string `json:"gpu"`
@@ -36,6 +39,9 @@ type CostRow struct {
 	TensorParallelSize int    `json:"tensor_parallel_size"`
 	CeilingUsers       int    `json:"ceiling_users"`
 	CeilingLoUsers     int    `json:"ceiling_lo_users"`
+	CeilingHiUsers     int    `json:"ceiling_hi_users"`
+	// IntervalMethod is capacity.IntervalMethod, or "sweep-step".
+	IntervalMethod string `json:"interval_method"`
 	// DeploymentsMin and DeploymentsMax are the deployments needed at the
 	// high and the low end of the ceiling; 0 when that end is 0 users (no
 	// number of deployments serves anyone).
@@ -64,7 +70,8 @@ type CostRow struct {
 type option struct {
 	name, gpu        string
 	gpus, tp         int
-	ceiling, step    int
+	ceiling, lo, hi  int
+	method           string
 	outputThroughput float64
 	prov             Provenance
 }
@@ -78,16 +85,16 @@ func ServingCost(sum *Summary, d Demand) (*Cost, string) {
 		return nil, "serving cost not computed: plan.target_users is 0 (set it to the peak user count to size deployments, GPUs and cost)"
 	}
 	c := sum.Capacity
-	opts := []option{{
+	chosen := option{
 		name: fmt.Sprintf("chosen: %d× %s", sum.Engine.GPUs, sum.Engine.GPU), gpu: sum.Engine.GPU,
 		gpus: sum.Engine.GPUs, tp: sum.Engine.TensorParallelSize,
-		ceiling: c.Users, step: step(c.Users, c.FirstFailingUsers, c.ResolutionUsers),
 		outputThroughput: ceilingThroughput(sum.Sweep, c.Users), prov: c.Provenance,
-	}}
+	}
+	opts := []option{chosen.withCeiling(c.Users, c.FirstFailingUsers, c.ResolutionUsers, c.CeilingInterval)}
 	for _, r := range sum.Compare {
-		opts = append(opts, option{name: r.Name, gpu: r.GPU, gpus: r.GPUs, tp: r.TensorParallelSize,
-			ceiling: r.Users, step: step(r.Users, r.FirstFailingUsers, r.ResolutionUsers),
-			outputThroughput: r.OutputThroughput, prov: r.Provenance})
+		o := option{name: r.Name, gpu: r.GPU, gpus: r.GPUs, tp: r.TensorParallelSize,
+			outputThroughput: r.OutputThroughput, prov: r.Provenance}
+		opts = append(opts, o.withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval))
 	}
 	out := &Cost{TargetUsers: d.Users, Headroom: d.Headroom}
 	unpriced := map[string]bool{}
@@ -107,6 +114,18 @@ func ServingCost(sum *Summary, d Demand) (*Cost, string) {
 		out.Notes = append(out.Notes, fmt.Sprintf("no price for %s in plan.gpu_price_per_hour: its cost is not computed (spoc has no built-in prices)", strings.Join(gpus, ", ")))
 	}
 	return out, ""
+}
+
+// withCeiling sets o's ceiling and its interval: the sweep's interval over
+// seeds when it has one, else [ceiling − step, ceiling].
+func (o option) withCeiling(ceiling, firstFailing, resolution int, iv *capacity.Interval) option {
+	o.ceiling = ceiling
+	if iv != nil {
+		o.lo, o.hi, o.method = iv.Lo, iv.Hi, iv.Method
+		return o
+	}
+	o.lo, o.hi, o.method = max(ceiling-step(ceiling, firstFailing, resolution), 0), ceiling, "sweep-step"
+	return o
 }
 
 // step is the width of the ceiling's interval: the sweep's resolution, or
@@ -150,9 +169,9 @@ func deployments(users, ceiling int, headroom float64) int {
 
 func size(o option, d Demand) CostRow {
 	r := CostRow{Option: o.name, GPU: o.gpu, GPUsPerDeployment: o.gpus, TensorParallelSize: o.tp,
-		CeilingUsers: o.ceiling, CeilingLoUsers: max(o.ceiling-o.step, 0),
+		CeilingUsers: o.ceiling, CeilingLoUsers: o.lo, CeilingHiUsers: o.hi, IntervalMethod: o.method,
 		OutputTokensPerSecond: o.outputThroughput, Provenance: o.prov}
-	r.DeploymentsMin = deployments(d.Users, r.CeilingUsers, d.Headroom)
+	r.DeploymentsMin = deployments(d.Users, r.CeilingHiUsers, d.Headroom)
 	r.DeploymentsMax = deployments(d.Users, r.CeilingLoUsers, d.Headroom)
 	r.GPUsMin, r.GPUsMax = r.DeploymentsMin*o.gpus, r.DeploymentsMax*o.gpus
 	price, ok := d.PricePerGPUHour[o.gpu]

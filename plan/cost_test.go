@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/spoc-project/spoc/capacity"
 )
 
 // referenceSummary holds the reference plan's numbers (gpt-oss-120b on
@@ -36,7 +38,7 @@ func TestServingCostByHand(t *testing.T) {
 	//   lo: 1000 / (140 × 0.8 = 112)   = 8.93 → 9 deployments × 4 = 36 GPUs
 	//   36 × $3 = $108/h; × 730 / 1000 = $78.84 per user-month
 	//   tokens per $: 1900 tok/s × 3600 / (4 × $3) = 570 000
-	h100 := CostRow{GPU: "H100-SXM", GPUsPerDeployment: 4, TensorParallelSize: 4, CeilingUsers: 143, CeilingLoUsers: 140,
+	h100 := CostRow{GPU: "H100-SXM", GPUsPerDeployment: 4, TensorParallelSize: 4, CeilingUsers: 143, CeilingLoUsers: 140, CeilingHiUsers: 143, IntervalMethod: "sweep-step",
 		DeploymentsMin: 9, DeploymentsMax: 9, GPUsMin: 36, GPUsMax: 36, Priced: true, PricePerGPUHour: 3,
 		DollarsPerHourMin: 108, DollarsPerHourMax: 108, DollarsPerUserMonthMin: 78.84, DollarsPerUserMonthMax: 78.84,
 		OutputTokensPerSecond: 1900, TokensPerDollar: 570000}
@@ -46,7 +48,7 @@ func TestServingCostByHand(t *testing.T) {
 	//   lo: 1000 / (31 × 0.8 = 24.8) = 40.32 → 41 deployments × 2 = 82 GPUs
 	//   74 × $4 = $296/h → $216.08 per user-month; 82 × $4 = $328/h → $239.44
 	//   tokens per $: 600 × 3600 / (2 × $4) = 270 000
-	h200 := CostRow{Option: "2x H200", GPU: "H200-SXM", GPUsPerDeployment: 2, TensorParallelSize: 2, CeilingUsers: 34, CeilingLoUsers: 31,
+	h200 := CostRow{Option: "2x H200", GPU: "H200-SXM", GPUsPerDeployment: 2, TensorParallelSize: 2, CeilingUsers: 34, CeilingLoUsers: 31, CeilingHiUsers: 34, IntervalMethod: "sweep-step",
 		DeploymentsMin: 37, DeploymentsMax: 41, GPUsMin: 74, GPUsMax: 82, Priced: true, PricePerGPUHour: 4,
 		DollarsPerHourMin: 296, DollarsPerHourMax: 328, DollarsPerUserMonthMin: 216.08, DollarsPerUserMonthMax: 239.44,
 		OutputTokensPerSecond: 600, TokensPerDollar: 270000}
@@ -74,6 +76,29 @@ func TestServingCostByHand(t *testing.T) {
 		if !sameRow(got, w) {
 			t.Errorf("row %d:\n got %+v\nwant %+v", i, got, w)
 		}
+	}
+}
+
+// With the sweep's interval over seeds, the deployments come from its ends,
+// not from the ceiling less the step.
+func TestServingCostUsesInterval(t *testing.T) {
+	sum := referenceSummary()
+	sum.Capacity.Users = 156
+	sum.Capacity.CeilingInterval = &capacity.Interval{Lo: 132, Hi: 174, Method: capacity.IntervalMethod}
+	sum.Compare = nil
+	sum.Sweep = []SweepPoint{{Users: 156, Pass: true, OutputThroughput: 2200}}
+	cost, _ := ServingCost(sum, Demand{Users: 1000, Headroom: 0.8, PricePerGPUHour: map[string]float64{"H100-SXM": 3}})
+	// hi: 1000 / (174 × 0.8 = 139.2) = 7.18 → 8 deployments × 4 = 32 GPUs, $96/h, $70.08 per user-month
+	// lo: 1000 / (132 × 0.8 = 105.6) = 9.47 → 10 deployments × 4 = 40 GPUs, $120/h, $87.60 per user-month
+	want := CostRow{Option: "chosen: 4× H100-SXM", GPU: "H100-SXM", GPUsPerDeployment: 4, TensorParallelSize: 4,
+		CeilingUsers: 156, CeilingLoUsers: 132, CeilingHiUsers: 174, IntervalMethod: capacity.IntervalMethod,
+		DeploymentsMin: 8, DeploymentsMax: 10, GPUsMin: 32, GPUsMax: 40, Priced: true, PricePerGPUHour: 3,
+		DollarsPerHourMin: 96, DollarsPerHourMax: 120, DollarsPerUserMonthMin: 70.08, DollarsPerUserMonthMax: 87.6,
+		OutputTokensPerSecond: 2200, TokensPerDollar: 660000}
+	got := cost.Rows[0]
+	want.Provenance = got.Provenance
+	if !sameRow(got, want) {
+		t.Errorf("\n got %+v\nwant %+v", got, want)
 	}
 }
 

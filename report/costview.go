@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -43,7 +44,7 @@ func newCostView(c *plan.Cost) *costView {
 	v := &costView{Users: c.TargetUsers, Headroom: fmtPct(c.Headroom), Notes: c.Notes}
 	for _, r := range c.Rows {
 		row := costRowView{Option: r.Option, Source: provenanceText(r.Provenance), GPUsPerDeployment: r.GPUsPerDeployment,
-			Ceiling:     span(r.CeilingLoUsers, r.CeilingUsers),
+			Ceiling:     ceilingSpan(r),
 			Deployments: deploymentSpan(r.DeploymentsMax, r.DeploymentsMin),
 			GPUs:        deploymentSpan(r.GPUsMax, r.GPUsMin),
 			PerHour:     "no price", PerUserMonth: "no price", TokensPerDollar: "no price"}
@@ -64,6 +65,17 @@ func newCostView(c *plan.Cost) *costView {
 		v.Provenance += " The other rows are the compare phase's: always simulated, the chosen configuration on hardware the plan did not run on."
 	}
 	return v
+}
+
+// ceilingSpan is the ceiling with its interval: "156 (132–174)" for the
+// sweep's interval over seeds, "lo–hi" for the ceiling less the sweep's
+// step (summaries written before ceiling_hi_users have only the ceiling
+// as the high end).
+func ceilingSpan(r plan.CostRow) string {
+	if r.IntervalMethod == capacity.IntervalMethod {
+		return fmt.Sprintf("%d (%s)", r.CeilingUsers, span(r.CeilingLoUsers, r.CeilingHiUsers))
+	}
+	return span(r.CeilingLoUsers, max(r.CeilingHiUsers, r.CeilingUsers))
 }
 
 // span is "lo–hi", or one number when both ends agree.
@@ -101,7 +113,7 @@ func writeCostMarkdown(w io.Writer, c *plan.Cost) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Serving %d users\n\nEach deployment run at %s of its ceiling; the ceiling is an interval (lo–hi), so deployments, GPUs and cost are given for both ends: the fewest at the high end, the most at the low end. %s\n\n", v.Users, v.Headroom, v.Provenance)
+	fmt.Fprintf(&b, "## Serving %d users\n\nEach deployment run at %s of its ceiling; the ceiling is an interval (lo–hi: its 95 %% interval over workload seeds, or the ceiling less the sweep's step when the sweep measured one seed), so deployments, GPUs and cost are given for both ends: the fewest at the high end, the most at the low end. %s\n\n", v.Users, v.Headroom, v.Provenance)
 	b.WriteString("| option | GPUs per deployment | ceiling (lo–hi) | deployments (min–max) | GPUs | $/hour | $/user/month | tokens per $ | source |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range v.Rows {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Option), r.GPUsPerDeployment, r.Ceiling, r.Deployments, r.GPUs,

@@ -25,7 +25,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	}
 	c := d.Capacity
 	if c.Users > 0 {
-		fmt.Fprintf(&b, "**Capacity ceiling: %d concurrent users** of this workload on %d× %s (%s, TP %d)", c.Users, d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
+		ceiling := strconv.Itoa(c.Users)
+		if iv := c.CeilingInterval; iv != nil {
+			ceiling += fmt.Sprintf(" [%d, %d]", iv.Lo, iv.Hi)
+		}
+		fmt.Fprintf(&b, "**Capacity ceiling: %s concurrent users** of this workload on %d× %s (%s, TP %d)", ceiling, d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
 	} else {
 		fmt.Fprintf(&b, "**No user count met the SLA** on %d× %s (%s, TP %d)", d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
 	}
@@ -37,6 +41,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	if c.FirstFailingUsers > 0 {
 		fmt.Fprintf(&b, "Above it, at %d users, the SLA fails first on: %s.\n\n", c.FirstFailingUsers, mdEscape(c.FailedClause))
 	}
+	writeCeilingMarkdown(&b, d)
 	fmt.Fprintf(&b, "SLA (%s): %s\n\n", mdEscape(d.SLA.Scope), mdEscape(p.SLAText))
 	bound := "not client-bound"
 	if d.Client.ClientBound {

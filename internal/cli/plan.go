@@ -29,8 +29,9 @@ func newPlanCmd() *cobra.Command {
 		Short: "Run the whole methodology: workload → tune → choose → sweep → trace → report",
 		Long: `Plan answers "how many users?" end to end. It inspects the workload, runs the
 NSGA-II study over the engine flags, gives the best feasible Pareto-front members
-a short sweep and chooses the one with the highest ceiling, sweeps it to the
-capacity ceiling, analyses a kernel trace when one is configured, and writes
+a sweep and chooses the one with the highest ceiling, sweeps it to the
+capacity ceiling with its interval over workload seeds (sweep.seeds),
+compares it with the configured flags on the same seeds, analyses a kernel trace when one is configured, and writes
 DIR/summary.json, DIR/report.html and DIR/summary.md beside the study and the
 sweep's records. With no configuration it plans the reference case
 (gpt-oss-120b on 4× H100) on the built-in simulator in virtual time.`,
@@ -66,6 +67,9 @@ sweep's records. With no configuration it plans the reference case
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
+			if iv := d.Capacity.CeilingInterval; iv != nil {
+				fmt.Fprintf(w, " [%d, %d] (%.0f %% interval over %d workload seeds)", iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds))
+			}
 			if d.Capacity.Unconfirmed {
 				fmt.Fprintf(w, " (unconfirmed: too few samples at that level; judged: %d)", d.Capacity.JudgedUsers)
 			}
@@ -73,6 +77,9 @@ sweep's records. With no configuration it plans the reference case
 				fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
 			}
 			fmt.Fprintf(w, "\nconfiguration: %s\n", d.Capacity.ServeCommand)
+			if tv := d.TunedVsDefault; tv != nil {
+				fmt.Fprintf(w, "tuned vs default: %s\n", tv.Verdict)
+			}
 			for _, r := range d.Compare {
 				fmt.Fprintf(w, "  %-10s %4d users  %6.1f users/GPU  ratio %.2f", r.Name, r.Users, r.UsersPerGPU, r.Ratio)
 				if r.Unconfirmed {

@@ -99,3 +99,30 @@ func TestNewEvaluatorRefusesMissingEngine(t *testing.T) {
 		t.Fatalf("NewEvaluator(nil engine) = %v, want ErrNoEngine", err)
 	}
 }
+
+// Repeats run with their own workload seed: the same offset replays the
+// same run, another offset measures other users.
+func TestEvaluateSeedOffset(t *testing.T) {
+	s := quickSetup(t)
+	ev, err := capacity.NewEvaluator(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(off uint64) [3]float64 {
+		l := s.Windows.Run.At(40)
+		l.SeedOffset = off
+		got, err := ev.Evaluate(context.Background(), map[string]any{}, l, capacity.Outputs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := got.Summary.Overall
+		return [3]float64{float64(o.Requests), o.TTFT.P95, o.OutputTokensPerSecond}
+	}
+	a, b, c := run(0), run(0), run(1)
+	if a != b {
+		t.Errorf("offset 0 twice: %v then %v", a, b)
+	}
+	if a == c {
+		t.Errorf("offset 1 replayed offset 0's run: %v", a)
+	}
+}

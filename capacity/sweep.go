@@ -256,10 +256,8 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 	sort.Slice(res.Levels, func(i, j int) bool { return res.Levels[i].Users < res.Levels[j].Users })
 	res.Knee = knee(res.Levels)
 	res.Spread = spread(res.Levels)
-	if o.Seeds > 1 {
-		if err := AddInterval(ctx, eval, o, res); err != nil {
-			return nil, err
-		}
+	if err := AddInterval(ctx, eval, o, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

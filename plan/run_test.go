@@ -36,13 +36,13 @@ func TestQuickPlan(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
-	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== trace", "== compare"} {
+	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== default", "== trace", "== compare"} {
 		if !strings.Contains(progress.String(), phase) {
 			t.Errorf("no progress for phase %q", phase)
 		}
 	}
-	if len(s.Phases) != 7 {
-		t.Errorf("%d phases recorded, want 7: %+v", len(s.Phases), s.Phases)
+	if len(s.Phases) != 8 {
+		t.Errorf("%d phases recorded, want 8: %+v", len(s.Phases), s.Phases)
 	}
 	c := s.Capacity
 	if c.Users <= 0 {
@@ -53,6 +53,18 @@ func TestQuickPlan(t *testing.T) {
 	}
 	if c.FailedClause == "" {
 		t.Error("capacity.failed_clause is empty")
+	}
+	// --quick measures the interval over 3 workload seeds; the ceiling is
+	// the first seed's and the comparison with engine.params uses the same
+	// seeds.
+	if iv := c.CeilingInterval; iv == nil || len(iv.Seeds) != 3 || iv.Seeds[0].Ceiling != c.Users || iv.Lo > iv.Hi || c.Ceiling != c.Users {
+		t.Errorf("capacity.ceiling_interval = %+v (no_interval %q), ceiling %d", iv, c.NoInterval, c.Ceiling)
+	}
+	if m := c.BindingMargin; m == nil || m.AtFirstFailing <= m.Limit || m.AtCeiling > m.Limit {
+		t.Errorf("binding margin %+v: want the clause within its limit at the ceiling and over it above", m)
+	}
+	if tv := s.TunedVsDefault; tv == nil || tv.Verdict == "" || tv.Tuned.Users != c.Users || (!tv.Same && (tv.Default.Interval == nil || tv.Difference == nil)) {
+		t.Errorf("tuned_vs_default = %+v", tv)
 	}
 	if len(c.Config) == 0 {
 		t.Error("capacity.config is empty")

@@ -13,8 +13,8 @@ type Sweep struct {
 	Seeds              int      `yaml:"seeds" doc:"Workload seeds the ceiling is measured with: the sweep walks the grid with workload.seed, each other seed finds its own ceiling starting from that one, and their spread gives the ceiling's 95 % interval (where a sweep with another seed would land; docs/capacity.md). 1 states no interval."`
 	Duration           Duration `yaml:"duration" doc:"Measured window per level; 0 uses run.duration."`
 	Warmup             Duration `yaml:"warmup" doc:"Warm-up per level; 0 uses run.warmup."`
-	TopK               int      `yaml:"top_k" doc:"spoc plan: feasible Pareto-front members given a short sweep before the best is chosen."`
-	Choose             string   `yaml:"choose" doc:"spoc plan: how to pick among the candidates' short sweeps: highest-ceiling (most users within the SLA), or max-throughput (most output tokens/s at its ceiling). On the simulator, candidates tied at the highest ceiling get full sweeps to tell them apart; remaining ties keep engine.params (then the earlier candidate)."`
+	TopK               int      `yaml:"top_k" doc:"spoc plan: feasible Pareto-front members given a sweep (the sweep's windows, one workload seed) before the best is chosen."`
+	Choose             string   `yaml:"choose" doc:"spoc plan: how to pick among the candidates' sweeps: highest-ceiling (most users within the SLA), or max-throughput (most output tokens/s at its ceiling). Ties keep engine.params (then the earlier candidate)."`
 }
 
 // DefaultSweep doubles from 25 users, bisects to max(5 users, 2 %), and

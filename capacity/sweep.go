@@ -64,12 +64,6 @@ type SweepOptions struct {
 	// own ceiling by a walk from the first one's (Interval). 0 or 1
 	// measures no interval.
 	Seeds int
-	// JudgeFewSamples judges a level whose runs had too few samples for a
-	// percentile on the values measured (result.Verdict.FewSamplesPass)
-	// instead of leaving it unjudged: for short sweeps that rank
-	// candidates on short windows, never for the sweep that states the
-	// capacity.
-	JudgeFewSamples bool
 	// Progress, when set, is called after every level of the first seed's
 	// walk.
 	Progress func(l Level, phase string)
@@ -147,9 +141,6 @@ func (w *walker) run(users int, phase string) (*Level, error) {
 		rep, err := w.eval(w.ctx, users, w.seed*o.Repeats+r)
 		if err != nil {
 			return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
-		}
-		if rep.Insufficient && o.JudgeFewSamples {
-			rep.Insufficient, rep.Pass = false, rep.FewSamplesPass
 		}
 		l.Repeats = append(l.Repeats, rep)
 		judgedFail := l.FailedClause != "" && !l.Insufficient

@@ -16,19 +16,34 @@ import (
 // seed's first repeat of each level. The result carries the binding
 // clause's Margin.
 func SweepConfig(ctx context.Context, ev *Evaluator, params map[string]any, load func(users int) Load, opts SweepOptions, records func(users int) (io.WriteCloser, error)) (*SweepResult, error) {
+	imported := ev.setup.Workload.Import != nil && opts.Seeds > 1
+	if imported {
+		opts.Seeds = 1
+	}
 	res, err := Sweep(ctx, levelFunc(ev, params, load, records), opts)
 	if err != nil {
 		return nil, err
 	}
+	if imported {
+		res.NoInterval = errSameSessions.Error()
+	}
 	res.Margin = sweepMargin(res)
 	return res, nil
 }
+
+// errSameSessions: an imported trace is replayed as recorded whatever the
+// workload seed, so other seeds would only repeat the first one's sweep.
+var errSameSessions = errors.New("an imported trace replays the same sessions for every workload seed")
 
 // IntervalConfig adds the interval over opts.Seeds workload seeds to res,
 // an earlier SweepConfig of params with the same load and options but one
 // seed: the seeds' walks start from its ceiling, so its grid is not run
 // again.
 func IntervalConfig(ctx context.Context, ev *Evaluator, params map[string]any, load func(users int) Load, opts SweepOptions, res *SweepResult) error {
+	if ev.setup.Workload.Import != nil {
+		res.NoInterval = errSameSessions.Error()
+		return nil
+	}
 	return AddInterval(ctx, levelFunc(ev, params, load, nil), opts, res)
 }
 

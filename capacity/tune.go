@@ -109,7 +109,8 @@ type TuneOptions struct {
 // The engine must apply each trial's flags (not an external server) and
 // pass its own check. When s.Search.Users is 0 the study runs at the load
 // its trials already ran at (a resumed study) or, for a new study, at the
-// ceiling of the configured flags found by a short baseline sweep. It
+// ceiling of the configured flags found by a baseline sweep with the
+// sweep's windows. It
 // returns the study's state, also with the error of an interrupted run.
 func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 	if !engine.Reconfigurable(s.Launcher) {
@@ -136,7 +137,7 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		if users > 0 {
 			notify(fmt.Sprintf("search.users auto: study %q runs at %d users", spec.Study, users))
 		} else {
-			notify("search.users auto: finding the ceiling of engine.params with a short baseline sweep ...")
+			notify("search.users auto: finding the ceiling of engine.params with a baseline sweep (the sweep's windows, one seed) ...")
 			res, err := BaselineSweep(ctx, ev)
 			if err != nil {
 				return nil, fmt.Errorf("baseline sweep: %w", err)

@@ -66,9 +66,10 @@ sweep's records. With no configuration it plans the reference case
 				return writeJSON(cmd.OutOrStdout(), d)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
 			if iv := d.Capacity.CeilingInterval; iv != nil {
-				fmt.Fprintf(w, " [%d, %d] (%.0f %% interval over %d workload seeds)", iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds))
+				fmt.Fprintf(w, "capacity ceiling: %d [%d, %d] users (%.0f %% interval over %d workload seeds)", d.Capacity.Users, iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds))
+			} else {
+				fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
 			}
 			if d.Capacity.Unconfirmed {
 				fmt.Fprintf(w, " (unconfirmed: too few samples at that level; judged: %d)", d.Capacity.JudgedUsers)

@@ -152,6 +152,8 @@ run:
   ramp: 0s
 sweep:
   max: 64
+  duration: 20s
+  warmup: 5s
 `)
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := tuneCLI(t, "-c", cfg, "--out", out)

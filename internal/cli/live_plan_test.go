@@ -79,6 +79,7 @@ sweep:
   resolution_users: 2
   resolution_fraction: 0.25
   top_k: 1
+  seeds: 2
 telemetry:
   enabled: false
 `, kind, gpu, time.Now().UnixNano(), strings.Join(quoted, ", "))

@@ -19,8 +19,26 @@ type Calibration struct {
 	Factors Factors
 	Source  string // measurement file
 	Date    string // when the fit was made
-	// MAPE is the validation error per metric on the source data, in percent.
+	// MAPE is the validation error per metric on the source data, in percent
+	// (in-sample: the points fitted).
 	MAPE map[string]float64
+	// OutOfSample is the leave-one-GPU-out error: for each GPU of the data, a
+	// fit on the others predicting it. It is the error to quote for a GPU
+	// the calibration has not seen.
+	OutOfSample []HeldOutError
+	// Envelope is the range of conditions the measurements covered.
+	Envelope Envelope
+}
+
+// HeldOutError is a calibration's error on the points of a GPU that the fit
+// did not see, per metric, in percent.
+type HeldOutError struct {
+	GPU    string `json:"gpu"`
+	Points int    `json:"points"`
+	// MAPE is the mean absolute percentage error; MeanSigned the mean
+	// signed error (negative: predicted below measured).
+	MAPE       map[string]float64 `json:"mape_percent"`
+	MeanSigned map[string]float64 `json:"mean_signed_percent"`
 }
 
 // Calibrations lists the built-in calibrations. Each is reproduced by
@@ -34,6 +52,7 @@ var Calibrations = []Calibration{
 			DenseCompute: 0.70, DenseMemory: 0.80, // not fitted (UncalibratedFactors)
 			AttentionCompute: 0.7844, AttentionMemory: 0.8646,
 			MoECompute: 0.2088, MoEMemory: 0.8676,
+			MoEFP8Compute: 0.40, MoEFP8Memory: 0.70, // not fitted
 			ElementwiseMemory: 0.60, // not fitted
 			Network:           0.5567,
 			// CPU overheads: hidden by async scheduling in every reference

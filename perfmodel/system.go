@@ -58,6 +58,7 @@ type System struct {
 
 	expertFormat, denseFormat WeightFormat
 	clock                     float64
+	sms                       float64 // SMs per GPU, for SM-active estimates (1 when unknown)
 	c                         stepConstants
 }
 
@@ -112,7 +113,7 @@ func NewSystem(model Model, gpu GPU, opts SystemOptions) (*System, error) {
 			return nil, fmt.Errorf("new system: %s %d is negative", p.name, *p.v)
 		}
 	}
-	s := &System{model: model, gpu: gpu, opts: opts, factors: opts.Factors, clock: 1}
+	s := &System{model: model, gpu: gpu, opts: opts, factors: opts.Factors, clock: 1, sms: float64(max(gpu.SMCount, 1))}
 	if s.factors == (Factors{}) {
 		s.factors = DefaultFactors(model)
 	}

@@ -83,3 +83,26 @@ func TestParseMoEKernel(t *testing.T) {
 		t.Error("unknown kernel accepted")
 	}
 }
+
+// TestUtilisationSemantics: KernelActive (GPU_UTIL) excludes only the CPU
+// overhead; SMActive (SM_ACTIVE) also counts small kernels only for the SMs
+// their one-block-per-token grids occupy, so it falls with fewer tokens than
+// SMs and never exceeds KernelActive.
+func TestUtilisationSemantics(t *testing.T) {
+	g := toyGPU()
+	g.SMCount = 8
+	f := toyFactors()
+	f.GraphKernelSeconds, f.EagerKernelSeconds = 1e-6, 1e-6
+	s := mustSystem(t, toyModel(), g, SystemOptions{Factors: f})
+	for _, n := range []int{2, 8, 32} {
+		c := s.Step([]Seq{{NewTokens: n}})
+		cpu := f.StepOverheadSeconds + f.PerSeqOverheadSeconds
+		checkClose(t, "kernel active", c.KernelActive, (c.Seconds-cpu)/c.Seconds)
+		small := math.Min(1, float64(n)/8)
+		want := (c.Terms.Attention + c.Terms.DenseGEMM + c.Terms.MoE + small*(c.Terms.Other+c.Terms.Overhead-cpu)) / c.Seconds
+		checkClose(t, "sm active", c.SMActive, want)
+		if c.SMActive > c.KernelActive+1e-12 {
+			t.Errorf("%d tokens: SM active %g above kernel active %g", n, c.SMActive, c.KernelActive)
+		}
+	}
+}

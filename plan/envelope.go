@@ -42,20 +42,32 @@ type EnvelopePoint struct {
 // built-in calibration of the simulated model. It returns nil and a note
 // when there is nothing to compare with.
 func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
-	if s.CalibrationFile != "" {
-		return nil, "the calibration file " + s.CalibrationFile + " states no measured envelope: whether this plan's operating points lie inside what it was fitted on is not checked"
-	}
 	dep, err := sim.NewDeployment(s.Deployment.Sim)
 	if err != nil {
 		return nil, "calibration envelope not checked: " + err.Error()
 	}
-	c, ok := perfmodel.CalibrationFor(dep.Model)
-	if !ok {
-		return nil, "no calibration for " + dep.Model.Name + ": every simulated number rests on first-principles factors"
+	var env *Envelope
+	var c perfmodel.Calibration
+	if s.CalibrationFile != "" {
+		fitted, err := sim.LoadCalibrationEnvelope(s.CalibrationFile)
+		if err != nil {
+			return nil, "calibration envelope not checked: " + err.Error()
+		}
+		if fitted == nil {
+			return nil, "the calibration file " + s.CalibrationFile + " states no measured envelope: whether this plan's operating points lie inside what it was fitted on is not checked"
+		}
+		c.Envelope = *fitted
+		env = &Envelope{Calibration: fmt.Sprintf("calibration file %s (%s on %s)", s.CalibrationFile,
+			strings.Join(fitted.Engines, ", "), strings.Join(fitted.GPUs, ", ")), Fitted: *fitted}
+	} else {
+		var ok bool
+		if c, ok = perfmodel.CalibrationFor(dep.Model); !ok {
+			return nil, "no calibration for " + dep.Model.Name + ": every simulated number rests on first-principles factors"
+		}
+		env = &Envelope{Calibration: fmt.Sprintf("built-in %s calibration (%s on %s)", c.Family,
+			strings.Join(c.Envelope.Engines, ", "), strings.Join(c.Envelope.GPUs, ", ")),
+			Fitted: c.Envelope, OutOfSample: c.OutOfSample}
 	}
-	env := &Envelope{Calibration: fmt.Sprintf("built-in %s calibration (%s on %s)", c.Family,
-		strings.Join(c.Envelope.Engines, ", "), strings.Join(c.Envelope.GPUs, ", ")),
-		Fitted: c.Envelope, OutOfSample: c.OutOfSample}
 	tp := max(dep.TensorParallelSize, 1)
 	replicas := max(1, max(dep.GPUs, tp)/tp)
 	op := perfmodel.OperatingPoint{GPU: dep.GPU.Name, TensorParallel: tp, PrefixCaching: dep.Params.EnablePrefixCaching}

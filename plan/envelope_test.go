@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,8 +62,24 @@ func TestEnvelopeReferenceCase(t *testing.T) {
 		t.Errorf("out-of-sample errors %+v", env.OutOfSample)
 	}
 
-	s.CalibrationFile = "my.json"
-	if env, note := checkEnvelope(s, sum); env != nil || !strings.Contains(note, "not checked") {
-		t.Errorf("calibration file: %v, %q", env, note)
+	// A calibration file without an envelope: not checked, and said so.
+	dir := t.TempDir()
+	s.CalibrationFile = filepath.Join(dir, "old.json")
+	if err := os.WriteFile(s.CalibrationFile, []byte(`{"factors": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if env, note := checkEnvelope(s, sum); env != nil || !strings.Contains(note, "states no measured envelope") {
+		t.Errorf("calibration file without envelope: %v, %q", env, note)
+	}
+	// One with an envelope (as spoc sim calibrate writes it) is checked.
+	s.CalibrationFile = filepath.Join(dir, "new.json")
+	if err := os.WriteFile(s.CalibrationFile, []byte(`{"envelope": {"gpus": ["h100"], "tensor_parallel": {"min": 4, "max": 4},
+		"prompt_tokens": {"min": 100, "max": 200000}, "output_tokens": {"min": 100, "max": 2000},
+		"concurrency": {"min": 1, "max": 512}, "prefix_caching": [true], "multi_turn": true}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, note = checkEnvelope(s, sum)
+	if env == nil || len(env.Outside) != 0 || !strings.Contains(env.Calibration, "new.json") {
+		t.Errorf("calibration file with a covering envelope: %+v, %q", env, note)
 	}
 }

@@ -24,6 +24,9 @@ type Result struct {
 	// Tied maps an unidentified factor to the fitted factor whose value it
 	// took (SharedClasses).
 	Tied map[string]string `json:"tied,omitempty"`
+	// Envelope is the range of conditions the fitted points cover
+	// (EnvelopeOf); plans check their operating points against it.
+	Envelope perfmodel.Envelope `json:"envelope"`
 	// Validation is the fitted factors' error on the points fitted.
 	Validation Validation    `json:"validation"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
@@ -172,7 +175,7 @@ func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("calibrate: %w", err)
 	}
-	return Result{Factors: fitted, Params: names, Unidentified: unident, Tied: tied, Evaluations: evals, Validation: ev.validation(preds),
+	return Result{Factors: fitted, Params: names, Unidentified: unident, Tied: tied, Envelope: EnvelopeOf(pts), Evaluations: evals, Validation: ev.validation(preds),
 		Elapsed: time.Since(start)}, nil
 }
 

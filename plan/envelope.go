@@ -32,8 +32,8 @@ type Envelope struct {
 type EnvelopePoint struct {
 	Users int `json:"users"`
 	// Concurrency is the most requests one replica may hold in flight: the
-	// level's users over the replicas (think time keeps the real number
-	// lower).
+	// level's users over the replicas, capped by the chosen configuration's
+	// max-num-seqs (think time keeps the real number lower).
 	Concurrency int                   `json:"concurrency"`
 	Outside     []perfmodel.Excursion `json:"outside,omitempty"`
 }
@@ -70,7 +70,22 @@ func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
 	}
 	tp := max(dep.TensorParallelSize, 1)
 	replicas := max(1, max(dep.GPUs, tp)/tp)
-	op := perfmodel.OperatingPoint{GPU: dep.GPU.Name, TensorParallel: tp, PrefixCaching: dep.Params.EnablePrefixCaching}
+	// The chosen configuration's flags over the configured ones: they cap
+	// the requests in flight and say whether prefix caching is on.
+	params := dep.Params
+	if len(sum.Capacity.Config) > 0 {
+		merged := map[string]any{}
+		for k, v := range s.Deployment.Sim.Params {
+			merged[k] = v
+		}
+		for k, v := range sum.Capacity.Config {
+			merged[k] = v
+		}
+		if p, err := sim.ParamsFromMap(merged); err == nil {
+			params = p
+		}
+	}
+	op := perfmodel.OperatingPoint{GPU: dep.GPU.Name, TensorParallel: tp, PrefixCaching: params.EnablePrefixCaching}
 	if w := sum.Workload; w != nil {
 		lo, hi := math.MaxInt, 0
 		olo, ohi := math.MaxInt, 0
@@ -102,6 +117,9 @@ func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
 	for _, sp := range sum.Sweep {
 		q := op
 		q.Concurrency = (sp.Users + replicas - 1) / replicas
+		if params.MaxNumSeqs > 0 {
+			q.Concurrency = min(q.Concurrency, params.MaxNumSeqs)
+		}
 		xs := c.Envelope.Check(q)
 		env.Points = append(env.Points, EnvelopePoint{Users: sp.Users, Concurrency: q.Concurrency, Outside: xs})
 		add(xs)

@@ -23,7 +23,8 @@ func TestEnvelopeReferenceCase(t *testing.T) {
 			{Name: "P0", ContextStartP50: 5000, ContextMax: 50000, OutputBudgetP50: 600, TurnsP50: 8},
 			{Name: "P2", ContextStartP50: 75000, ContextMax: 131072, OutputBudgetP50: 1200, TurnsP50: 4},
 		}},
-		Sweep: []SweepPoint{{Users: 64}, {Users: 256}},
+		Sweep:    []SweepPoint{{Users: 64}, {Users: 256}, {Users: 400}},
+		Capacity: Capacity{Config: map[string]any{"max-num-seqs": 300}},
 	}
 	env, note := checkEnvelope(s, sum)
 	if env == nil {
@@ -41,7 +42,7 @@ func TestEnvelopeReferenceCase(t *testing.T) {
 	if !strings.Contains(dims["prompt length"], "up to 131072 tokens") || !strings.Contains(dims["prompt length"], "(16×)") {
 		t.Errorf("prompt length: %s", dims["prompt length"])
 	}
-	if len(env.Points) != 2 || env.Points[0].Concurrency != 64 || env.Points[1].Concurrency != 256 {
+	if len(env.Points) != 3 || env.Points[0].Concurrency != 64 || env.Points[1].Concurrency != 256 || env.Points[2].Concurrency != 300 {
 		t.Fatalf("points %+v", env.Points)
 	}
 	concAt := func(p EnvelopePoint) bool {

@@ -31,7 +31,7 @@ func TestCalibrationSectionRenders(t *testing.T) {
 	b200 := cal.OutOfSample[0]
 	tput := fmt.Sprintf("%.1f %%", b200.MAPE["output_throughput_per_gpu"])
 	for _, want := range []string{"How far to trust the simulator", "predicted unseen", "B200", "H100",
-		"prompt length up to 131072 tokens", "(16×)", "prefix caching on", "300 users (300 per replica)",
+		"prompt length up to 131072 tokens", "(16×)", "prefix caching on", "300 users (≤ 300 in flight per replica)",
 		"prompts 819–8192 tokens", "prefix caching off"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)

@@ -73,7 +73,7 @@ func newCalibrationView(e *plan.Envelope) *calibrationView {
 	for _, p := range e.Points {
 		for _, x := range p.Outside {
 			if x.Dimension == "concurrency" {
-				levels = append(levels, fmt.Sprintf("%d users (%d per replica)", p.Users, p.Concurrency))
+				levels = append(levels, fmt.Sprintf("%d users (≤ %d in flight per replica)", p.Users, p.Concurrency))
 			}
 		}
 	}

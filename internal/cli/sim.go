@@ -520,9 +520,7 @@ func newSimCalibrateCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "fitted %s in %d evaluations\n", strings.Join(res.Params, ", "), res.Evaluations)
-			if len(res.Unidentified) > 0 {
-				fmt.Fprintf(w, "not fitted (no point exercises them; start values kept): %s\n", strings.Join(res.Unidentified, ", "))
-			}
+			printUnidentified(w, res)
 			printSimValidation(w, res.Validation)
 			if out != "" {
 				fmt.Fprintf(w, "wrote %s (set engine.sim.calibration to use it)\n", out)

@@ -100,13 +100,7 @@ func newSimValidateCmd() *cobra.Command {
 			w := cmd.OutOrStdout()
 			if h := out.LeftOut; h != nil {
 				fmt.Fprintf(w, "fit without %s: %d points, %s\n", h.GPU, len(h.Fit.Validation.Rows), strings.Join(calibrate.GPUsOf(h.Fit.Validation), ", "))
-				for _, n := range h.Unidentified {
-					if from, ok := h.Fit.Tied[n]; ok {
-						fmt.Fprintf(w, "%s: no fitted point runs its kernel class; shares the fitted %s\n", n, from)
-					} else {
-						fmt.Fprintf(w, "%s: no fitted point exercises it; start value kept\n", n)
-					}
-				}
+				printUnidentified(w, h.Fit)
 				fmt.Fprintln(w, "\nin-sample (the GPUs fitted):")
 				printErrorTable(w, breakdowns(h.Fit.Validation), h.Fit.Validation)
 				fmt.Fprintf(w, "\nout-of-sample (%s, not fitted):\n", h.GPU)
@@ -143,4 +137,16 @@ func printErrorTable(w io.Writer, b map[string][]calibrate.Group, v calibrate.Va
 		}
 	}
 	tw.Flush()
+}
+
+// printUnidentified says, for each factor a fit could not identify, whether
+// it shares a fitted factor of another kernel class or kept its start value.
+func printUnidentified(w io.Writer, res calibrate.Result) {
+	for _, n := range res.Unidentified {
+		if from, ok := res.Tied[n]; ok {
+			fmt.Fprintf(w, "%s: no fitted point runs its kernel class; shares the fitted %s\n", n, from)
+		} else {
+			fmt.Fprintf(w, "%s: no fitted point exercises it; start value kept\n", n)
+		}
+	}
 }

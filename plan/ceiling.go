@@ -13,12 +13,15 @@ import (
 // sweep's windows over the same workload seeds, the flags that differ, and
 // whether the difference is larger than the seeds' noise.
 type TunedVsDefault struct {
-	// Default is engine.params; Tuned the chosen configuration. Same is
-	// set when the chosen configuration is engine.params (tuning found
-	// nothing better), and then Tuned repeats Default.
-	Default CeilingEstimate `json:"default"`
-	Tuned   CeilingEstimate `json:"tuned"`
-	Same    bool            `json:"same_config"`
+	// Default is engine.params; Tuned the chosen configuration or, when
+	// the plan kept engine.params (KeptDefault), the study's candidate
+	// with the highest ceiling. Same is set when no tuned configuration
+	// could be compared (no study ran, or no candidate could), and then
+	// Tuned repeats Default.
+	Default     CeilingEstimate `json:"default"`
+	Tuned       CeilingEstimate `json:"tuned"`
+	KeptDefault bool            `json:"kept_default,omitempty"`
+	Same        bool            `json:"same_config"`
 	// TunedTrial is the study trial the tuned configuration came from (-1:
 	// engine.params).
 	TunedTrial int `json:"tuned_trial"`
@@ -60,27 +63,55 @@ func estimate(r *capacity.SweepResult) CeilingEstimate {
 		ResolutionUsers: r.Resolution, Provenance: r.Provenance()}
 }
 
+// tunedCandidate is a study trial's candidate sweep.
+type tunedCandidate struct {
+	trial  int
+	params map[string]any
+	res    *capacity.SweepResult
+}
+
 // tunedVsDefault measures the configured flags' ceiling interval on the
 // seeds the chosen configuration's was measured on — their grid walk is
 // the baseline phase's, run with the same windows, repeats and resolution,
-// so only the other seeds' walks run here — and compares the two.
+// so only the other seeds' walks run here — and compares the two. When the
+// plan kept engine.params, the study's best candidate is compared with
+// them instead, so the report still says what tuning would have changed.
 func (p *planner) tunedVsDefault(ctx context.Context) (string, error) {
 	if p.final == nil {
 		return "", fmt.Errorf("no sweep of the chosen configuration to compare")
 	}
+	opts := p.s.Sweep.SweepOptions
+	opts.SeedProgress = p.seedProgress
+	// interval walks the other seeds of a candidate sweep (a copy).
+	interval := func(params map[string]any, r *capacity.SweepResult) (*capacity.SweepResult, error) {
+		c := *r
+		if err := capacity.IntervalConfig(ctx, p.ev, params, p.s.Windows.Sweep.At, opts, &c); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
 	tv := &TunedVsDefault{Tuned: estimate(p.final), TunedTrial: p.sum.Capacity.ChosenTrial}
 	base := withBase(p.s.Deployment.Params, nil)
-	if p.sum.Capacity.ChosenTrial < 0 || p.baseline == nil {
-		tv.Same, tv.Default = true, tv.Tuned
-	} else {
-		def := *p.baseline
-		opts := p.s.Sweep.SweepOptions
-		opts.SeedProgress = p.seedProgress
-		if err := capacity.IntervalConfig(ctx, p.ev, map[string]any{}, p.s.Windows.Sweep.At, opts, &def); err != nil {
+	switch {
+	case p.sum.Capacity.ChosenTrial >= 0 && p.baseline != nil:
+		def, err := interval(map[string]any{}, p.baseline)
+		if err != nil {
 			return "", fmt.Errorf("engine.params: %w", err)
 		}
-		tv.Default = estimate(&def)
+		tv.Default = estimate(def)
 		tv.Changed = changedFlags(base, p.sum.Capacity.Config)
+	case p.sum.Capacity.ChosenTrial < 0 && p.bestTuned != nil:
+		// the plan keeps engine.params: its sweep is the final one
+		tv.KeptDefault, tv.Default = true, tv.Tuned
+		b := p.bestTuned
+		tuned, err := interval(b.params, b.res)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", trialName(b.trial), err)
+		}
+		tv.Tuned, tv.TunedTrial = estimate(tuned), b.trial
+		tv.Changed = changedFlags(base, withBase(p.s.Deployment.Params, b.params))
+	default:
+		tv.Same, tv.Default = true, tv.Tuned
 	}
 	tv.DifferenceUsers = tv.Tuned.Users - tv.Default.Users
 	if !tv.Same && tv.Default.Interval != nil && tv.Tuned.Interval != nil {
@@ -100,13 +131,20 @@ func verdict(tv *TunedVsDefault) (bool, string) {
 	def, tun := tv.Default, tv.Tuned
 	switch {
 	case tv.Same:
-		return true, fmt.Sprintf("tuning found nothing better than engine.params: the plan keeps them (%s)", ceilingText(def.Users, def.Interval))
+		return true, fmt.Sprintf("no tuned configuration to compare: the plan keeps engine.params (%s)", ceilingText(def.Users, def.Interval))
 	case tv.Difference != nil:
 		d := tv.Difference
-		head := fmt.Sprintf("tuned %s vs engine.params %s: %+d users; over %d seeds %+.1f users [%+.1f, %+.1f] (95 %%)",
-			ceilingText(tun.Users, tun.Interval), ceilingText(def.Users, def.Interval), tv.DifferenceUsers, d.Seeds, d.MeanUsers, d.Lo, d.Hi)
+		name := "tuned"
+		if tv.KeptDefault {
+			name = fmt.Sprintf("the plan keeps engine.params; the best tuned candidate (trial #%d)", tv.TunedTrial)
+		}
+		head := fmt.Sprintf("%s %s vs engine.params %s: %+d users; over %d seeds %+.1f users [%+.1f, %+.1f] (95 %%)",
+			name, ceilingText(tun.Users, tun.Interval), ceilingText(def.Users, def.Interval), tv.DifferenceUsers, d.Seeds, d.MeanUsers, d.Lo, d.Hi)
 		if d.WithinNoise() {
 			return true, head + ": within noise — tuning did not measurably raise the ceiling"
+		}
+		if d.MeanUsers > 0 && tv.KeptDefault {
+			return false, head + ": more users beyond noise on average over the seeds, though not on the configured seed that chose"
 		}
 		if d.MeanUsers > 0 {
 			return false, head + ": tuning raised the ceiling beyond noise"

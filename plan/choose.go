@@ -57,6 +57,9 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
 		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
+		if c.trial >= 0 && (p.bestTuned == nil || res.Ceiling > p.bestTuned.res.Ceiling) {
+			p.bestTuned = &tunedCandidate{trial: c.trial, params: c.params, res: res}
+		}
 		tput := res.CeilingThroughput()
 		if best < 0 || better(sw.Choose, rc, p.sum.Candidates[best], tput, bestTput) {
 			best, bestTput = len(p.sum.Candidates)-1, tput

@@ -47,6 +47,10 @@ type planner struct {
 	// final is the chosen configuration's sweep: the default phase
 	// compares it with the baseline.
 	final *capacity.SweepResult
+	// bestTuned is the study's candidate with the highest ceiling: when
+	// the plan keeps engine.params, the default phase compares it with
+	// them on the same seeds.
+	bestTuned *tunedCandidate
 }
 
 func (p *planner) logf(format string, args ...any) {

@@ -63,7 +63,10 @@ func TestQuickPlan(t *testing.T) {
 	if m := c.BindingMargin; m == nil || m.AtFirstFailing <= m.Limit || m.AtCeiling > m.Limit {
 		t.Errorf("binding margin %+v: want the clause within its limit at the ceiling and over it above", m)
 	}
-	if tv := s.TunedVsDefault; tv == nil || tv.Verdict == "" || tv.Tuned.Users != c.Users || (!tv.Same && (tv.Default.Interval == nil || tv.Difference == nil)) {
+	// the chosen configuration is the tuned one, or, when the plan kept
+	// engine.params, the default one (the best candidate is compared)
+	if tv := s.TunedVsDefault; tv == nil || tv.Verdict == "" || (tv.KeptDefault && tv.Default.Users != c.Users) || (!tv.KeptDefault && tv.Tuned.Users != c.Users) ||
+		(!tv.Same && (tv.Default.Interval == nil || tv.Tuned.Interval == nil || tv.Difference == nil)) {
 		t.Errorf("tuned_vs_default = %+v", tv)
 	}
 	if len(c.Config) == 0 {

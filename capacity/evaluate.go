@@ -273,7 +273,10 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // when its flags are the same (prefix cache reset), else a new one. The
 // caller holds e.mu.
 func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
-	flags, err := vllm.Flags(params)
+	// The key is the flags the server runs with (engine.params under
+	// params): a candidate given as its own flags and the same
+	// configuration given in full reuse one server.
+	flags, err := vllm.Flags(vllm.Merge(e.setup.Deployment.Params, params))
 	if err != nil {
 		return nil, err
 	}

@@ -200,8 +200,14 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	for _, ph := range s.Phases {
 		starts += ph.EngineStarts
 		switch ph.Name {
-		case "baseline", "sweep":
+		case "baseline":
 			if ph.EngineStarts != 1 {
+				t.Errorf("phase %s started %d servers for one flag set", ph.Name, ph.EngineStarts)
+			}
+		case "sweep":
+			// the chosen candidate's server from the choose phase runs
+			// on when the flags are the same
+			if ph.EngineStarts > 1 {
 				t.Errorf("phase %s started %d servers for one flag set", ph.Name, ph.EngineStarts)
 			}
 		case "workload", "trace", "compare":

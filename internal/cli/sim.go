@@ -427,7 +427,11 @@ func newSimServeCmd() *cobra.Command {
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: serving %s (%s on %d× %s, TP %d, time scale %g%s) at http://%s\n",
 			srv.Model(), dep.Model.Name, dep.GPUs, dep.GPU.Name, dep.TensorParallelSize, sc.TimeScale, mode, ln.Addr())
-		if err := srv.Serve(cmd.Context(), ln); err != nil {
+		err = srv.Serve(cmd.Context(), ln)
+		// the engine's own count of its time, to check a planner's
+		// engine-seconds against (docs/fidelity.md)
+		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: engine usage: %s\n", srv.Usage())
+		if err != nil {
 			return err
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), "spoc sim: stopped")

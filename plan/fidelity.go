@@ -29,7 +29,9 @@ var Fidelities = []string{FidelityLive, FidelitySimulated, FidelityMulti}
 // Fidelity is how a plan spends engine time, and how much it may spend.
 type Fidelity struct {
 	// Mode is FidelityLive, FidelitySimulated or FidelityMulti; empty
-	// means multi on a real engine and simulated on the simulator.
+	// means multi on an engine spoc starts, live on an external server
+	// (its flags cannot change: nothing to search) and simulated on the
+	// simulator.
 	Mode string
 	// Budget bounds the engine time of the plan (0: no bound). A budget
 	// below what the plan needs at least is refused before anything runs.
@@ -66,6 +68,10 @@ func (f Fidelity) mode(l engine.Launcher) (mode, note string) {
 		return FidelitySimulated, fmt.Sprintf("plan.fidelity %s on the simulator engine is the simulated plan: every run is simulated anyway.", f.Mode)
 	case virtual, f.Mode == FidelitySimulated:
 		return FidelitySimulated, ""
+	case !engine.Reconfigurable(l) && f.Mode == FidelityMulti:
+		return FidelityLive, "plan.fidelity multi on an external server is the live plan: spoc cannot change the server's flags, so there is nothing to search in the simulator."
+	case !engine.Reconfigurable(l) && f.Mode == "":
+		return FidelityLive, ""
 	case f.Mode == "":
 		return FidelityMulti, ""
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -95,15 +96,19 @@ type multiState struct {
 	rep                                  *FidelityReport
 	// known are the verified live runs of the configuration knownKey,
 	// by user count: levels of the final sweep.
-	known    map[int]*capacity.Evaluation
-	knownKey string
+	known        map[int]*capacity.Evaluation
+	knownRecords map[int]string
+	knownKey     string
 }
 
-// liveRun is one live evaluation kept for fitting.
+// liveRun is one live run kept for fitting: its configuration, load,
+// what it measured, and its records file (relative to the plan's output
+// folder; runs.json lists them for spoc sim calibrate --records).
 type liveRun struct {
-	params map[string]any
-	load   capacity.Load
-	live   *capacity.Evaluation
+	params  map[string]any
+	load    capacity.Load
+	live    Latencies
+	records string
 }
 
 // multiSteps are the phases of a multi plan.
@@ -191,7 +196,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 		if pr.heldBack {
 			m.heldBack = len(m.runs)
 		}
-		m.runs = append(m.runs, liveRun{params: pr.params, load: load, live: ev})
+		m.runs = append(m.runs, liveRun{params: pr.params, load: load, live: latencies(ev), records: filepath.Join("probes", fmt.Sprintf("probe-%d.jsonl", i+1))})
 		pt := ProbePoint{Users: pr.users, Params: withBase(p.s.Deployment.Params, pr.params), Why: pr.why, HeldBack: pr.heldBack,
 			Attempts: attempts, Live: latencies(ev), Provenance: ev.Provenance}
 		m.rep.Probes = append(m.rep.Probes, pt)
@@ -279,6 +284,13 @@ func verdictWord(pass bool) string {
 // probe (to measure the error on a run the fit did not see), then to all.
 func (p *planner) calibrate(ctx context.Context) (string, error) {
 	m := p.m
+	// no live run until verify: a server left up would idle on its GPUs
+	// through the fit and the search, and count as engine time
+	if p.ev != nil {
+		if err := p.ev.Close(ctx); err != nil {
+			return "", err
+		}
+	}
 	if p.dryRun {
 		m.csim.set(m.csim.correction())
 		return "dry run: no fit", nil
@@ -370,19 +382,12 @@ func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 // (same configuration, windows and server): it does not run them again.
 func (p *planner) verify(ctx context.Context) (string, error) {
 	m := p.m
-	recDir := filepath.Join(p.s.OutDir, stagingRecords)
-	if err := os.MkdirAll(recDir, 0o755); err != nil {
-		return "", err
-	}
 	for {
 		params := p.sum.Capacity.Config
 		key := describeParams(params)
 		if key != m.knownKey {
 			// another configuration was chosen: its levels are not this one's
-			for u := range m.known {
-				_ = os.Remove(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", u)))
-			}
-			m.known, m.knownKey = map[int]*capacity.Evaluation{}, key
+			m.known, m.knownRecords, m.knownKey = map[int]*capacity.Evaluation{}, map[int]string{}, key
 		}
 		above := m.predicted + m.resolution
 		if m.predictedFail > m.predicted {
@@ -398,11 +403,12 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 			}
 			live := m.known[u]
 			if live == nil {
-				if live, err = p.evaluateKept(ctx, params, load, filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", u))); err != nil {
+				rec := filepath.Join("probes", fmt.Sprintf("verify-%d.jsonl", len(m.rep.Verified)+1))
+				if live, err = p.evaluateKept(ctx, params, load, filepath.Join(p.s.OutDir, rec)); err != nil {
 					return "", fmt.Errorf("verify %d users live: %w", u, err)
 				}
-				m.known[u] = live
-				m.runs = append(m.runs, liveRun{params: params, load: load, live: live})
+				m.known[u], m.knownRecords[u] = live, rec
+				m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(live), records: rec})
 			}
 			vp := VerifyPoint{Round: m.rep.Rounds, Users: u, Params: withBase(p.s.Deployment.Params, params),
 				Predicted: latencies(pred), Measured: latencies(live), Agree: pred.Pass == live.Pass, Provenance: live.Provenance}
@@ -456,7 +462,15 @@ func (p *planner) finalSweep(ctx context.Context) (string, error) {
 	known := map[int]capacity.Repeat{}
 	var grid []int
 	top := 0
+	recDir := filepath.Join(p.s.OutDir, stagingRecords)
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		return "", err
+	}
 	for u, ev := range m.known {
+		// the verified run is this level: its records are the level's
+		if err := copyFile(filepath.Join(p.s.OutDir, m.knownRecords[u]), filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", u))); err != nil {
+			return "", err
+		}
 		known[u] = ev.Repeat()
 		grid = append(grid, u)
 		top = max(top, u)
@@ -519,7 +533,7 @@ func (p *planner) replay(ctx context.Context, c sim.Correction, idx []int, evals
 		if err != nil {
 			return false
 		}
-		for _, pr := range pairs(latencies(ev), latencies(r.live)) {
+		for _, pr := range pairs(latencies(ev), r.live) {
 			fn(pr)
 		}
 	}
@@ -581,3 +595,21 @@ func (p *planner) fitCorrection(ctx context.Context, start sim.Correction, idx [
 // FitEvaluations bounds the objective evaluations of one correction fit
 // (each replays every fitted run in the simulator).
 const FitEvaluations = 60
+
+// copyFile copies src to dst (created atomically).
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := capacity.CreateAtomic(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Abort()
+		return err
+	}
+	return out.Close()
+}

@@ -173,6 +173,13 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if err := os.Rename(staging, final); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	if p.m != nil {
+		// the live runs the correction was fitted to, for spoc sim
+		// calibrate --records
+		if err := p.m.writeManifest(s.OutDir); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
 	return p.sum, nil
 }
 

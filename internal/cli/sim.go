@@ -491,14 +491,27 @@ func newSimCalibrateCmd() *cobra.Command {
 		params     []string
 		maxEval    int
 		asJSON     bool
+		records    string
+		file       string
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate MEASUREMENTS [-o calibration.json]",
+		Use:   "calibrate MEASUREMENTS [-o calibration.json] | --records DIR [-c FILE] [-o correction.json]",
 		Short: "Fit the simulator's cost-model factors to measured benchmarks (CSV or vllm bench serve JSON)",
 		Long: "Fits perfmodel factors so that replaying each measured benchmark reproduces its throughput, TPOT and\n" +
-			"TTFT, and writes them as a calibration file for engine.sim.calibration.",
-		Args: cobra.ExactArgs(1),
+			"TTFT, and writes them as a calibration file for engine.sim.calibration.\n\n" +
+			"With --records DIR it fits the per-deployment correction (prefill, decode multipliers) to the live runs\n" +
+			"of a multi-fidelity plan's output folder (DIR/runs.json), as the plan's calibrate phase does, and writes\n" +
+			"it for engine.sim.correction (docs/fidelity.md).",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if records != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if records != "" {
+				return simCalibrateRecords(cmd.Context(), cmd.OutOrStdout(), file, records, out, asJSON)
+			}
 			pts, err := readSimMeasurements(args[0])
 			if err != nil {
 				return err
@@ -533,6 +546,8 @@ func newSimCalibrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
 	cmd.Flags().StringSliceVar(&params, "params", nil, "factors to fit (default: "+strings.Join(calibrate.DefaultParams, ",")+")")
 	cmd.Flags().IntVar(&maxEval, "max-evaluations", 0, "bound on objective evaluations (default 400)")
+	cmd.Flags().StringVar(&records, "records", "", "fit the per-deployment correction to a multi plan's live runs in this folder instead")
+	cmd.Flags().StringVarP(&file, "config", "c", "", "with --records: the plan's configuration (workload, SLA, deployment)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the calibration file here")
 	cmd.Flags().StringVar(&out, "output", "", "write the calibration file here")
 	_ = cmd.Flags().MarkDeprecated("output", "use --out")

@@ -419,6 +419,16 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 		if agreeAll {
 			return fmt.Sprintf("live agrees with the prediction at %v users (round %d)", points, m.rep.Rounds), nil
 		}
+		if b := p.s.Fidelity.Budget; b > 0 && !p.dryRun && m.rep.Rounds < RefitRounds {
+			// another round verifies two more points; the final sweep
+			// still needs its levels: refit only while the budget allows
+			w := p.s.Windows.Sweep
+			next := 4 * (max(w.Ramp, w.Warmup) + w.Duration + RunOverhead).Seconds()
+			if used := p.ev.Usage().Seconds; used+next > b.Seconds() {
+				p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live and predicted disagreed at %v users, but plan.budget (%s, %.0f s used) leaves no room for a refit round; the final live sweep decides the ceiling.", points, b, used))
+				return "live and predicted disagree; no budget for a refit round: the final live sweep decides", nil
+			}
+		}
 		if m.rep.Rounds >= RefitRounds || p.dryRun {
 			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: after %d refit round(s) the calibrated simulator still disagreed with live runs at %v users; the final live sweep decides the ceiling.", m.rep.Rounds, points))
 			return "live and predicted still disagree; the final live sweep decides", nil

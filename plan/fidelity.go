@@ -50,12 +50,13 @@ const (
 	RefitRounds = 1
 )
 
-// ProbeLoads are the configured flags' probe loads as fractions of the
-// uncalibrated simulator's ceiling: half of it (light batching: the
-// prefill and decode cost of few requests) and the ceiling itself (large
-// batches and queueing: the regime that decides the ceiling). The flag
-// probe runs at the ceiling too, so that it differs from a fitted probe in
-// the flag alone.
+// ProbeLoads are the configured flags' probe loads, in order, as
+// fractions of the simulator's ceiling for them: the first of the
+// uncalibrated simulator's (half of it: light batching, the prefill and
+// decode cost of few requests), each later one of the ceiling the
+// simulator predicts once corrected by the probes before it (the batched
+// regime that decides the SLA). The flag probe runs at the last corrected
+// ceiling, so that it differs from a fitted probe in the flag alone.
 var ProbeLoads = []float64{0.5, 1}
 
 // mode resolves the configured fidelity for the plan's engine: on the

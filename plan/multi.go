@@ -141,68 +141,107 @@ func (p *planner) initMulti() error {
 	return nil
 }
 
-// probe runs the configured flags live at ProbeLoads of the uncalibrated
-// simulator's ceiling, and the search-space flag the simulator says
-// matters most at that ceiling (held back from the first fit). A probe
-// that fails is retried once, then the plan fails: a probe is never
-// replaced by a simulated number.
+// probe runs the configured flags live, then the flag the simulator says
+// matters most. The probes are sequential and each aims at the ceiling as
+// the simulator predicts it after the probes before it: the first runs at
+// ProbeLoads[0] of the uncalibrated simulator's ceiling; after it a quick
+// fit corrects the simulator, and the next probes run at ProbeLoads[i] of
+// the corrected ceiling (a deployment slower than the model would be
+// overloaded past its cliff at the model's ceiling, and a probe there
+// measures nothing a fit can use). The flag probe runs at the last
+// corrected ceiling and is held back from the calibrate phase's first fit.
+// A probe that fails is retried once, then the plan fails: a probe is
+// never replaced by a simulated number.
 func (p *planner) probe(ctx context.Context) (string, error) {
 	m := p.m
-	base, err := capacity.SweepConfig(ctx, m.simEv, map[string]any{}, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
-	if err != nil {
-		return "", fmt.Errorf("simulated sweep of the configured flags: %w", err)
-	}
-	m.ceiling0 = max(base.Ceiling, 1)
-	type probe struct {
-		users    int
-		params   map[string]any
-		why      string
-		heldBack bool
-	}
-	var probes []probe
-	seen := map[int]bool{}
-	for _, f := range ProbeLoads {
-		u := max(int(math.Round(f*float64(m.ceiling0))), 1)
-		if seen[u] {
-			continue
+	ceiling := func() (int, error) {
+		res, err := capacity.SweepConfig(ctx, m.simEv, map[string]any{}, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+		if err != nil {
+			return 0, fmt.Errorf("simulated sweep of the configured flags: %w", err)
 		}
-		seen[u] = true
-		why := fmt.Sprintf("configured flags at %.0f%% of the simulated ceiling", 100*f)
-		probes = append(probes, probe{users: u, params: map[string]any{}, why: why})
+		return max(res.Ceiling, 1), nil
 	}
-	if name, value, ok := p.mostSensitiveFlag(ctx, m.ceiling0); ok {
-		probes = append(probes, probe{users: m.ceiling0, params: map[string]any{name: value}, heldBack: true,
-			why: fmt.Sprintf("%s=%v, the flag the simulator says matters most, at the simulated ceiling (held back)", name, value)})
+	c, err := ceiling()
+	if err != nil {
+		return "", err
 	}
+	m.ceiling0 = c
 	recDir := filepath.Join(p.s.OutDir, "probes")
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", err
 	}
-	for i, pr := range probes {
-		load := p.s.Windows.Sweep.At(pr.users)
+	run := func(users int, params map[string]any, why string, heldBack bool) error {
+		i := len(m.rep.Probes)
+		load := p.s.Windows.Sweep.At(users)
+		rec := filepath.Join("probes", fmt.Sprintf("probe-%d.jsonl", i+1))
 		var ev *capacity.Evaluation
+		var err error
 		attempts := 0
 		for attempts < 2 {
 			attempts++
-			ev, err = p.evaluateKept(ctx, pr.params, load, filepath.Join(recDir, fmt.Sprintf("probe-%d.jsonl", i+1)))
+			ev, err = p.evaluateKept(ctx, params, load, filepath.Join(p.s.OutDir, rec))
 			if err == nil || ctx.Err() != nil {
 				break
 			}
-			p.logf("   probe %d (%d users, %s) failed: %v", i+1, pr.users, describeParams(pr.params), err)
+			p.logf("   probe %d (%d users, %s) failed: %v", i+1, users, describeParams(params), err)
 		}
 		if err != nil {
-			return "", fmt.Errorf("probe %d at %d users (%s) failed %d times; no simulated number replaces it: %w", i+1, pr.users, describeParams(pr.params), attempts, err)
+			return fmt.Errorf("probe %d at %d users (%s) failed %d times; no simulated number replaces it: %w", i+1, users, describeParams(params), attempts, err)
 		}
-		if pr.heldBack {
+		if heldBack {
 			m.heldBack = len(m.runs)
 		}
-		m.runs = append(m.runs, liveRun{params: pr.params, load: load, live: latencies(ev), records: filepath.Join("probes", fmt.Sprintf("probe-%d.jsonl", i+1))})
-		pt := ProbePoint{Users: pr.users, Params: withBase(p.s.Deployment.Params, pr.params), Why: pr.why, HeldBack: pr.heldBack,
+		m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(ev), records: rec})
+		pt := ProbePoint{Users: users, Params: withBase(p.s.Deployment.Params, params), Why: why, HeldBack: heldBack,
 			Attempts: attempts, Live: latencies(ev), Provenance: ev.Provenance}
 		m.rep.Probes = append(m.rep.Probes, pt)
-		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p50 %5.1f ms  %s", i+1, pr.users, describeParams(pr.params), pt.Live.TTFTP50Ms, pt.Live.ITLP50Ms, verdictWord(ev.Pass))
+		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p95 %5.1f ms  %s", i+1, users, describeParams(params), pt.Live.TTFTP50Ms, pt.Live.ITLP95Ms, verdictWord(ev.Pass))
+		return nil
 	}
-	return fmt.Sprintf("%d live probes around the simulated ceiling of %d users", len(probes), m.ceiling0), nil
+	seen := map[int]bool{}
+	for k, f := range ProbeLoads {
+		if k > 0 && !p.dryRun {
+			// aim at the ceiling as the probes so far correct it
+			evals := 0
+			corr, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
+			if err != nil {
+				return "", err
+			}
+			m.csim.set(corr)
+			if c, err = ceiling(); err != nil {
+				return "", err
+			}
+			p.logf("   after %d probe(s): prefill ×%.3f, decode ×%.3f: simulated ceiling %d users", len(m.runs), corr.Prefill, corr.Decode, c)
+		}
+		u := max(int(math.Round(f*float64(c))), 1)
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		what := "uncalibrated"
+		if k > 0 {
+			what = "corrected"
+		}
+		if err := run(u, map[string]any{}, fmt.Sprintf("configured flags at %.0f%% of the %s simulated ceiling", 100*f, what), false); err != nil {
+			return "", err
+		}
+	}
+	if name, value, ok := p.mostSensitiveFlag(ctx, c); ok {
+		if err := run(c, map[string]any{name: value}, fmt.Sprintf("%s=%v, the flag the simulator says matters most, at the corrected simulated ceiling (held back)", name, value), true); err != nil {
+			return "", err
+		}
+	}
+	// calibrate fits from the configured correction again, not from this
+	// phase's provisional one
+	start, err := newCorrectedSim(p.s)
+	if err != nil {
+		return "", err
+	}
+	m.csim.set(start.correction())
+	m.csim.mu.Lock()
+	m.csim.fitted = false
+	m.csim.mu.Unlock()
+	return fmt.Sprintf("%d live probes (uncalibrated simulated ceiling %d users, corrected %d)", len(m.rep.Probes), m.ceiling0, c), nil
 }
 
 // evaluateKept runs params live at load, writing its records to path.

@@ -239,7 +239,9 @@ func finishFidelity(sum *Summary, gpus int) {
 	}
 	f.EngineSeconds = map[string]float64{}
 	for _, ph := range sum.Phases {
-		if ph.EngineSeconds > 0 {
+		// a phase that only stopped the last server (a few milliseconds)
+		// is a simulator phase
+		if ph.EngineSeconds >= 0.5 {
 			f.EngineSeconds[ph.Name] += ph.EngineSeconds
 			f.LiveEngineSeconds += ph.EngineSeconds
 		} else {

@@ -241,7 +241,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 	m.csim.mu.Lock()
 	m.csim.fitted = false
 	m.csim.mu.Unlock()
-	return fmt.Sprintf("%d live probes (uncalibrated simulated ceiling %d users, corrected %d)", len(m.rep.Probes), m.ceiling0, c), nil
+	return fmt.Sprintf("%d live probes (uncalibrated simulated ceiling %d users, corrected %d); %s", len(m.rep.Probes), m.ceiling0, c, p.engineSoFar()), nil
 }
 
 // evaluateKept runs params live at load, writing its records to path.
@@ -456,7 +456,7 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 			p.logf("   verify %3d users: predicted %s (ITL p95 %.1f ms), live %s (ITL p95 %.1f ms)", u, verdictWord(pred.Pass), vp.Predicted.ITLP95Ms, verdictWord(live.Pass), vp.Measured.ITLP95Ms)
 		}
 		if agreeAll {
-			return fmt.Sprintf("live agrees with the prediction at %v users (round %d)", points, m.rep.Rounds), nil
+			return fmt.Sprintf("live agrees with the prediction at %v users (round %d); %s", points, m.rep.Rounds, p.engineSoFar()), nil
 		}
 		if b := p.s.Fidelity.Budget; b > 0 && !p.dryRun && m.rep.Rounds < RefitRounds {
 			// another round verifies two more points; the final sweep
@@ -536,7 +536,20 @@ func (p *planner) finalSweep(ctx context.Context) (string, error) {
 	fp.s.Sweep.Grid = grid
 	fp.s.Sweep.Known = known
 	p.logf("   live sweep around the predicted ceiling %d: grid %v (verified levels %d reused), then bisection", m.predicted, grid, len(known))
-	return fp.sweep(ctx)
+	detail, err := fp.sweep(ctx)
+	if err != nil {
+		return "", err
+	}
+	return detail + "; " + p.engineSoFar(), nil
+}
+
+// engineSoFar is the plan's engine time so far, against its budget.
+func (p *planner) engineSoFar() string {
+	used := p.ev.Usage().Seconds
+	if b := p.s.Fidelity.Budget; b > 0 {
+		return fmt.Sprintf("engine time so far %.0fs of the %s budget", used, b)
+	}
+	return fmt.Sprintf("engine time so far %.0fs", used)
 }
 
 func dedupeSorted(xs []int) []int {

@@ -18,10 +18,10 @@ func TestFidelitySectionRenders(t *testing.T) {
 	}
 	held := 0.083
 	d.Fidelity = &plan.FidelityReport{Mode: plan.FidelityMulti, PredictedCeiling: 80, LiveEngineSeconds: 61.5, GPUHours: 0.0171,
-		Correction: &sim.Correction{Prefill: 1.234, Decode: 1.456},
-		Fit:        &plan.FitReport{Metrics: []string{"itl_p95"}, UncalibratedError: 0.41, FittedError: 0.062, HeldBackError: &held},
-		Probes:     []plan.ProbePoint{{Users: 44, Why: "light load", Live: plan.Latencies{TTFTP50Ms: 62, ITLP95Ms: 9.7}, Uncalibrated: plan.Latencies{ITLP95Ms: 7.1}, Calibrated: plan.Latencies{ITLP95Ms: 9.5}}},
-		Verified: []plan.VerifyPoint{{Users: 80, Predicted: plan.Latencies{Pass: true, ITLP95Ms: 21.3}, Measured: plan.Latencies{Pass: false, ITLP95Ms: 26.4}}},
+		Correction:    &sim.Correction{Prefill: 1.234, Decode: 1.456},
+		Fit:           &plan.FitReport{Metrics: []string{"itl_p95"}, UncalibratedError: 0.41, FittedError: 0.062, HeldBackError: &held},
+		Probes:        []plan.ProbePoint{{Users: 44, Why: "light load", Live: plan.Latencies{TTFTP50Ms: 62, ITLP95Ms: 9.7}, Uncalibrated: plan.Latencies{ITLP95Ms: 7.1}, Calibrated: plan.Latencies{ITLP95Ms: 9.5}}},
+		Verified:      []plan.VerifyPoint{{Users: 80, Predicted: plan.Latencies{Pass: true, ITLP95Ms: 21.3}, Measured: plan.Latencies{Pass: false, ITLP95Ms: 26.4}}},
 		EngineSeconds: map[string]float64{"probe": 23.4, "verify": 15.1, "sweep": 23}}
 	html := render(t, d)
 	for _, want := range []string{`<section id="fidelity">`, "Fidelity: multi", "prefill ×1.234, decode ×1.456", "held-back probe 8.3", "built-in model 41",

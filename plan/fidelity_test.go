@@ -133,3 +133,23 @@ func TestEstimateCountsEachFidelity(t *testing.T) {
 		t.Errorf("multi minimum %.0f s of %.0f s", multi.MinimumSeconds, multi.EngineSeconds)
 	}
 }
+
+// plan.fidelity simulated on a real engine never starts it: every number
+// is simulated, and the summary says the engine was not started.
+func TestSimulatedFidelityOnARealEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a quick plan (seconds)")
+	}
+	cfg := processConfig(t) // its command does not exist: starting it would fail
+	cfg.Plan.Fidelity = plan.FidelitySimulated
+	s, err := plan.Run(context.Background(), quickSetup(t, cfg, t.TempDir()), plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Capacity.Users == 0 || s.Capacity.Provenance.Source != "simulated" || s.Fidelity.Mode != plan.FidelitySimulated || s.Fidelity.LiveEngineSeconds != 0 {
+		t.Errorf("capacity %d from %+v, fidelity %+v", s.Capacity.Users, s.Capacity.Provenance, s.Fidelity)
+	}
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "the process engine was not started") {
+		t.Errorf("no note says the engine was not started: %q", s.Notes)
+	}
+}

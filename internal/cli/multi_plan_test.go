@@ -18,7 +18,7 @@ import (
 // process simulating an H100 while the configuration says H200, so the
 // planner's built-in cost model is wrong about it and the multi plan has
 // something to calibrate. extra is appended to the plan section.
-func multiPlanConfig(t *testing.T, dir, spoc, extra string) string {
+func multiPlanConfig(t *testing.T, dir, spoc, extra string, serverArgs ...string) string {
 	t.Helper()
 	body := fmt.Sprintf(`engine:
   kind: process
@@ -29,7 +29,7 @@ func multiPlanConfig(t *testing.T, dir, spoc, extra string) string {
   max_model_len: 32768
   served_model_name: spoc-multi-%d
   process:
-    command: [%q, sim, serve, --vllm-faithful, "{{.Model}}", --port, "{{.Port}}", --gpu, H100-SXM]
+    command: [%q, sim, serve, --vllm-faithful, "{{.Model}}", --port, "{{.Port}}", --gpu, H100-SXM%s]
     health_timeout: 1m
     stop_timeout: 10s
 workload:
@@ -71,7 +71,7 @@ telemetry:
   enabled: false
 plan:
   fidelity: multi
-%s`, time.Now().UnixNano(), spoc, extra)
+%s`, time.Now().UnixNano(), spoc, argList(serverArgs), extra)
 	path := filepath.Join(dir, "multi.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
@@ -167,8 +167,14 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &fit); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if fit.Runs != len(f.Probes)+len(f.Verified) || fit.Fit.HeldBackError == nil || fit.Correction.Decode <= 0 {
-		t.Errorf("fit by hand: %+v", fit)
+	// every probe and every verified point that ran live (a point verified
+	// again after a refit is the same run)
+	var manifest []plan.FitRun
+	if b, err := os.ReadFile(filepath.Join(out, plan.RunsManifest)); err != nil || json.Unmarshal(b, &manifest) != nil {
+		t.Fatalf("read %s: %v", plan.RunsManifest, err)
+	}
+	if fit.Runs != len(manifest) || fit.Runs < len(f.Probes)+2 || fit.Fit.HeldBackError == nil || fit.Correction.Decode <= 0 {
+		t.Errorf("fit by hand of %d runs: %+v", len(manifest), fit)
 	}
 	// a configuration names it: the simulator's sweep uses it
 	b, _ := os.ReadFile(cfg)
@@ -217,5 +223,41 @@ func TestMultiPlanBudgetAndEstimate(t *testing.T) {
 	}
 	if l, m := rows["live"], rows["multi"]; l.Runs <= m.Runs || m.Runs == 0 || m.EngineSeconds >= l.EngineSeconds || m.MinimumSeconds <= 10 {
 		t.Errorf("live %+v, multi %+v", l, m)
+	}
+}
+
+func argList(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		fmt.Fprintf(&b, ", %q", a)
+	}
+	return b.String()
+}
+
+// A probe whose run fails (here: a server answering every request with
+// HTTP 500) is retried once on a new server, then the plan fails naming
+// the probe: no simulated number stands in for it, and no capacity is
+// printed.
+func TestMultiPlanFailingProbeIsRetriedThenReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs spoc plan against a separate server process")
+	}
+	spoc := spocBinary(t)
+	dir := t.TempDir()
+	cfg := multiPlanConfig(t, dir, spoc, "", "--error-rate", "1")
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runSpoc(t, spoc, "plan", "-c", cfg, "--out", out)
+	if code != ExitFailure || strings.Contains(stdout, "capacity") {
+		t.Fatalf("exit %d, stdout %q; want %d and no capacity\n%s", code, stdout, ExitFailure, stderr)
+	}
+	if !strings.Contains(stderr, "probe: probe 1 at") || !strings.Contains(stderr, "failed 2 times; no simulated number replaces it") ||
+		!strings.Contains(stderr, "HTTP 500") || strings.Count(stderr, "   probe 1 (") != 2 {
+		t.Errorf("stderr does not report the probe's two failures:\n%s", stderr)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(out, "servers", "server-*")); len(logs) != 2 {
+		t.Errorf("%d servers started, want 2 (the probe and its retry)", len(logs))
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); !os.IsNotExist(err) {
+		t.Errorf("a failed plan wrote summary.json (%v)", err)
 	}
 }

@@ -495,10 +495,11 @@ func newSimCalibrateCmd() *cobra.Command {
 		file       string
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate MEASUREMENTS [-o calibration.json] | --records DIR [-c FILE] [-o correction.json]",
+		Use:   "calibrate MEASUREMENTS... [-o calibration.json] | --records DIR [-c FILE] [-o correction.json]",
 		Short: "Fit the simulator's cost-model factors to measured benchmarks (CSV or vllm bench serve JSON)",
 		Long: "Fits perfmodel factors so that replaying each measured benchmark reproduces its throughput, TPOT and\n" +
-			"TTFT, and writes them as a calibration file for engine.sim.calibration.\n\n" +
+			"TTFT, and writes them as a calibration file for engine.sim.calibration. Several files (GPUs, engine\n" +
+			"versions) are fitted jointly: one set of achieved fractions for all of them.\n\n" +
 			"With --records DIR it fits the per-deployment correction (prefill, decode multipliers) to the live runs\n" +
 			"of a multi-fidelity plan's output folder (DIR/runs.json), as the plan's calibrate phase does, and writes\n" +
 			"it for engine.sim.correction (docs/fidelity.md).",
@@ -506,13 +507,13 @@ func newSimCalibrateCmd() *cobra.Command {
 			if records != "" {
 				return cobra.NoArgs(cmd, args)
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if records != "" {
 				return simCalibrateRecords(cmd.Context(), cmd.OutOrStdout(), file, records, out, asJSON)
 			}
-			pts, err := readSimMeasurements(args[0])
+			pts, err := readSimMeasurementFiles(args)
 			if err != nil {
 				return err
 			}
@@ -536,6 +537,7 @@ func newSimCalibrateCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "fitted %s in %d evaluations\n", strings.Join(res.Params, ", "), res.Evaluations)
+			printUnidentified(w, res)
 			printSimValidation(w, res.Validation)
 			if out != "" {
 				fmt.Fprintf(w, "wrote %s (set engine.sim.calibration to use it)\n", out)
@@ -552,50 +554,5 @@ func newSimCalibrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "output", "", "write the calibration file here")
 	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fit as JSON")
-	return cmd
-}
-
-func newSimValidateCmd() *cobra.Command {
-	var (
-		model, calib string
-		asJSON       bool
-	)
-	cmd := &cobra.Command{
-		Use:   "validate MEASUREMENTS [--calibration FILE]",
-		Short: "Compare the simulator's predictions with measured benchmarks",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			pts, err := readSimMeasurements(args[0])
-			if err != nil {
-				return err
-			}
-			name := model
-			if name == "" {
-				name = calibrate.DefaultModel
-			}
-			m, err := perfmodel.LookupModel(name)
-			if err != nil {
-				return usageError(err)
-			}
-			factors := perfmodel.DefaultFactors(m)
-			if calib != "" {
-				if factors, err = sim.LoadCalibration(calib); err != nil {
-					return usageError(err)
-				}
-			}
-			v, err := calibrate.Validate(cmd.Context(), pts, factors, calibrate.Options{Model: model})
-			if err != nil {
-				return fmt.Errorf("sim validate: %w", err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), v)
-			}
-			printSimValidation(cmd.OutOrStdout(), v)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
-	cmd.Flags().StringVar(&calib, "calibration", "", "calibration file (default: the model family's built-in factors)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print every point's prediction as JSON")
 	return cmd
 }

@@ -69,6 +69,11 @@ type SweepOptions struct {
 	Progress func(l Level, phase string)
 	// SeedProgress, when set, is called with each other seed's ceiling.
 	SeedProgress func(s SeedCeiling)
+	// Known are levels measured before the sweep with the same
+	// configuration and windows (a multi-fidelity plan's verified
+	// points): their repeat 0 of the first seed is taken from here
+	// instead of run again.
+	Known map[int]Repeat
 }
 
 // SweepResult is the capacity ceiling with its evidence.
@@ -138,7 +143,11 @@ func (w *walker) run(users int, phase string) (*Level, error) {
 		if err := w.ctx.Err(); err != nil {
 			return nil, err
 		}
-		rep, err := w.eval(w.ctx, users, w.seed*o.Repeats+r)
+		rep, known := o.Known[users]
+		var err error
+		if !known || r > 0 || w.seed > 0 {
+			rep, err = w.eval(w.ctx, users, w.seed*o.Repeats+r)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
 		}

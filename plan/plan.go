@@ -51,6 +51,17 @@ type planner struct {
 	// the plan keeps engine.params, the default phase compares it with
 	// them on the same seeds.
 	bestTuned *tunedCandidate
+	// m is the multi-fidelity plan's state (multi.go); nil otherwise.
+	m *multiState
+	// dryRun marks a plan run on the simulator to count what it would
+	// cost live (estimate.go): phases decide as on a live engine.
+	dryRun bool
+}
+
+// phaseStep is one phase of a plan.
+type phaseStep struct {
+	name string
+	fn   func(context.Context) (string, error)
 }
 
 func (p *planner) logf(format string, args ...any) {
@@ -103,6 +114,10 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		SLA:         s.SLA,
 		Assumptions: s.Assumptions,
 	}
+	mode, err := prepareFidelity(&s, sum)
+	if err != nil {
+		return nil, err
+	}
 	if _, virtual := s.Launcher.(engine.Virtual); virtual {
 		sum.Engine.Calibration = simCalibration(s)
 	}
@@ -123,10 +138,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}()
 	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
-	steps := []struct {
-		name string
-		fn   func(context.Context) (string, error)
-	}{
+	steps := []phaseStep{
 		{"workload", p.inspect},
 		{"baseline", p.baselineSweep},
 		{"tune", p.tune},
@@ -135,6 +147,12 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		{"default", p.tunedVsDefault},
 		{"trace", p.trace},
 		{"compare", p.compare},
+	}
+	if mode == FidelityMulti {
+		if err := p.initMulti(); err != nil {
+			return nil, err
+		}
+		steps = p.multiSteps()
 	}
 	// The sweep's records go to a staging folder that replaces records/
 	// only when every phase succeeded: an interrupted or failed plan leaves
@@ -151,6 +169,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 			return nil, err
 		}
 	}
+	finishFidelity(p.sum, s.Deployment.GPUs)
 	if sum.Engine.Calibration != "" {
 		env, note := checkEnvelope(s, p.sum)
 		p.sum.Envelope = env
@@ -173,6 +192,13 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	}
 	if err := os.Rename(staging, final); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if p.m != nil {
+		// the live runs the correction was fitted to, for spoc sim
+		// calibrate --records
+		if err := p.m.writeManifest(s.OutDir); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
 	}
 	return p.sum, nil
 }

@@ -82,6 +82,8 @@ sweep:
   seeds: 2
 telemetry:
   enabled: false
+plan:
+  fidelity: live
 `, kind, gpu, time.Now().UnixNano(), strings.Join(quoted, ", "))
 	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

@@ -1,0 +1,19 @@
+// Package kubenode is a node agent for a real Kubernetes control plane on a
+// machine that has no container runtime and cannot pull images (the idea of
+// kwok): it registers a Node, binds the pending pods that fit on it (GPU
+// capacity, node selector), runs each container as a local process on a
+// loopback address of its own (the pod IP), probes readiness the way the
+// kubelet does (HTTP GET on the pod IP) and writes pod IP, readiness and
+// termination back through the API. Deleting a pod stops its processes.
+//
+// It exists so that spoc's Kubernetes launcher is tested against a real
+// kube-apiserver and kube-controller-manager (see internal/kubetest): the
+// Deployment, ReplicaSet, Pods, EndpointSlices and garbage collection are
+// the cluster's own; only the container runtime is replaced by processes.
+// It does not restart crashed containers (their pod stays in
+// CrashLoopBackOff with the exit in lastState), does not mount volumes and
+// serves no kubelet API (no kubectl logs, exec or port-forward). Pod IPs are
+// loopback addresses, which the API server refuses in EndpointSlices: a
+// Service's selector and ports are real objects but no traffic is routed
+// through it.
+package kubenode

@@ -120,9 +120,9 @@ func (a *Agent) register(ctx context.Context) error {
 		labels[k] = v
 	}
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("64"),
-		corev1.ResourceMemory: resource.MustParse("512Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourceCPU:                      resource.MustParse("64"),
+		corev1.ResourceMemory:                   resource.MustParse("512Gi"),
+		corev1.ResourcePods:                     resource.MustParse("110"),
 		corev1.ResourceName(a.opts.GPUResource): *resource.NewQuantity(int64(a.opts.GPUs), resource.DecimalSI),
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.opts.Node, Labels: labels}}

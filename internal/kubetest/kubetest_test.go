@@ -72,7 +72,7 @@ func TestClusterRunsADeploymentAndAJob(t *testing.T) {
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "sim", Namespace: "t1"},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 8000, TargetPort: intstr.FromString("http")}}},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "http", Port: 8000, TargetPort: intstr.FromString("http")}}},
 	}
 	if _, err := c.Client.CoreV1().Services("t1").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

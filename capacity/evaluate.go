@@ -375,7 +375,11 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	tel := e.setup.Telemetry
 	var targets []telemetry.Target
 	for i, u := range ep.MetricsURLs {
-		targets = append(targets, telemetry.Target{Name: fmt.Sprintf("engine%d", i), URL: u})
+		name := fmt.Sprintf("engine%d", i)
+		if i < len(ep.MetricsNames) && ep.MetricsNames[i] != "" {
+			name = ep.MetricsNames[i] // the pod of a Kubernetes replica
+		}
+		targets = append(targets, telemetry.Target{Name: name, URL: u})
 	}
 	targets = append(targets, e.setup.Telemetry.Targets...)
 	var coll *telemetry.Collector

@@ -59,6 +59,8 @@ type Agent struct {
 	mu     sync.Mutex
 	pods   map[types.UID]*podRun
 	nextIP int
+
+	proxy serviceProxy
 }
 
 // New validates opts and returns an agent; Run starts it.
@@ -98,6 +100,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.stopAll()
+	defer a.proxy.close()
 	tick := time.NewTicker(a.opts.Poll)
 	defer tick.Stop()
 	for {
@@ -195,6 +198,9 @@ func (a *Agent) pass(ctx context.Context) error {
 	a.mu.Unlock()
 	for _, r := range gone {
 		r.kill(0)
+	}
+	if err := a.proxy.sync(ctx, a, list.Items); err != nil {
+		return fmt.Errorf("service proxy: %w", err)
 	}
 	return nil
 }

@@ -12,8 +12,11 @@
 // the cluster's own; only the container runtime is replaced by processes.
 // It does not restart crashed containers (their pod stays in
 // CrashLoopBackOff with the exit in lastState), does not mount volumes and
-// serves no kubelet API (no kubectl logs, exec or port-forward). Pod IPs are
-// loopback addresses, which the API server refuses in EndpointSlices: a
-// Service's selector and ports are real objects but no traffic is routed
-// through it.
+// serves no kubelet API (no kubectl logs, exec or port-forward).
+//
+// It also stands in for kube-proxy: a Service whose cluster IP is a
+// loopback address (give the API server a loopback service range) is
+// listened on at that IP and forwards each connection to the next ready
+// pod it selects. Pod IPs are loopback addresses, which the API server
+// refuses in EndpointSlices, so the backends come from the pods.
 package kubenode

@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/spoc-project/spoc/internal/kubetest"
+)
+
+// TestKubernetesOnARealControlPlane runs the launcher with kubectl against
+// a real kube-apiserver and kube-controller-manager (internal/kubetest),
+// whose node agent runs each pod's server as `spoc sim serve` on a pod IP
+// of its own.
+func TestKubernetesOnARealControlPlane(t *testing.T) {
+	spoc := spocBinary(t) // skips with -short
+	bins := kubetest.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := kubetest.Start(ctx, bins, kubetest.Options{GPUs: 8, Command: kubetest.SpocCommand(spoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("cluster logs kept in %s", c.Dir)
+		}
+		c.Close(t.Failed())
+	}()
+	launcher := func(t *testing.T, ns string, mod func(*KubernetesOptions)) *Kubernetes {
+		t.Helper()
+		if err := c.Namespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		o := KubernetesOptions{
+			Namespace: ns, Kubeconfig: c.Kubeconfig, Runner: ExecRunner{Binary: c.Kubectl},
+			Image: "vllm/vllm-openai:v0.11.0", Model: "gpt-oss-120b", Study: "cluster test",
+			BaseParams: Params{"tensor-parallel-size": 4}, Replicas: 2, GPUsPerReplica: 4,
+			ReadyTimeout: time.Minute, StopTimeout: 5 * time.Second, PollInterval: 100 * time.Millisecond,
+			NamePrefix: "spoc-" + ns, Dir: t.TempDir(),
+		}
+		if mod != nil {
+			mod(&o)
+		}
+		k, err := NewKubernetes(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	// leftovers lists what spoc created in ns that still exists.
+	leftovers := func(t *testing.T, ns string) []string {
+		t.Helper()
+		sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
+		var left []string
+		deps, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range deps.Items {
+			left = append(left, "deployment/"+d.Name)
+		}
+		rss, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rss.Items {
+			left = append(left, "replicaset/"+r.Name)
+		}
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			left = append(left, "pod/"+p.Name)
+		}
+		svcs, err := c.Client.CoreV1().Services(ns).List(ctx, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range svcs.Items {
+			left = append(left, "service/"+s.Name)
+		}
+		return left
+	}
+
+	t.Run("two replicas ready, load through the Service, metrics per pod", func(t *testing.T) {
+		k := launcher(t, "ready", nil)
+		began := time.Now()
+		srv, err := k.Start(ctx, Params{"max-num-seqs": 64})
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		t.Logf("2 replicas ready and answering through the Service in %s", time.Since(began).Round(time.Millisecond))
+		ep := srv.Endpoint()
+		pods, err := c.Client.CoreV1().Pods("ready").List(ctx, metav1.ListOptions{LabelSelector: LabelStudy + "=cluster-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 2 || len(ep.MetricsURLs) != 2 || len(ep.MetricsNames) != 2 {
+			t.Fatalf("%d pods labelled with the study; endpoint %+v: want 2 pods, each scraped", len(pods.Items), ep)
+		}
+		names := map[string]bool{}
+		for _, p := range pods.Items {
+			names[p.Name] = true
+		}
+		for i, u := range ep.MetricsURLs {
+			if !names[ep.MetricsNames[i]] {
+				t.Errorf("metrics URL %s named %q, which is none of the pods %v", u, ep.MetricsNames[i], names)
+			}
+			body := get(t, u)
+			if !strings.Contains(body, "vllm:") {
+				t.Errorf("%s is no vLLM metrics page", u)
+			}
+		}
+		if ep.MetricsURLs[0] == ep.MetricsURLs[1] {
+			t.Errorf("both replicas scraped at %s", ep.MetricsURLs[0])
+		}
+		if !strings.Contains(get(t, ep.BaseURL+"/v1/models"), "gpt-oss-120b") {
+			t.Error("the Service does not serve the model")
+		}
+		if err := Alive(ctx, srv); err != nil {
+			t.Errorf("Alive: %v", err)
+		}
+		if err := srv.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if left := leftovers(t, "ready"); len(left) > 0 {
+			t.Errorf("left after Stop: %v", left)
+		}
+	})
+
+	t.Run("a pod killed mid-trial fails the server and Stop leaves nothing", func(t *testing.T) {
+		k := launcher(t, "killed", nil)
+		srv, err := k.Start(ctx, nil)
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		victim := srv.Endpoint().MetricsNames[1]
+		if err := c.Client.CoreV1().Pods("killed").Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err = Alive(ctx, srv)
+		if !errors.Is(err, ErrServerGone) || !strings.Contains(err.Error(), victim) {
+			t.Errorf("Alive after pod %s was killed = %v, want ErrServerGone naming it", victim, err)
+		}
+		if err := srv.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if left := leftovers(t, "killed"); len(left) > 0 {
+			t.Errorf("left after Stop: %v", left)
+		}
+	})
+
+	t.Run("a server that exits fails Start and leaves nothing", func(t *testing.T) {
+		k := launcher(t, "crash", func(o *KubernetesOptions) { o.BaseParams = Params{"tensor-parallel-size": 4, "gpu-memory-utilization": 0.05} })
+		_, err := k.Start(ctx, nil)
+		var f *Failure
+		if !errors.As(err, &f) || f.ExitCode == 0 {
+			t.Fatalf("Start = %v, want a failure with the exit code", err)
+		}
+		if left := leftovers(t, "crash"); len(left) > 0 {
+			t.Errorf("left after a failed Start: %v", left)
+		}
+	})
+
+	t.Run("cancelled while waiting (Ctrl-C) leaves nothing", func(t *testing.T) {
+		// 3 replicas of 4 GPUs on an 8-GPU node: the third never binds
+		k := launcher(t, "cancel", func(o *KubernetesOptions) { o.Replicas = 3 })
+		cctx, stop := context.WithCancel(ctx)
+		go func() {
+			for cctx.Err() == nil {
+				pods, err := c.Client.CoreV1().Pods("cancel").List(cctx, metav1.ListOptions{})
+				if err == nil && len(pods.Items) == 3 {
+					stop()
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+		_, err := k.Start(cctx, nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start = %v, want cancelled", err)
+		}
+		if left := leftovers(t, "cancel"); len(left) > 0 {
+			t.Errorf("left after Ctrl-C: %v", left)
+		}
+	})
+
+	t.Run("a misspelt base manifest is refused before anything is applied", func(t *testing.T) {
+		if err := c.Namespace(ctx, "typo"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := NewKubernetes(KubernetesOptions{
+			Namespace: "typo", Kubeconfig: c.Kubeconfig, Runner: ExecRunner{Binary: c.Kubectl}, Image: "x",
+			BaseManifest: []byte("apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: server\n        imagePullPolicy: Always\n        resoures: {}\n"),
+			BaseManifestSource: "base.yaml",
+		})
+		if err == nil || !strings.Contains(err.Error(), `base.yaml:9: unknown field "resoures"`) {
+			t.Fatalf("NewKubernetes = %v, want the misspelt field and its line", err)
+		}
+		if left := leftovers(t, "typo"); len(left) > 0 {
+			t.Errorf("objects exist: %v", left)
+		}
+	})
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatal(fmt.Errorf("GET %s: HTTP %d: %v", url, resp.StatusCode, err))
+	}
+	return string(b)
+}

@@ -160,7 +160,9 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 	})
 
 	t.Run("a server that exits fails Start and leaves nothing", func(t *testing.T) {
-		k := launcher(t, "crash", func(o *KubernetesOptions) { o.BaseParams = Params{"tensor-parallel-size": 4, "gpu-memory-utilization": 0.05} })
+		k := launcher(t, "crash", func(o *KubernetesOptions) {
+			o.BaseParams = Params{"tensor-parallel-size": 4, "gpu-memory-utilization": 0.05}
+		})
 		_, err := k.Start(ctx, nil)
 		var f *Failure
 		if !errors.As(err, &f) || f.ExitCode == 0 {
@@ -200,7 +202,7 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 		}
 		_, err := NewKubernetes(KubernetesOptions{
 			Namespace: "typo", Kubeconfig: c.Kubeconfig, Runner: ExecRunner{Binary: c.Kubectl}, Image: "x",
-			BaseManifest: []byte("apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: server\n        imagePullPolicy: Always\n        resoures: {}\n"),
+			BaseManifest:       []byte("apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n      - name: server\n        imagePullPolicy: Always\n        resoures: {}\n"),
 			BaseManifestSource: "base.yaml",
 		})
 		if err == nil || !strings.Contains(err.Error(), `base.yaml:9: unknown field "resoures"`) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,6 +46,7 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 			BaseParams: Params{"tensor-parallel-size": 4}, Replicas: 2, GPUsPerReplica: 4,
 			ReadyTimeout: time.Minute, StopTimeout: 5 * time.Second, PollInterval: 100 * time.Millisecond,
 			NamePrefix: "spoc-" + ns, Dir: t.TempDir(),
+			Logger: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}
 		if mod != nil {
 			mod(&o)
@@ -165,8 +167,8 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 		})
 		_, err := k.Start(ctx, nil)
 		var f *Failure
-		if !errors.As(err, &f) || f.ExitCode == 0 {
-			t.Fatalf("Start = %v, want a failure with the exit code", err)
+		if !errors.As(err, &f) || f.ExitCode == 0 || !errors.Is(err, ErrInfeasible) || !strings.Contains(f.Detail, "kv cache size") {
+			t.Fatalf("Start = %v, want an infeasible failure classified from the pod's log", err)
 		}
 		if left := leftovers(t, "crash"); len(left) > 0 {
 			t.Errorf("left after a failed Start: %v", left)
@@ -212,6 +214,14 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 			t.Errorf("objects exist: %v", left)
 		}
 	})
+}
+
+// testLog writes the launcher's warnings to the test's log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 func get(t *testing.T, url string) string {

@@ -96,7 +96,12 @@ func New(opts Options) (*Agent, error) {
 // stops every process it started (SIGTERM, SIGKILL after two seconds) and
 // returns nil.
 func (a *Agent) Run(ctx context.Context) error {
-	if err := a.register(ctx); err != nil {
+	port, stopLogs, err := a.serveLogs()
+	if err != nil {
+		return fmt.Errorf("kubenode: serve logs: %w", err)
+	}
+	defer stopLogs()
+	if err := a.register(ctx, port); err != nil {
 		return err
 	}
 	defer a.stopAll()
@@ -117,7 +122,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // register creates (or replaces the status of) the Node: Ready, with the
 // configured GPUs as capacity.
-func (a *Agent) register(ctx context.Context) error {
+func (a *Agent) register(ctx context.Context, logsPort int) error {
 	labels := map[string]string{"kubernetes.io/hostname": a.opts.Node, "kubernetes.io/os": "linux"}
 	for k, v := range a.opts.Labels {
 		labels[k] = v
@@ -145,7 +150,8 @@ func (a *Agent) register(ctx context.Context) error {
 			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubenodeReady",
 			Message: "spoc test node agent", LastHeartbeatTime: now, LastTransitionTime: now,
 		}},
-		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: a.opts.Node}},
+		Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}, // no host name: the API server would try to resolve it
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(logsPort)}},
 	}
 	if _, err := a.opts.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("kubenode: node %s status: %w", a.opts.Node, err)
@@ -267,7 +273,11 @@ func (a *Agent) allocIP() string {
 
 // logPath is where container c of pod p writes its output.
 func (a *Agent) logPath(p *corev1.Pod, c string) string {
-	return filepath.Join(a.opts.Dir, fmt.Sprintf("%s_%s_%s.log", p.Namespace, p.Name, c))
+	return a.logPathOf(p.Namespace, p.Name, c)
+}
+
+func (a *Agent) logPathOf(ns, pod, c string) string {
+	return filepath.Join(a.opts.Dir, fmt.Sprintf("%s_%s_%s.log", ns, pod, c))
 }
 
 func (a *Agent) stopAll() {

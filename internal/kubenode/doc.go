@@ -11,8 +11,9 @@
 // Deployment, ReplicaSet, Pods, EndpointSlices and garbage collection are
 // the cluster's own; only the container runtime is replaced by processes.
 // It does not restart crashed containers (their pod stays in
-// CrashLoopBackOff with the exit in lastState), does not mount volumes and
-// serves no kubelet API (no kubectl logs, exec or port-forward).
+// CrashLoopBackOff with the exit in lastState), does not mount volumes, and
+// of the kubelet API serves container logs only (kubectl logs works; exec
+// and port-forward do not).
 //
 // It also stands in for kube-proxy: a Service whose cluster IP is a
 // loopback address (give the API server a loopback service range) is

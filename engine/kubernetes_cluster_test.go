@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +199,54 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 		if left := leftovers(t, "cancel"); len(left) > 0 {
 			t.Errorf("left after Ctrl-C: %v", left)
 		}
+	})
+
+	t.Run("spoc k8s gc deletes a crashed study's objects and no other's", func(t *testing.T) {
+		crashed := launcher(t, "gc", func(o *KubernetesOptions) { o.Study, o.Replicas, o.NamePrefix = "crashed one", 1, "spoc-crashed" })
+		other := launcher(t, "gc", func(o *KubernetesOptions) { o.Study, o.Replicas, o.NamePrefix = "other", 1, "spoc-other" })
+		if _, err := crashed.Start(ctx, nil); err != nil { // never stopped: spoc was killed
+			t.Fatal(err)
+		}
+		keep, err := other.Start(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(t.TempDir(), "spoc.yaml")
+		yml := fmt.Sprintf("search:\n  study: crashed one\nengine:\n  kubernetes:\n    namespace: gc\n    kubectl: %s\n    kubeconfig: %s\n", c.Kubectl, c.Kubeconfig)
+		if err := os.WriteFile(cfg, []byte(yml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		study := func(name string) []string {
+			var left []string
+			for _, o := range leftovers(t, "gc") {
+				if strings.Contains(o, "/spoc-"+name) {
+					left = append(left, o)
+				}
+			}
+			return left
+		}
+		dry, err := exec.CommandContext(ctx, spoc, "k8s", "gc", "-c", cfg, "--dry-run").CombinedOutput()
+		if err != nil || !strings.Contains(string(dry), "would delete deployment.apps/spoc-crashed-s1") || strings.Contains(string(dry), "spoc-other") {
+			t.Fatalf("spoc k8s gc --dry-run: %v\n%s", err, dry)
+		}
+		if len(study("crashed")) == 0 {
+			t.Fatal("--dry-run deleted objects")
+		}
+		out, err := exec.CommandContext(ctx, spoc, "k8s", "gc", "-c", cfg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("spoc k8s gc: %v\n%s", err, out)
+		}
+		t.Logf("spoc k8s gc:\n%s", out)
+		if left := study("crashed"); len(left) > 0 {
+			t.Errorf("left after spoc k8s gc: %v", left)
+		}
+		if len(study("other")) == 0 {
+			t.Error("spoc k8s gc deleted another study's objects")
+		}
+		if err := Alive(ctx, keep); err != nil {
+			t.Errorf("the other study's server after gc: %v", err)
+		}
+		stop(t, keep)
 	})
 
 	t.Run("a misspelt base manifest is refused before anything is applied", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 func TestKubernetesOnARealControlPlane(t *testing.T) {
 	spoc := spocBinary(t) // skips with -short
 	bins := kubetest.Need(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := kubetest.Start(ctx, bins, kubetest.Options{GPUs: 8, Command: kubetest.SpocCommand(spoc)})
 	if err != nil {
@@ -247,6 +248,101 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 			t.Errorf("the other study's server after gc: %v", err)
 		}
 		stop(t, keep)
+	})
+
+	t.Run("spoc tune: trials on the cluster, Ctrl-C leaves nothing", func(t *testing.T) {
+		if err := c.Namespace(ctx, "tune"); err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(t.TempDir(), "spoc.yaml")
+		yml := fmt.Sprintf(`engine:
+  kind: kubernetes
+  model: gpt-oss-120b
+  gpus: 8
+  tensor_parallel_size: 4
+  process:
+    stop_timeout: 5s
+  kubernetes:
+    namespace: tune
+    kubectl: %s
+    kubeconfig: %s
+    image: vllm/vllm-openai:v0.11.0
+    args: [--model, "{{.Model}}", --port, "{{.Port}}", --time-scale, "20"]
+    ready_timeout: 1m
+search:
+  study: k8s
+  trials: 2
+  population: 2
+  users: 4
+  duration: 3s
+  warmup: 1s
+  space:
+    - {name: max-num-batched-tokens, type: int, low: 1024, high: 8192, log: true}
+run:
+  ramp: 0s
+  think_time_scale: 0
+`, c.Kubectl, c.Kubeconfig)
+		if err := os.WriteFile(cfg, []byte(yml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		began := time.Now()
+		b, err := exec.CommandContext(ctx, spoc, "tune", "-c", cfg, "--out", out).CombinedOutput()
+		if err != nil {
+			t.Fatalf("spoc tune: %v\n%s", err, b)
+		}
+		t.Logf("spoc tune, 2 trials of 2 replicas each: %s", time.Since(began).Round(100*time.Millisecond))
+		if !strings.Contains(string(b), `study "k8s": 2 trials (COMPLETE 2)`) {
+			t.Errorf("spoc tune did not complete 2 trials:\n%s", b)
+		}
+		if left := leftovers(t, "tune"); len(left) > 0 {
+			t.Errorf("left after spoc tune: %v", left)
+		}
+
+		// Ctrl-C while a trial's pods serve load
+		var stderr strings.Builder
+		cmd := exec.CommandContext(ctx, spoc, "tune", "-c", cfg, "--out", t.TempDir())
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		readyPods := func() int {
+			pods, err := c.Client.CoreV1().Pods("tune").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, p := range pods.Items {
+				for _, cond := range p.Status.Conditions {
+					if cond.Type == "Ready" && cond.Status == "True" {
+						n++
+					}
+				}
+			}
+			return n
+		}
+		for readyPods() < 2 {
+			if ctx.Err() != nil {
+				t.Fatalf("no trial started; stderr:\n%s", stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // into the load
+		interrupted := time.Now()
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Errorf("spoc tune after SIGINT: %v, want exit 130; stderr:\n%s", err, stderr.String())
+		}
+		left := leftovers(t, "tune")
+		t.Logf("Ctrl-C to exit: %s; objects left: %d", time.Since(interrupted).Round(10*time.Millisecond), len(left))
+		if len(left) > 0 {
+			t.Errorf("left after Ctrl-C: %v", left)
+		}
 	})
 
 	t.Run("a misspelt base manifest is refused before anything is applied", func(t *testing.T) {

@@ -13,11 +13,15 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -456,5 +460,22 @@ func TestNewKubernetesValidates(t *testing.T) {
 		if _, err := NewKubernetes(o); err == nil {
 			t.Errorf("NewKubernetes(%+v) accepted", o)
 		}
+	}
+}
+
+// TestRunJobManifest: the documented `spoc run` Job decodes strictly into
+// the API's Job type and carries spoc's labels, so that `spoc k8s gc`
+// finds it.
+func TestRunJobManifest(t *testing.T) {
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(readFile(t, "../deploy/kubernetes/spoc-run-job.yaml"), &job); err != nil {
+		t.Fatalf("deploy/kubernetes/spoc-run-job.yaml: %v", err)
+	}
+	if job.Labels[LabelManagedBy] != ManagedBy || job.Spec.Template.Labels[LabelManagedBy] != ManagedBy {
+		t.Errorf("Job labels %v, pod labels %v: want %s=%s on both", job.Labels, job.Spec.Template.Labels, LabelManagedBy, ManagedBy)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if strings.Join(c.Command, " ") != "spoc run" || !slices.Contains(c.Args, "/records/run.jsonl") || len(c.VolumeMounts) != 1 {
+		t.Errorf("container %+v: want spoc run writing records to the mounted volume", c)
 	}
 }

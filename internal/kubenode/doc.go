@@ -10,7 +10,11 @@
 // kube-apiserver and kube-controller-manager (see internal/kubetest): the
 // Deployment, ReplicaSet, Pods, EndpointSlices and garbage collection are
 // the cluster's own; only the container runtime is replaced by processes.
-// It does not restart crashed containers (their pod stays in
+// Containers are host processes with the agent's rights: there is no
+// filesystem isolation, so an absolute path in a container's arguments is
+// the host's file. Run only commands that write relative paths (each pod
+// has a working folder of its own) or nothing. It does not restart crashed
+// containers (their pod stays in
 // CrashLoopBackOff with the exit in lastState), does not mount volumes, and
 // of the kubelet API serves container logs only (kubectl logs works; exec
 // and port-forward do not).

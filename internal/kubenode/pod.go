@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -137,7 +138,11 @@ func (a *Agent) startContainer(ctx context.Context, p *corev1.Pod, r *podRun, c 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = wd
-	cmd.Stdout, cmd.Stderr = log, log
+	// a pipe, as from a container runtime, not the log file itself: a
+	// process that opens /dev/stdout (spoc run --out /dev/stdout) must
+	// append to the stream, not truncate and overwrite a file
+	out := pipeWriter{log}
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
@@ -164,6 +169,12 @@ func (a *Agent) startContainer(ctx context.Context, p *corev1.Pod, r *podRun, c 
 	}()
 	a.opts.Logger.Info("kubenode started container", "pod", p.Namespace+"/"+p.Name, "container", c.spec.Name, "ip", r.ip, "argv", argv)
 }
+
+// pipeWriter hides the *os.File from exec.Cmd, which then gives the
+// process a pipe and copies it.
+type pipeWriter struct{ w io.Writer }
+
+func (p pipeWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 
 // env is the container's environment: PATH and HOME of the agent, then the
 // container's variables with secretKeyRef, configMapKeyRef and the pod's

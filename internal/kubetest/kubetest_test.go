@@ -34,10 +34,12 @@ func TestClusterRunsADeploymentAndAJob(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	began := time.Now()
 	c, err := Start(ctx, bins, Options{GPUs: 2, Command: SpocCommand(spoc)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("control plane and node up in %s", time.Since(began).Round(10*time.Millisecond))
 	defer func() {
 		if t.Failed() {
 			t.Logf("cluster logs kept in %s", c.Dir)

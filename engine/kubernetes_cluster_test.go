@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,6 +298,20 @@ run:
 		}
 		if left := leftovers(t, "tune"); len(left) > 0 {
 			t.Errorf("left after spoc tune: %v", left)
+		}
+		// each trial's telemetry carries both replicas, named by pod
+		tels, _ := filepath.Glob(filepath.Join(out, "trials", "k8s", "*", "telemetry.jsonl"))
+		if len(tels) == 0 {
+			t.Fatalf("no telemetry.jsonl under %s", out)
+		}
+		for _, f := range tels {
+			pods := map[string]bool{}
+			for _, m := range regexp.MustCompile(`"target":"(spoc-k8s-s\d+-[a-z0-9]+-[a-z0-9]+)"`).FindAllStringSubmatch(string(readFile(t, f)), -1) {
+				pods[m[1]] = true
+			}
+			if len(pods) != 2 {
+				t.Errorf("%s: samples from pods %v, want both replicas", f, pods)
+			}
 		}
 
 		// Ctrl-C while a trial's pods serve load

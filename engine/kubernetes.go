@@ -229,10 +229,11 @@ func (k *Kubernetes) run(ctx context.Context, stdin []byte, args ...string) ([]b
 	return k.opts.Runner.Run(ctx, stdin, k.kubectl(args...)...)
 }
 
-// Start applies the trial's Deployment and Service, waits until a pod is
-// ready, and returns the Service's address (or a port-forward to it). A pod
-// whose server crashes is classified from its log like a process; on any
-// error the objects are deleted again.
+// Start applies the trial's Deployment and Service, waits until every
+// replica has every container ready, and returns the Service's address for
+// load (or a port-forward to it) and each pod's /metrics, named by pod. A
+// pod whose server crashes is classified from its log like a process; on
+// any error the objects are deleted again.
 func (k *Kubernetes) Start(ctx context.Context, params Params) (Server, error) {
 	if err := k.slot.take("kubernetes"); err != nil {
 		return nil, err

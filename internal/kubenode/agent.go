@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -59,6 +60,7 @@ type Agent struct {
 	mu     sync.Mutex
 	pods   map[types.UID]*podRun
 	nextIP int
+	ipBase [2]byte // 127.ipBase[0].ipBase[1]+n/250.n%250
 
 	proxy serviceProxy
 }
@@ -89,7 +91,11 @@ func New(opts Options) (*Agent, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("kubenode: %w", err)
 	}
-	return &Agent{opts: opts, pods: map[types.UID]*podRun{}}, nil
+	// a random /16-ish block of 127.2.0.0–127.63.255.255 for pod IPs, so
+	// that agents of test processes running side by side (each binds port
+	// 8000 on its pod IPs) do not collide
+	b := rand.N(62*256 - 8)
+	return &Agent{opts: opts, pods: map[types.UID]*podRun{}, ipBase: [2]byte{byte(2 + b/256), byte(b % 256)}}, nil
 }
 
 // Run registers the node and serves its pods until ctx is done; then it
@@ -261,14 +267,16 @@ func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// allocIP hands out the next loopback pod IP: 127.1.0.2, 127.1.0.3, …
-// (every 127/8 address reaches the loopback interface on Linux).
+// allocIP hands out the next loopback pod IP from the agent's block:
+// 127.A.B.2, 127.A.B.3, … (every 127/8 address reaches the loopback
+// interface on Linux).
 func (a *Agent) allocIP() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := a.nextIP + 2
 	a.nextIP++
-	return fmt.Sprintf("127.1.%d.%d", n/250, n%250)
+	hi := int(a.ipBase[0])*256 + int(a.ipBase[1]) + n/250
+	return fmt.Sprintf("127.%d.%d.%d", hi/256, hi%256, n%250)
 }
 
 // logPath is where container c of pod p writes its output.

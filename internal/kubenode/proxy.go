@@ -14,8 +14,8 @@ import (
 )
 
 // serviceProxy is the agent's kube-proxy: for each Service whose cluster
-// IP is a loopback address (the test control plane allocates them from
-// 127.64.0.0/16) it listens on that IP and port and forwards each
+// IP is a loopback address (the test control plane allocates them from a
+// /16 of 127.64–127.127) it listens on that IP and port and forwards each
 // connection to the next ready pod the Service selects, round robin. The
 // API server refuses loopback pod IPs in EndpointSlices, so the backends
 // come from the pods themselves.

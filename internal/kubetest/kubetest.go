@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -170,12 +171,15 @@ func Start(ctx context.Context, b Binaries, opts Options) (c *Cluster, err error
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	// Service cluster IPs come from a loopback range, so that a Service's
-	// address is one this machine can listen on.
+	// address is one this machine can listen on; a random one of
+	// 127.64–127.127, so that clusters of test processes running side by
+	// side do not hand out the same addresses (pod IPs are below 127.64).
+	serviceRange := fmt.Sprintf("127.%d.0.0/16", 64+mrand.N(64))
 	if err := c.start("kube-apiserver", b.APIServer, "--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
 		"--cert-dir", filepath.Join(dir, "pki"), "--authorization-mode", "AlwaysAllow",
 		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
-		"--service-cluster-ip-range", "127.64.0.0/16",
+		"--service-cluster-ip-range", serviceRange,
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(dir, "sa.pub"),
 		"--service-account-signing-key-file", filepath.Join(dir, "sa.key")); err != nil {

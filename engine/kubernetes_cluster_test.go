@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/spoc-project/spoc/internal/kubetest"
 )
@@ -357,6 +359,89 @@ run:
 		t.Logf("Ctrl-C to exit: %s; objects left: %d", time.Since(interrupted).Round(10*time.Millisecond), len(left))
 		if len(left) > 0 {
 			t.Errorf("left after Ctrl-C: %v", left)
+		}
+	})
+
+	t.Run("spoc run as the documented Job against a trial's Service: every record kept", func(t *testing.T) {
+		k := launcher(t, "job", func(o *KubernetesOptions) {
+			o.Replicas = 1
+			o.Args = []string{"--model", "{{.Model}}", "--port", "{{.Port}}", "--time-scale", "20"}
+		})
+		srv, err := k.Start(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stop(t, srv)
+		var job batchv1.Job
+		if err := yaml.UnmarshalStrict(readFile(t, "../deploy/kubernetes/spoc-run-job.yaml"), &job); err != nil {
+			t.Fatalf("deploy/kubernetes/spoc-run-job.yaml: %v", err)
+		}
+		// the test node mounts no volumes and does not isolate files: the
+		// records go to the pod's own working folder, never a host path
+		job.Spec.Template.Spec.Volumes = nil
+		ctr := &job.Spec.Template.Spec.Containers[0]
+		ctr.VolumeMounts = nil
+		for i := range ctr.Args {
+			switch ctr.Args[i] {
+			case "--target":
+				ctr.Args[i+1] = srv.Endpoint().BaseURL
+			case "--users":
+				ctr.Args[i+1] = "4"
+			case "--duration":
+				ctr.Args[i+1] = "3s"
+			case "--out":
+				ctr.Args[i+1] = "run.jsonl"
+			}
+		}
+		ctr.Args = append(ctr.Args, "--warmup", "0s", "--ramp", "0s", "--think-time-scale", "0")
+		created, err := c.Client.BatchV1().Jobs("job").Create(ctx, &job, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubectl := func(args ...string) string {
+			out, err := exec.CommandContext(ctx, c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig, "--namespace", "job"}, args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		for {
+			j, err := c.Client.BatchV1().Jobs("job").Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Status.Succeeded == 1 {
+				break
+			}
+			if j.Status.Failed > 0 || ctx.Err() != nil {
+				t.Fatalf("Job failed:\n%s", kubectl("logs", "job/"+created.Name))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// the summary through the pod's log, as `kubectl logs job/spoc-run`
+		var overall []string
+		for _, line := range strings.Split(kubectl("logs", "job/"+created.Name), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "overall" {
+				overall = f
+			}
+		}
+		pods, err := c.Client.CoreV1().Pods("job").List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + created.Name})
+		if err != nil || len(pods.Items) != 1 {
+			t.Fatalf("the Job's pod: %v %v", pods, err)
+		}
+		p := pods.Items[0]
+		records := filepath.Join(c.Dir, "node", "pods", p.Namespace+"_"+p.Name+"_"+string(p.UID), "run.jsonl")
+		n := strings.Count(string(readFile(t, records)), "\n")
+		if overall == nil || overall[1] != fmt.Sprint(n) {
+			t.Fatalf("%d records written, the Job's summary row %q: want one record per request", n, overall)
+		}
+		sum, err := exec.CommandContext(ctx, spoc, "summarize", records).CombinedOutput()
+		if err != nil || !regexp.MustCompile(`overall\s+`+overall[1]+`\s`).Match(sum) {
+			t.Errorf("spoc summarize of the Job's %d records: %v\n%s", n, err, sum)
+		}
+		t.Logf("Job: %d requests, %d records", n, n)
+		if err := c.Client.BatchV1().Jobs("job").Delete(ctx, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}); err != nil {
+			t.Fatal(err)
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -445,6 +446,80 @@ run:
 		}
 	})
 
+	t.Run("spoc tune: a pod killed mid-trial fails that trial, the study goes on, nothing is left", func(t *testing.T) {
+		if err := c.Namespace(ctx, "podkill"); err != nil {
+			t.Fatal(err)
+		}
+		cfg := filepath.Join(t.TempDir(), "spoc.yaml")
+		yml := fmt.Sprintf(`engine:
+  kind: kubernetes
+  model: gpt-oss-120b
+  gpus: 8
+  tensor_parallel_size: 4
+  process:
+    stop_timeout: 5s
+  kubernetes:
+    namespace: podkill
+    kubectl: %s
+    kubeconfig: %s
+    image: vllm/vllm-openai:v0.11.0
+    args: [--model, "{{.Model}}", --port, "{{.Port}}", --time-scale, "20"]
+    ready_timeout: 1m
+search:
+  study: podkill
+  trials: 2
+  population: 2
+  users: 4
+  duration: 5s
+  warmup: 1s
+  space:
+    - {name: max-num-batched-tokens, type: int, low: 1024, high: 8192, log: true}
+run:
+  ramp: 0s
+  think_time_scale: 0
+`, c.Kubectl, c.Kubeconfig)
+		if err := os.WriteFile(cfg, []byte(yml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var output strings.Builder
+		cmd := exec.CommandContext(ctx, spoc, "tune", "-c", cfg, "--out", t.TempDir())
+		cmd.Stdout, cmd.Stderr = &output, &output
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var victim string
+		for victim == "" {
+			pods, err := c.Client.CoreV1().Pods("podkill").List(ctx, metav1.ListOptions{})
+			if err != nil || ctx.Err() != nil {
+				t.Fatalf("pods: %v %v", err, ctx.Err())
+			}
+			// the victim: a pod serving the trial's load (requests running)
+			for _, p := range pods.Items {
+				if p.Status.PodIP != "" && requestsRunning(p.Status.PodIP+":8000") > 0 {
+					victim = p.Name
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := c.Client.CoreV1().Pods("podkill").Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		out := output.String()
+		if err != nil || !strings.Contains(out, `study "podkill": 2 trials (COMPLETE 1, FAIL 1)`) || !strings.Contains(out, victim) {
+			t.Errorf("spoc tune with pod %s killed in its first trial: %v; want one failed trial naming the pod, one complete\n%s", victim, err, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, victim) && strings.Contains(line, "FAIL") {
+				t.Logf("the failed trial: %s", strings.TrimSpace(line))
+				break
+			}
+		}
+		if left := leftovers(t, "podkill"); len(left) > 0 {
+			t.Errorf("left after spoc tune: %v", left)
+		}
+	})
+
 	t.Run("a misspelt base manifest is refused before anything is applied", func(t *testing.T) {
 		if err := c.Namespace(ctx, "typo"); err != nil {
 			t.Fatal(err)
@@ -469,6 +544,26 @@ type testLog struct{ t *testing.T }
 func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
+}
+
+// requestsRunning is vllm:num_requests_running of the server at addr (0 when it
+// cannot be read).
+func requestsRunning(addr string) float64 {
+	client := &http.Client{Timeout: time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "vllm:num_requests_running{") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			return v
+		}
+	}
+	return 0
 }
 
 func get(t *testing.T, url string) string {

@@ -79,6 +79,9 @@ func Space(params []search.ParamSpec, base search.Params, maxModelLen int) (sear
 		}
 		return 0, false
 	}
+	// Equivalent flag sets are one point of the study (vllm.Canonical):
+	// a canonical duplicate reuses its twin's result instead of a trial.
+	s.Canonical = func(p search.Params) search.Params { return search.Params(vllm.Canonical(p, base)) }
 	has := func(n string) bool { _, ok := s.Param(n); return ok }
 	if has("max-num-batched-tokens") || has("max-num-seqs") {
 		s = s.WithRule("max-num-batched-tokens >= max-num-seqs", func(p search.Params) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/study"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // ErrNoRequests marks a run in which no request completed: its latency
@@ -49,6 +50,20 @@ type Options struct {
 	Logger   *slog.Logger
 	// HeartbeatInterval overrides study.DefaultHeartbeatInterval (tests).
 	HeartbeatInterval time.Duration
+	// Notify receives the study's decisions before its first trial: the
+	// dimensions dropped from the space and why, the seeds tried first.
+	// Without it they go to Logger.
+	Notify func(string)
+}
+
+func (o Options) notify(line string) {
+	if o.Notify != nil {
+		o.Notify(line)
+		return
+	}
+	if o.Logger != nil {
+		o.Logger.Info(line)
+	}
 }
 
 // Progress reports one finished trial and the study's standing after it.
@@ -82,15 +97,52 @@ type Plan struct {
 	Directions []search.Direction
 	Sampler    search.Sampler
 	Objectives []search.ObjectiveSpec
+	// Dropped are the configured dimensions Prune removed; every trial
+	// runs with their one value (Fixed).
+	Dropped []Dropped
+	// Fixed holds the flags of Dropped with their values; the objective
+	// adds them to every trial's flags.
+	Fixed search.Params
+	// Seeds are evaluated first in a new study (trial 0 is the configured
+	// engine.params when the space can hold them); SeedNotes say which
+	// were left out and why.
+	Seeds     []Seed
+	SeedNotes []string
 }
 
-// NewPlan builds the space (with vLLM's start-up rules), directions and
-// sampler of spec.
+// Notes are the lines a study prints before its first trial: each dropped
+// dimension with its reason, each seed and each left-out seed.
+func (p *Plan) Notes() []string {
+	var out []string
+	for _, d := range p.Dropped {
+		out = append(out, fmt.Sprintf("search.space: %s dropped, every trial runs with %v: %s", d.Name, d.Value, d.Reason))
+	}
+	for i, sd := range p.Seeds {
+		flags := make([]string, 0, len(p.Space.Params))
+		for _, sp := range p.Space.Params {
+			flags = append(flags, fmt.Sprintf("%s=%v", sp.Name, sd.Params[sp.Name]))
+		}
+		out = append(out, fmt.Sprintf("trial %d is %s: %s", i, sd.Name, strings.Join(flags, " ")))
+	}
+	return append(out, p.SeedNotes...)
+}
+
+// NewPlan builds the space (with vLLM's start-up rules, without the
+// dimensions Prune drops), directions, sampler and seeds of spec.
 func NewPlan(spec Spec) (*Plan, error) {
-	space, err := Space(spec.Space, spec.BaseParams, spec.MaxModelLen)
+	kept, dropped := Prune(spec.Space, spec.BaseParams, spec.MaxModelLen)
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("search.space: nothing left to search: %s", droppedText(dropped))
+	}
+	space, err := Space(kept, spec.BaseParams, spec.MaxModelLen)
 	if err != nil {
 		return nil, err
 	}
+	fixed := search.Params{}
+	for _, d := range dropped {
+		fixed[d.Name] = d.Value
+	}
+	seeds, notes := Seeds(space, vllm.Merge(spec.BaseParams, fixed))
 	dirs, err := Directions(spec.Objectives)
 	if err != nil {
 		return nil, err
@@ -99,7 +151,16 @@ func NewPlan(spec Spec) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: spec.Objectives}, nil
+	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: spec.Objectives,
+		Dropped: dropped, Fixed: fixed, Seeds: seeds, SeedNotes: notes}, nil
+}
+
+func droppedText(ds []Dropped) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Name + " (" + d.Reason + ")"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Run creates or resumes the study spec.Study in spec.Storage and runs
@@ -143,6 +204,24 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	}
 	if err := checkUsers(ctx, st, spec.Users); err != nil {
 		return nil, err
+	}
+	seedParams := make([]search.Params, len(plan.Seeds))
+	for i, sd := range plan.Seeds {
+		seedParams[i] = sd.Params
+	}
+	queued, err := st.EnqueueFirst(ctx, seedParams)
+	if err != nil {
+		return nil, err
+	}
+	if queued != nil || len(plan.Dropped) > 0 {
+		// A new study (or a pruned space) says what it will not search and
+		// what it tries first; a resumed one said it when it started.
+		for _, line := range plan.Notes() {
+			if queued == nil && strings.HasPrefix(line, "trial ") {
+				continue
+			}
+			o.notify(line)
+		}
 	}
 	ev := &evaluation{spec: spec, o: o, plan: plan}
 	run, runErr := study.Optimize(ctx, study.Options{
@@ -228,6 +307,10 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 			}
 		}
 	}()
+	if len(e.plan.Fixed) > 0 {
+		// Dimensions dropped from the space still reach the server.
+		tc.Params = search.Params(vllm.Merge(e.plan.Fixed, tc.Params))
+	}
 	res, err := e.o.Evaluate(ctx, tc)
 	if err != nil {
 		return nil, nil, err

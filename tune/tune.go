@@ -81,7 +81,9 @@ type Progress struct {
 
 // Result is a study's state when Run returns.
 type Result struct {
-	Study      string                    `json:"study"`
+	Study string `json:"study"`
+	// Sampler is the sampler the study runs (auto resolved).
+	Sampler    string                    `json:"sampler"`
 	Storage    string                    `json:"storage"`
 	Objectives []search.ObjectiveSpec    `json:"objectives"`
 	Run        study.Result              `json:"run"`
@@ -180,6 +182,20 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if spec.Users < 1 {
 		return nil, fmt.Errorf("tune: search.users is %d; resolve the automatic tuning load (a baseline sweep) before the study", spec.Users)
 	}
+	db, err := study.Open(ctx, spec.Storage)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	// An automatic sampler choice is made once, when the study starts: a
+	// resumed study keeps its sampler even if its budget was raised.
+	stored := ""
+	if prev, err := db.Load(ctx, spec.Study); err == nil {
+		stored = prev.Sampler
+	} else if !errors.Is(err, study.ErrNotFound) {
+		return nil, err
+	}
+	spec.Sampler = ResolveSampler(spec, stored)
 	plan, err := NewPlan(spec)
 	if err != nil {
 		return nil, err
@@ -187,11 +203,6 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if slices.ContainsFunc(plan.Objectives, func(ob search.ObjectiveSpec) bool { return ob.Metric == MetricCapacity }) && o.Capacity == nil {
 		return nil, errors.New("tune: objective capacity needs a capacity search (CapacityFunc)")
 	}
-	db, err := study.Open(ctx, spec.Storage)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
 	st, err := db.CreateOrLoad(ctx, study.Config{
 		Name: spec.Study, Directions: plan.Directions, Space: plan.Space,
 		Sampler: spec.Sampler, SamplerConfig: SamplerConfig(spec), Seed: spec.Seed,
@@ -258,7 +269,7 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 		return nil, errors.Join(runErr, err)
 	}
 	res := &Result{
-		Study: st.Name, Storage: spec.Storage, Objectives: plan.Objectives, Run: run,
+		Study: st.Name, Sampler: st.Sampler, Storage: spec.Storage, Objectives: plan.Objectives, Run: run,
 		Trials: trials, Front: search.ParetoFront(trials, plan.Directions), Directions: plan.Directions,
 		States: map[search.TrialState]int{},
 	}
@@ -282,6 +293,15 @@ func Best(trials []search.Trial, dirs []search.Direction) *search.Trial {
 		}
 	}
 	return best
+}
+
+// Objective is the objective Run evaluates spec's trials with: o.Evaluate
+// runs the trial's flags (with the dimensions Prune dropped) at the
+// study's load, o.Capacity answers the capacity objective, the SLA
+// clauses become constraints. Only o.Evaluate and o.Capacity are used.
+// spoc search objective serves it to other optimisers (bench/).
+func (p *Plan) Objective(spec Spec, o Options) search.Objective {
+	return (&evaluation{spec: spec, o: o, plan: p}).objective
 }
 
 // evaluation is the study's objective.

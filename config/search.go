@@ -11,7 +11,7 @@ import (
 // Objective metrics a study can optimise.
 var ObjectiveMetrics = []string{"output_throughput", "total_throughput", "request_throughput", "goodput", "ttft_p50", "ttft_p95", "ttft_p99", "itl_p50", "itl_p95", "itl_p99", "tpot_p95", "e2e_p95", "capacity"}
 
-// Search configures the NSGA-II study run by spoc tune.
+// Search configures the study run by spoc tune.
 type Search struct {
 	Sampler       string      `yaml:"sampler" doc:"auto (tpe for studies of at most 100 trials, nsga2 beyond; a resumed study keeps its sampler), tpe, nsga2, random or grid."`
 	Trials        int         `yaml:"trials" doc:"Total trials of the study (a resumed study runs up to this many)."`

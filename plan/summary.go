@@ -51,6 +51,9 @@ type Summary struct {
 	// Cost sizes every hardware option for plan.target_users: deployments,
 	// GPUs and dollars (nil when no user count was asked).
 	Cost *Cost `json:"cost,omitempty"`
+	// Envelope says which simulated operating points lie outside what the
+	// simulator's calibration measured (nil for live plans).
+	Envelope *Envelope `json:"envelope,omitempty"`
 	// Assumptions lists every default that is an assumption, with its value.
 	Assumptions []Assumption `json:"assumptions"`
 	// Phases records how long each phase took.

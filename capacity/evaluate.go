@@ -243,7 +243,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // when its flags are the same (prefix cache reset), else a new one. The
 // caller holds e.mu.
 func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
-	flags, err := vllm.Flags(params)
+	flags, err := vllm.Flags(vllm.Merge(e.setup.Search.BaseParams, params)) // the command line, not how it was spelt
 	if err != nil {
 		return nil, err
 	}

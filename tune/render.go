@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/study"
 )
 
 // WriteProgress prints one line per finished trial:
@@ -16,6 +17,10 @@ func WriteProgress(w io.Writer, p Progress) error {
 	var b strings.Builder
 	t := p.Trial
 	fmt.Fprintf(&b, "trial %d/%d #%d %s", p.Finished, p.Total, t.Number, t.State)
+	if src, ok := t.SystemAttrs[study.AttrDuplicateOf]; ok {
+		// Not evaluated: its flags configure the engine as #src's did.
+		fmt.Fprintf(&b, " (not run: same engine configuration as #%v, result reused)", src)
+	}
 	switch t.State {
 	case search.StateComplete:
 		b.WriteString(" " + formatValues(t.Values, p.Objectives))

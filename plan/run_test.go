@@ -3,8 +3,10 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,10 +34,20 @@ func TestQuickPlan(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var progress bytes.Buffer
-	s, err := plan.Run(context.Background(), quickSetup(t, config.Default(), dir), plan.Options{Progress: &progress})
+	cfg := config.Default()
+	// the cost section and compare rows too, so that the JSON walk below
+	// sees every section a plan can write
+	cfg.Plan.TargetUsers = 1000
+	cfg.Plan.GPUPricePerHour = map[string]float64{"H100-SXM": 2.5, "H200-SXM": 3.5}
+	setup, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: dir, Compare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := plan.Run(context.Background(), setup, plan.Options{Progress: &progress})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
+	checkSnakeCase(t, s)
 	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== trace", "== compare"} {
 		if !strings.Contains(progress.String(), phase) {
 			t.Errorf("no progress for phase %q", phase)
@@ -89,6 +101,52 @@ func TestQuickPlan(t *testing.T) {
 	}
 	if len(recs) == 0 {
 		t.Error("no sweep records written")
+	}
+}
+
+// checkSnakeCase walks every key of the summary's JSON (what summary.json
+// holds) and fails on one that is not snake_case. Keys of the maps of engine
+// flags are vLLM's flag names (max-num-seqs), data rather than field names,
+// and are checked as such.
+func checkSnakeCase(t *testing.T, s *plan.Summary) {
+	t.Helper()
+	if s.Cost == nil || len(s.Compare) == 0 {
+		t.Errorf("cost %v, %d compare rows: the walk would miss sections", s.Cost != nil, len(s.Compare))
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	flag := regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+	flagMaps := map[string]bool{"params": true, "config": true, "flags": true}
+	seen := 0
+	var walk func(v any, path string, flags bool)
+	walk = func(v any, path string, flags bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				seen++
+				if flags && !flag.MatchString(k) {
+					t.Errorf("%s: engine flag key %q is not a vLLM flag name", path, k)
+				} else if !flags && !snake.MatchString(k) {
+					t.Errorf("%s: key %q is not snake_case", path, k)
+				}
+				walk(x, path+"."+k, !flags && flagMaps[k])
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, path+"[]", false)
+			}
+		}
+	}
+	walk(doc, "", false)
+	if seen < 100 {
+		t.Errorf("walked only %d keys", seen)
 	}
 }
 

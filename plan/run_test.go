@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/result"
 )
 
 // quickSetup resolves cfg as spoc plan --quick does.
@@ -101,6 +102,23 @@ func TestQuickPlan(t *testing.T) {
 	}
 	if len(recs) == 0 {
 		t.Error("no sweep records written")
+	}
+	// the sweep's records are compressed, and read back as records
+	for _, e := range recs {
+		if !strings.HasSuffix(e.Name(), ".jsonl.gz") {
+			t.Errorf("records file %s: want users-NNNNN.jsonl.gz", e.Name())
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, "records", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		truncated, err := result.ReadAll(f, e.Name(), func(*result.Record) error { n++; return nil })
+		f.Close()
+		if err != nil || truncated || n == 0 {
+			t.Errorf("%s: %d records, truncated %v, err %v", e.Name(), n, truncated, err)
+		}
 	}
 }
 

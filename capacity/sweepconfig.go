@@ -45,18 +45,27 @@ func SweepConfig(ctx context.Context, ev *Evaluator, params map[string]any, load
 // candidate with the baseline on the reference case, hiding a tuned
 // configuration whose full sweep served 168 users against the baseline's 156
 // (measured before the simulator modelled async scheduling's lookahead).
-func ShortSweep(ctx context.Context, ev *Evaluator, params map[string]any) (*SweepResult, error) {
-	s := ev.Setup()
+// progress, when not nil, is called after every level.
+func ShortSweep(ctx context.Context, ev *Evaluator, params map[string]any, progress func(l Level, phase string)) (*SweepResult, error) {
+	opts := ShortSweepOptions(ev.Setup())
+	opts.Progress = progress
+	return SweepConfig(ctx, ev, params, ev.Setup().Windows.Tune.At, opts, nil)
+}
+
+// ShortSweepOptions are the bounds of a short sweep of s: the sweep's
+// resolution, one repeat, few-sample levels judged on their values.
+func ShortSweepOptions(s Setup) SweepOptions {
 	opts := s.Sweep.SweepOptions
 	opts.Repeats = 1
 	opts.JudgeFewSamples = true
-	return SweepConfig(ctx, ev, params, s.Windows.Tune.At, opts, nil)
+	return opts
 }
 
 // BaselineSweep is the short sweep of the configured engine flags. Its
-// ceiling is the study's load when search.users is 0 (auto).
-func BaselineSweep(ctx context.Context, ev *Evaluator) (*SweepResult, error) {
-	return ShortSweep(ctx, ev, map[string]any{})
+// ceiling is the study's load when search.users is 0 (auto). progress, when
+// not nil, is called after every level, so a long baseline is not silent.
+func BaselineSweep(ctx context.Context, ev *Evaluator, progress func(l Level, phase string)) (*SweepResult, error) {
+	return ShortSweep(ctx, ev, map[string]any{}, progress)
 }
 
 // CeilingThroughput is the output throughput the sweep measured at its

@@ -38,14 +38,14 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	cands = append([]cand{{trial: -1, params: map[string]any{}}}, cands...)
 	best, bestTput := -1, 0.0
 	var ran []map[string]any // params of each entry of p.sum.Candidates
-	for _, c := range cands {
+	for n, c := range cands {
 		res, err := p.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
-			res, err = capacity.ShortSweep(ctx, p.ev, c.params)
+			res, err = capacity.ShortSweep(ctx, p.ev, c.params, nil)
 		}
 		if err != nil {
 			if capacity.IsInfeasible(err) {
-				p.logf("   candidate %s: infeasible: %v", trialName(c.trial), err)
+				p.stepf(n+1, len(cands), false, "candidate %s: infeasible: %v", trialName(c.trial), err)
 				continue
 			}
 			return "", err
@@ -54,7 +54,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
 		ran = append(ran, c.params)
-		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
+		p.stepf(n+1, len(cands), false, "candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		tput := res.CeilingThroughput()
 		if best < 0 || better(sw.Choose, rc, p.sum.Candidates[best], tput, bestTput) {
 			best, bestTput = len(p.sum.Candidates)-1, tput
@@ -75,12 +75,14 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			p.logf("   %d candidates tied at %d users on the short sweep (%s); keeping %s — compare them with full sweeps: spoc sweep --trial N",
 				len(tied), p.sum.Candidates[best].Ceiling, strings.Join(names, ", "), trialName(p.sum.Candidates[best].Trial))
 		} else {
+			broken := 0
 			w, err := breakTie(p.sum.Candidates, tied, func(i int) (int, string, error) {
 				res, err := capacity.SweepConfig(ctx, p.ev, ran[i], p.s.Windows.Sweep.At, sw.SweepOptions, nil)
 				if err != nil {
 					return 0, "", err
 				}
-				p.logf("   tie-break: %s: full-sweep ceiling %d users", trialName(p.sum.Candidates[i].Trial), res.Ceiling)
+				broken++
+				p.stepf(broken, len(tied), false, "tie-break: %s: full-sweep ceiling %d users", trialName(p.sum.Candidates[i].Trial), res.Ceiling)
 				return res.Ceiling, res.FailedClause, nil
 			})
 			if err != nil {

@@ -24,7 +24,11 @@ import (
 
 // Options configure Run.
 type Options struct {
-	// Progress receives one line per step of every phase.
+	// Events, when set, receives the plan's progress as events, for a
+	// renderer (spoc plan's adds elapsed time and ETAs).
+	Events func(Event)
+	// Progress, when Events is nil, receives the same events as plain
+	// lines (Event.String).
 	Progress io.Writer
 	Logger   *slog.Logger
 	// Version is recorded in the summary.
@@ -43,16 +47,14 @@ type planner struct {
 	tuneUsers int
 	// baseline is the configured engine flags' short sweep.
 	baseline *capacity.SweepResult
-}
-
-func (p *planner) logf(format string, args ...any) {
-	if p.o.Progress != nil {
-		fmt.Fprintf(p.o.Progress, format+"\n", args...)
-	}
+	// the phase running, for progress events
+	phaseName          string
+	phaseIndex, phases int
 }
 
 func (p *planner) phase(name string, fn func() (string, error)) error {
-	p.logf("== %s", name)
+	p.phaseName, p.phaseIndex = name, p.phaseIndex+1
+	p.emit(Event{Kind: PhaseStarted})
 	start, before := time.Now(), p.ev.Usage()
 	detail, err := fn()
 	secs, after := time.Since(start).Seconds(), p.ev.Usage()
@@ -61,7 +63,7 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	p.logf("   %s done in %.1fs%s", name, secs, ifNotEmpty(": ", detail))
+	p.emit(Event{Kind: PhaseDone, Text: detail, Elapsed: time.Since(start)})
 	return nil
 }
 
@@ -137,6 +139,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	defer os.RemoveAll(staging)
+	p.phases = len(steps)
 	for _, s := range steps {
 		if err := p.phase(s.name, func() (string, error) { return s.fn(ctx) }); err != nil {
 			return nil, err
@@ -231,7 +234,7 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 // binds, so the front separates configurations that serve more users from
 // those that serve fewer.
 func (p *planner) baselineSweep(ctx context.Context) (string, error) {
-	res, err := capacity.BaselineSweep(ctx, p.ev)
+	res, err := capacity.BaselineSweep(ctx, p.ev, p.levels(capacity.ShortSweepOptions(p.s.Setup)))
 	if err != nil {
 		return "", err
 	}
@@ -269,10 +272,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
 		ArtifactsRoot: artifacts,
 		Progress: func(pr tune.Progress) {
-			if p.o.Progress != nil {
-				fmt.Fprint(p.o.Progress, "   ")
-				_ = tune.WriteProgress(p.o.Progress, pr)
-			}
+			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))
 		},
 	})
 	if err == nil {

@@ -362,7 +362,7 @@ func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
 			if strings.HasPrefix(line, "== sweep") {
 				inSweep = true
 			}
-			if inSweep && strings.Contains(line, " users: ") {
+			if inSweep && strings.Contains(line, " users ") {
 				if levels++; levels == 1 {
 					// the second level runs for 7 s from now: kill its
 					// server in the middle of it (a server found dead

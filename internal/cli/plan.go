@@ -40,16 +40,18 @@ sweep's records. With no configuration it plans the reference case
 			if err != nil {
 				return err
 			}
-			progress := io.Writer(cmd.ErrOrStderr())
-			if quiet {
-				progress = nil
+			var events func(plan.Event)
+			if !quiet {
+				prog := stderrProgress(cmd.ErrOrStderr())
+				defer prog.Close()
+				events = prog.planEvents
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Quick: quick, Compare: compare, Logger: logger})
 			if err != nil {
 				return usageError(err)
 			}
-			d, err := plan.Run(cmd.Context(), setup, plan.Options{Progress: progress, Logger: logger, Version: Version})
+			d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
 			if errors.Is(err, engine.ErrSetup) {
 				return usageError(err)
 			}

@@ -67,21 +67,12 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 					return err
 				}
 			}
-			progress := cmd.ErrOrStderr()
 			run := capacity.SweepRun{Logger: logger}
 			if !quiet {
-				run.Progress = func(l capacity.Level, phase string) {
-					for i, r := range l.Repeats {
-						v := "pass"
-						switch {
-						case r.Insufficient:
-							v = "unjudged: too few samples (" + r.FailedClause + ")"
-						case !r.Pass:
-							v = "FAIL " + r.FailedClause
-						}
-						fmt.Fprintf(progress, "%-6s %5d users (repeat %d): %7.0f tok/s  TTFT p95 %6.0f ms  ITL p95 %5.1f ms  %s\n", phase, l.Users, i+1, r.OutputThroughput, r.TTFTP95*1000, r.ITLP95*1000, v)
-					}
-				}
+				prog := stderrProgress(cmd.ErrOrStderr())
+				defer prog.Close()
+				prog.begin("sweep", 0, 0, 0, false)
+				run.Progress = prog.sweepLevels(setup.Sweep.SweepOptions)
 			}
 			if out != "" {
 				run.RecordsDir = filepath.Join(out, "records")

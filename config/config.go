@@ -52,6 +52,11 @@ func (c *Config) Validate() error {
 	c.Trace.validate("trace", errs)
 	c.Report.validate("report", errs)
 	c.Plan.validate("plan", errs)
+	profiles := make([]string, 0, len(c.Workload.Profiles))
+	for _, pr := range c.Workload.Profiles {
+		profiles = append(profiles, pr.Name)
+	}
+	c.Plan.validatePeak("plan", profiles, errs)
 	return errs.Err()
 }
 

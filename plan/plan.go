@@ -129,6 +129,13 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		{"trace", p.trace},
 		{"compare", p.compare},
 	}
+	if len(s.Demand.PeakShares) > 0 && s.Demand.Users > 0 {
+		// last: it closes the plan's evaluator (one live server at a time)
+		steps = append(steps, struct {
+			name string
+			fn   func(context.Context) (string, error)
+		}{"peak", p.peak})
+	}
 	// The sweep's records go to a staging folder that replaces records/
 	// only when every phase succeeded: an interrupted or failed plan leaves
 	// the previous plan's records beside its report.

@@ -40,6 +40,8 @@ func TestQuickPlan(t *testing.T) {
 	// sees every section a plan can write
 	cfg.Plan.TargetUsers = 1000
 	cfg.Plan.GPUPricePerHour = map[string]float64{"H100-SXM": 2.5, "H200-SXM": 3.5}
+	// a peak heavier in whole-codebase sessions than the workload's mix
+	cfg.Plan.PeakShares = map[string]float64{"P0": 0.5, "P1": 0.3, "P2": 0.2}
 	setup, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: dir, Compare: true})
 	if err != nil {
 		t.Fatal(err)
@@ -49,13 +51,25 @@ func TestQuickPlan(t *testing.T) {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
 	checkSnakeCase(t, s)
-	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== trace", "== compare"} {
+	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== trace", "== compare", "== peak"} {
 		if !strings.Contains(progress.String(), phase) {
 			t.Errorf("no progress for phase %q", phase)
 		}
 	}
-	if len(s.Phases) != 7 {
-		t.Errorf("%d phases recorded, want 7: %+v", len(s.Phases), s.Phases)
+	if len(s.Phases) != 8 {
+		t.Errorf("%d phases recorded, want 8 (peak included): %+v", len(s.Phases), s.Phases)
+	}
+	// the cost section is sized at the peak mix, measured on every option
+	if s.Peak == nil || s.Peak.Chosen.Users <= 0 || len(s.Peak.Compare) != 2 || s.Cost == nil || s.Cost.PeakShares["P2"] != 0.2 {
+		t.Fatalf("peak mix: %+v, cost %+v", s.Peak, s.Cost)
+	}
+	if got, want := s.Cost.Rows[0].CeilingUsers, s.Peak.Chosen.Users; got != want {
+		t.Errorf("cost sized at %d users, the peak-mix ceiling is %d", got, want)
+	}
+	// P2 sessions are the heaviest: a peak with twice their share serves
+	// fewer users than the workload's mix
+	if s.Peak.Chosen.Users >= s.Capacity.Users {
+		t.Errorf("peak mix ceiling %d, workload mix %d: want fewer at a heavier mix", s.Peak.Chosen.Users, s.Capacity.Users)
 	}
 	c := s.Capacity
 	if c.Users <= 0 {
@@ -142,6 +156,7 @@ func checkSnakeCase(t *testing.T, s *plan.Summary) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	flag := regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 	flagMaps := map[string]bool{"params": true, "config": true, "flags": true}
+	profileMaps := map[string]bool{"shares": true, "peak_shares": true}
 	seen := 0
 	var walk func(v any, path string, flags bool)
 	walk = func(v any, path string, flags bool) {
@@ -149,6 +164,9 @@ func checkSnakeCase(t *testing.T, s *plan.Summary) {
 		case map[string]any:
 			for k, x := range v {
 				seen++
+				if profileMaps[path[strings.LastIndex(path, ".")+1:]] {
+					continue // a profile name
+				}
 				if flags && !flag.MatchString(k) {
 					t.Errorf("%s: engine flag key %q is not a vLLM flag name", path, k)
 				} else if !flags && !snake.MatchString(k) {

@@ -51,6 +51,9 @@ type Summary struct {
 	// Cost sizes every hardware option for plan.target_users: deployments,
 	// GPUs and dollars (nil when no user count was asked).
 	Cost *Cost `json:"cost,omitempty"`
+	// Peak is the capacity at the peak's profile mix, when plan.peak_shares
+	// set one; the cost section is sized from it.
+	Peak *PeakMix `json:"peak,omitempty"`
 	// Assumptions lists every default that is an assumption, with its value.
 	Assumptions []Assumption `json:"assumptions"`
 	// Phases records how long each phase took.

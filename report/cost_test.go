@@ -59,3 +59,27 @@ func TestCostSectionAbsentWithoutTarget(t *testing.T) {
 		t.Error("HTML shows a cost section for a plan that asked no user count")
 	}
 }
+
+// A cost section sized at a peak mix says so, with the mix, in both
+// renderings.
+func TestCostSectionNamesThePeakMix(t *testing.T) {
+	d := fixture(t)
+	if d.Cost == nil {
+		t.Fatal("fixture has no cost section")
+	}
+	d.Cost.PeakShares = map[string]float64{"P1": 0.3, "P0": 0.5, "P2": 0.2}
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	const want = "profile mix (P0 50.0%, P1 30.0%, P2 20.0%, plan.peak_shares)"
+	for name, page := range map[string]string{"HTML": render(t, d), "summary.md": buf.String()} {
+		if !strings.Contains(page, want) {
+			t.Errorf("%s does not name the peak mix", name)
+		}
+	}
+	d.Cost.PeakShares = nil
+	if strings.Contains(render(t, d), "plan.peak_shares") {
+		t.Error("a cost section at the workload's mix claims a peak mix")
+	}
+}

@@ -113,7 +113,8 @@ func (p *progress) begin(name string, index, of, total int, bound bool) {
 }
 
 // step prints one finished step: done of total (total 0: unknown), the
-// elapsed time of the phase and the ETA, then the text cut to fit.
+// elapsed time of the phase and the ETA, then the text cut to fit 100
+// columns. A step that counts nothing (done 0) is a note, printed whole.
 func (p *progress) step(text string, done, total int, bound bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -141,8 +142,9 @@ func (p *progress) step(text string, done, total int, bound bool) {
 	case done == 0:
 		prefix = fmt.Sprintf(" %s ", clock(now.Sub(p.phaseStart)))
 	}
-	if prefix == "" {
-		p.println(text) // the verb's own line (a study's path): never cut
+	if done == 0 {
+		// a note (a study's path, a decision): never cut
+		p.println(prefix + text)
 		return
 	}
 	p.println(fit(prefix+text, progressWidth))

@@ -46,6 +46,9 @@ const (
 	// per layer outside GEMMs and attention: two RMSNorms (read+write each),
 	// two residual adds (two reads, one write each), rotary on Q and K.
 	elementwisePassesPerLayer = 12
+	// fusedNormPassesPerLayer of them (two norms, two residual adds) move
+	// into the all-reduce kernel under FusedAllReduceNorm.
+	fusedNormPassesPerLayer = 10
 	// samplingPasses counts FP32 passes over a sequence's logits (softmax,
 	// top-k/top-p, sampling).
 	samplingPasses = 3
@@ -135,9 +138,10 @@ func (s *System) precompute() {
 		c.expertFLOPsPerToken = 2 * k * 3 * h * ie
 		c.expertWeightBytes = 3 * h * ie * s.expertFormat.BytesPerWeight()
 		c.expertActBytesPerToken = k * (2*h + 3*ie) * bf16Bytes
-		c.moePeak = s.peak(s.expertFormat)
-		c.moeAchieved = c.moePeak * f.MoECompute * clk
-		c.moeBW = g.MemoryBandwidth * f.MoEMemory
+		mc, mm := s.moeFractions()
+		c.moePeak = s.moePeak()
+		c.moeAchieved = c.moePeak * mc * clk
+		c.moeBW = g.MemoryBandwidth * mm
 	}
 
 	if s.opts.TensorParallel > 1 {
@@ -151,11 +155,16 @@ func (s *System) precompute() {
 		c.allReduceLatency = f.AllReduceLatencySeconds
 	}
 
-	c.elementwiseBytesPerToken = (c.layers*elementwisePassesPerLayer + 2) * h * bf16Bytes
+	passes, normKernels := float64(elementwisePassesPerLayer), 0.0
+	if s.opts.FusedAllReduceNorm && s.opts.TensorParallel > 1 {
+		// Both norms and residual adds of a layer ride in its two all-reduces.
+		passes, normKernels = elementwisePassesPerLayer-fusedNormPassesPerLayer, 2
+	}
+	c.elementwiseBytesPerToken = (c.layers*passes + 2) * h * bf16Bytes
 	c.samplingBytesPerSeq = samplingPasses * v * fp32Bytes
 	c.elementwiseBW = g.MemoryBandwidth * f.ElementwiseMemory
 
-	kernels := c.layers*attentionKernels + c.moeLayers*moeKernels + c.mlpLayers*denseMLPKernels + stepKernels
+	kernels := c.layers*(attentionKernels-normKernels) + c.moeLayers*moeKernels + c.mlpLayers*denseMLPKernels + stepKernels
 	if s.opts.TensorParallel > 1 {
 		kernels += c.allReducesPerStep + 1
 	}

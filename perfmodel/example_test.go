@@ -25,6 +25,6 @@ func ExampleSystem_Step() {
 	kv, _ := s.KVCacheTokens(0.9)
 	fmt.Printf("KV cache: %d tokens of %.0f bytes\n", kv, s.KVBytesPerToken())
 	// Output:
-	// expert format w4a16, step 34.7 ms, bottleneck moe/compute
+	// expert format w4a16, step 36.2 ms, bottleneck moe/compute
 	// KV cache: 6357616 tokens of 36864 bytes
 }

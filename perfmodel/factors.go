@@ -24,6 +24,11 @@ type Factors struct {
 	// for W4A16 the compute fraction absorbs the cost of unpacking weights.
 	MoECompute float64 `json:"moe_compute" yaml:"moe_compute"`
 	MoEMemory  float64 `json:"moe_memory" yaml:"moe_memory"`
+	// MoEFP8Compute and MoEFP8Memory are the same for expert GEMMs whose math
+	// runs at the FP8 (or FP4) tensor-core rate: FP8 checkpoints, MXFP4
+	// weights × MXFP8 activations (System.MoEClass).
+	MoEFP8Compute float64 `json:"moe_fp8_compute" yaml:"moe_fp8_compute"`
+	MoEFP8Memory  float64 `json:"moe_fp8_memory" yaml:"moe_fp8_memory"`
 	// ElementwiseMemory scales HBM bandwidth for norms, residual adds, rotary
 	// embedding, and sampling.
 	ElementwiseMemory float64 `json:"elementwise_memory" yaml:"elementwise_memory"`
@@ -63,7 +68,7 @@ type Factors struct {
 var UncalibratedFactors = Factors{
 	DenseCompute: 0.70, DenseMemory: 0.80,
 	AttentionCompute: 0.50, AttentionMemory: 0.70,
-	MoECompute: 0.40, MoEMemory: 0.70,
+	MoECompute: 0.40, MoEMemory: 0.70, MoEFP8Compute: 0.40, MoEFP8Memory: 0.70,
 	ElementwiseMemory: 0.60, Network: 0.80,
 	StepOverheadSeconds: 1e-3, PerSeqOverheadSeconds: 5e-6,
 	GraphKernelSeconds: 2e-6, EagerKernelSeconds: 6e-6, AllReduceLatencySeconds: 8e-6,
@@ -90,7 +95,7 @@ func IsFraction(name string) bool {
 
 var fractionFields = map[string]bool{
 	"dense_compute": true, "dense_memory": true, "attention_compute": true, "attention_memory": true,
-	"moe_compute": true, "moe_memory": true, "elementwise_memory": true, "network": true,
+	"moe_compute": true, "moe_memory": true, "moe_fp8_compute": true, "moe_fp8_memory": true, "elementwise_memory": true, "network": true,
 }
 
 func (f *Factors) field(name string) (reflect.Value, error) {

@@ -21,8 +21,8 @@ func TestFactorsGetSet(t *testing.T) {
 			t.Errorf("%s: set 0.123, got %g", n, v)
 		}
 	}
-	if len(names) != 15 {
-		t.Errorf("%d factors, want 15", len(names))
+	if len(names) != 17 {
+		t.Errorf("%d factors, want 17", len(names))
 	}
 	var f Factors
 	if err := f.Set("nope", 1); err == nil {

@@ -169,8 +169,18 @@ type StepCost struct {
 	HBMBytes float64
 	// CUDAGraph is true when the step replays a captured graph.
 	CUDAGraph bool
+	// KernelActive estimates DCGM_FI_DEV_GPU_UTIL over the step: the
+	// fraction of it during which at least one kernel executes (everything
+	// but the engine's CPU time, StepOverheadSeconds and
+	// PerSeqOverheadSeconds, during which the GPU waits when scheduling is
+	// synchronous).
+	KernelActive float64
 	// SMActive, TensorActive and DRAMActive estimate the DCGM profiling
 	// counters (fractions of the step) on each GPU; PowerWatts its mean power.
+	// SMActive is DCGM_FI_PROF_SM_ACTIVE: the fraction of time an SM has at
+	// least one warp resident, averaged over the SMs — a kernel that runs
+	// on few SMs counts for that share of the GPU only (docs/perfmodel.md
+	// §3.8).
 	SMActive     float64
 	TensorActive float64
 	DRAMActive   float64
@@ -311,7 +321,16 @@ func (s *System) StepShape(b BatchShape) StepCost {
 	cost.HBMBytes = att.bytes + dense.bytes + moe.bytes + otherBytes
 	cost.CUDAGraph = graph
 
-	busy := att.seconds + dense.seconds + moe.seconds + other + commSMShare*comm
+	// GEMM, attention and MoE kernels spread their work over every SM
+	// (tiles, split-K/split-KV, Marlin's striped partitioning); the small
+	// kernels (norms, rotary, activation, top-k, sampling) and the tails
+	// the per-kernel cost stands for run one thread block per token or
+	// sequence, so with fewer tokens than SMs only that many SMs hold a
+	// warp; a collective keeps commSMShare of them busy.
+	cpu := s.factors.StepOverheadSeconds + s.factors.PerSeqOverheadSeconds*N
+	small := math.Min(1, T/s.sms)
+	cost.KernelActive = math.Min(1, math.Max(0, cost.Seconds-cpu)/cost.Seconds)
+	busy := att.seconds + dense.seconds + moe.seconds + commSMShare*comm + small*(other+math.Max(0, overhead-cpu))
 	cost.SMActive = math.Min(1, busy/cost.Seconds)
 	cost.TensorActive = math.Min(1, (att.tensorSeconds+dense.tensorSeconds+moe.tensorSeconds)/s.clock/cost.Seconds)
 	cost.DRAMActive = math.Min(1, cost.HBMBytes/s.gpu.MemoryBandwidth/cost.Seconds)

@@ -23,7 +23,7 @@ func toyGPU() GPU {
 
 func toyFactors() Factors {
 	return Factors{DenseCompute: 1, DenseMemory: 1, AttentionCompute: 1, AttentionMemory: 1,
-		MoECompute: 1, MoEMemory: 1, ElementwiseMemory: 1, Network: 1,
+		MoECompute: 1, MoEMemory: 1, MoEFP8Compute: 1, MoEFP8Memory: 1, ElementwiseMemory: 1, Network: 1,
 		StepOverheadSeconds: 1e-6, PerSeqOverheadSeconds: 1e-7, GraphKernelSeconds: 0,
 		EagerKernelSeconds: 1e-8, AllReduceLatencySeconds: 1e-6}
 }

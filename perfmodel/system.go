@@ -21,6 +21,13 @@ type SystemOptions struct {
 	WeightFormat WeightFormat
 	// KVCacheDtype is the KV cache element type (default BF16).
 	KVCacheDtype KVCacheDtype
+	// MoEKernel is the engine's expert-GEMM implementation (default: the
+	// resolved expert weight format decides; see MoEClass).
+	MoEKernel MoEKernel
+	// FusedAllReduceNorm is vLLM's fuse_allreduce_rms compilation pass: each
+	// tensor-parallel all-reduce runs fused with the residual add and RMSNorm
+	// that follow it, so those kernels and their HBM passes disappear.
+	FusedAllReduceNorm bool
 	// CUDAGraphs replays captured CUDA graphs for steps of at most
 	// CUDAGraphMaxTokens tokens; the zero value is eager mode.
 	CUDAGraphs bool
@@ -51,6 +58,7 @@ type System struct {
 
 	expertFormat, denseFormat WeightFormat
 	clock                     float64
+	sms                       float64 // SMs per GPU, for SM-active estimates (1 when unknown)
 	c                         stepConstants
 }
 
@@ -105,7 +113,7 @@ func NewSystem(model Model, gpu GPU, opts SystemOptions) (*System, error) {
 			return nil, fmt.Errorf("new system: %s %d is negative", p.name, *p.v)
 		}
 	}
-	s := &System{model: model, gpu: gpu, opts: opts, factors: opts.Factors, clock: 1}
+	s := &System{model: model, gpu: gpu, opts: opts, factors: opts.Factors, clock: 1, sms: float64(max(gpu.SMCount, 1))}
 	if s.factors == (Factors{}) {
 		s.factors = DefaultFactors(model)
 	}
@@ -145,6 +153,20 @@ func (s *System) resolveFormats() error {
 	}
 	if quantized == FormatFP4 && s.gpu.FP4FLOPS == 0 {
 		return fmt.Errorf("weight format fp4 on %s: %w", s.gpu.Name, ErrNoFP4)
+	}
+	switch s.opts.MoEKernel {
+	case MoEKernelW4A16:
+		if quantized == FormatFP4 {
+			quantized = FormatW4A16 // the same MXFP4 weights, unpacked to BF16
+		}
+	case MoEKernelMXFP4xMXFP8:
+		if s.gpu.FP8FLOPS == 0 {
+			return fmt.Errorf("moe kernel %s on %s: GPU has no FP8 tensor cores", s.opts.MoEKernel, s.gpu.Name)
+		}
+		if quantized != FormatFP4 && quantized != FormatW4A16 {
+			return fmt.Errorf("moe kernel %s needs MXFP4 expert weights, not %s", s.opts.MoEKernel, quantized)
+		}
+		quantized = FormatFP4 // 4.25-bit storage; the math rate is FP8 (moePeak)
 	}
 	s.expertFormat, s.denseFormat = quantized, quantized
 	if q.ExpertsOnly && s.model.IsMoE() {

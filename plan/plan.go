@@ -152,6 +152,17 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 			return nil, err
 		}
 	}
+	if sum.Engine.Calibration != "" {
+		env, note := checkEnvelope(s, p.sum)
+		p.sum.Envelope = env
+		if note != "" {
+			p.sum.Notes = append(p.sum.Notes, note)
+		}
+		if w := env.EnvelopeWarning(); w != "" {
+			o.Logger.Warn(w)
+			p.sum.Notes = append(p.sum.Notes, w)
+		}
+	}
 	// the cost section reads only what the phases found
 	var note string
 	if p.sum.Cost, note = ServingCost(p.sum, s.Demand); note != "" {
@@ -199,17 +210,19 @@ func simCalibration(s Setup) string {
 	if !ok {
 		return "uncalibrated first-principles factors (no measurements for " + dep.Model.Name + ")"
 	}
-	keys := make([]string, 0, len(c.MAPE))
-	for k := range c.MAPE {
-		keys = append(keys, k)
+	// The error to quote is the out-of-sample one: each GPU predicted by a
+	// fit that did not see it (docs/calibration.md).
+	errs := make([]string, 0, len(c.OutOfSample))
+	for _, h := range c.OutOfSample {
+		errs = append(errs, fmt.Sprintf("%s predicted unseen: throughput/GPU %.1f%%, median TPOT %.1f%%",
+			h.GPU, h.MAPE["output_throughput_per_gpu"], h.MAPE["median_tpot"]))
 	}
-	sort.Strings(keys)
-	errs := make([]string, len(keys))
-	for i, k := range keys {
-		errs[i] = fmt.Sprintf("%s %.1f%%", k, c.MAPE[k])
+	if len(errs) == 0 {
+		return fmt.Sprintf("built-in %s calibration (%s, fitted %s on %s); no out-of-sample error stated",
+			c.Family, c.Engine, c.Date, c.Source)
 	}
-	return fmt.Sprintf("built-in %s calibration (%s, fitted %s on %s); validation MAPE: %s",
-		c.Family, c.Engine, c.Date, c.Source, strings.Join(errs, ", "))
+	return fmt.Sprintf("built-in %s calibration (%s, fitted %s on %s); leave-one-GPU-out MAPE: %s",
+		c.Family, c.Engine, c.Date, c.Source, strings.Join(errs, "; "))
 }
 
 func (p *planner) inspect(ctx context.Context) (string, error) {

@@ -54,6 +54,9 @@ type Summary struct {
 	// Peak is the capacity at the peak's profile mix, when plan.peak_shares
 	// set one; the cost section is sized from it.
 	Peak *PeakMix `json:"peak,omitempty"`
+	// Envelope says which simulated operating points lie outside what the
+	// simulator's calibration measured (nil for live plans).
+	Envelope *Envelope `json:"envelope,omitempty"`
 	// Assumptions lists every default that is an assumption, with its value.
 	Assumptions []Assumption `json:"assumptions"`
 	// Phases records how long each phase took.

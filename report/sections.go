@@ -55,6 +55,9 @@ func newPage(d *plan.Summary) *page {
 	if d.Cost != nil {
 		p.Nav = append(p.Nav, navItem{"cost", "Cost"})
 	}
+	if d.Envelope != nil {
+		p.Nav = append(p.Nav, navItem{"calibration", "Calibration"})
+	}
 	p.Nav = append(p.Nav, navItem{"assumptions", "Assumptions"}, navItem{"notes", "Notes"})
 	if d.Workload == nil {
 		p.Missing = append(p.Missing, "Workload inspection was not recorded: profile and prefix-geometry figures are missing.")

@@ -63,3 +63,23 @@ func LoadCalibration(path string) (perfmodel.Factors, error) {
 	defer f.Close()
 	return ReadCalibration(f, path)
 }
+
+// LoadCalibrationEnvelope reads the measured envelope a calibration file
+// states (the "envelope" member `spoc sim calibrate` writes since issue 21);
+// nil when the file states none (older files, bare factors).
+func LoadCalibrationEnvelope(path string) (*perfmodel.Envelope, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read calibration: %w", err)
+	}
+	var probe struct {
+		Envelope *perfmodel.Envelope `json:"envelope"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("read calibration %s: %w", path, err)
+	}
+	if probe.Envelope != nil && probe.Envelope.PromptTokens.Max == 0 {
+		return nil, nil // an empty envelope says nothing
+	}
+	return probe.Envelope, nil
+}

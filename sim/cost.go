@@ -52,6 +52,7 @@ func (c LinearCost) Step(batch []perfmodel.Seq) perfmodel.StepCost {
 	cost := perfmodel.StepCost{Seconds: t.Sum(), Terms: t}
 	if cost.Seconds > 0 {
 		busy := (cost.Seconds - t.Overhead) / cost.Seconds
+		cost.KernelActive = 1 // α is GPU time (launches), not CPU
 		cost.SMActive = c.SMActiveWhileBusy * busy
 		cost.TensorActive = cost.SMActive / 2
 		cost.DRAMActive = cost.SMActive / 2

@@ -28,10 +28,10 @@ const (
 // dcgm-exporter reports.
 type GPUSample struct {
 	GPU             int     `json:"gpu"`
-	SMActive        float64 `json:"sm_active"`     // DCGM_FI_PROF_SM_ACTIVE, 0–1
+	SMActive        float64 `json:"sm_active"`     // DCGM_FI_PROF_SM_ACTIVE, 0–1: time an SM holds ≥ 1 warp, mean over SMs
 	DRAMActive      float64 `json:"dram_active"`   // DCGM_FI_PROF_DRAM_ACTIVE, 0–1
 	TensorActive    float64 `json:"tensor_active"` // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, 0–1
-	Util            float64 `json:"util_percent"`  // DCGM_FI_DEV_GPU_UTIL
+	Util            float64 `json:"util_percent"`  // DCGM_FI_DEV_GPU_UTIL: % of time ≥ 1 kernel executes
 	SMClockMHz      float64 `json:"sm_clock_mhz"`  // DCGM_FI_DEV_SM_CLOCK
 	TemperatureC    float64 `json:"temperature_c"` // DCGM_FI_DEV_GPU_TEMP
 	PowerWatts      float64 `json:"power_watts"`   // DCGM_FI_DEV_POWER_USAGE
@@ -64,7 +64,7 @@ type Series struct {
 
 // gpuWindow accumulates one GPU's activity over one interval.
 type gpuWindow struct {
-	busy, sm, dram, tensor, power float64
+	busy, kernel, sm, dram, tensor, power float64
 }
 
 // Monitor turns the steps each replica of a Cluster runs into
@@ -124,6 +124,15 @@ func thermalResistance(g perfmodel.GPU) float64 {
 // AddStep records a step of replica r over [s.Start, s.Start+s.Seconds).
 func (m *Monitor) AddStep(r int, s *StepInfo) {
 	start, end := s.Start, s.Start+s.Seconds
+	// The cost's fractions are of the step as priced (Cost.Seconds); async
+	// scheduling hid the CPU part of it, so rescale them to the step as it
+	// ran: busy seconds are the same, the step is shorter.
+	scale := 1.0
+	if s.Seconds > 0 && s.Cost.Seconds > 0 {
+		scale = s.Cost.Seconds / s.Seconds
+	}
+	frac := func(f float64) float64 { return math.Min(1, f*scale) }
+	kernel, sm, dram, tensor := frac(s.Cost.KernelActive), frac(s.Cost.SMActive), frac(s.Cost.DRAMActive), frac(s.Cost.TensorActive)
 	idx := int(start / m.interval)
 	if idx < m.next {
 		idx = m.next
@@ -136,9 +145,10 @@ func (m *Monitor) AddStep(r int, s *StepInfo) {
 			for g := r * m.tp; g < (r+1)*m.tp; g++ {
 				w := &slot[g]
 				w.busy += d
-				w.sm += d * s.Cost.SMActive
-				w.dram += d * s.Cost.DRAMActive
-				w.tensor += d * s.Cost.TensorActive
+				w.kernel += d * kernel
+				w.sm += d * sm
+				w.dram += d * dram
+				w.tensor += d * tensor
 				w.power += d * s.Cost.PowerWatts
 			}
 		}
@@ -189,7 +199,7 @@ func (m *Monitor) close() {
 			SMActive:        math.Min(1, w.sm/m.interval),
 			DRAMActive:      math.Min(1, w.dram/m.interval),
 			TensorActive:    math.Min(1, w.tensor/m.interval),
-			Util:            math.Round(100 * math.Min(1, w.busy/m.interval)),
+			Util:            math.Round(100 * math.Min(1, w.kernel/m.interval)),
 			SMClockMHz:      math.Round(gpu.BoostClockMHz * clock),
 			TemperatureC:    math.Round(m.temps[g]),
 			PowerWatts:      power,

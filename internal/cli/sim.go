@@ -489,13 +489,14 @@ func newSimCalibrateCmd() *cobra.Command {
 		asJSON     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate MEASUREMENTS [-o calibration.json]",
+		Use:   "calibrate MEASUREMENTS... [-o calibration.json]",
 		Short: "Fit the simulator's cost-model factors to measured benchmarks (CSV or vllm bench serve JSON)",
 		Long: "Fits perfmodel factors so that replaying each measured benchmark reproduces its throughput, TPOT and\n" +
-			"TTFT, and writes them as a calibration file for engine.sim.calibration.",
-		Args: cobra.ExactArgs(1),
+			"TTFT, and writes them as a calibration file for engine.sim.calibration. Several files (GPUs, engine\n" +
+			"versions) are fitted jointly: one set of achieved fractions for all of them.",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pts, err := readSimMeasurements(args[0])
+			pts, err := readSimMeasurementFiles(args)
 			if err != nil {
 				return err
 			}
@@ -519,6 +520,7 @@ func newSimCalibrateCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "fitted %s in %d evaluations\n", strings.Join(res.Params, ", "), res.Evaluations)
+			printUnidentified(w, res)
 			printSimValidation(w, res.Validation)
 			if out != "" {
 				fmt.Fprintf(w, "wrote %s (set engine.sim.calibration to use it)\n", out)
@@ -533,50 +535,5 @@ func newSimCalibrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "output", "", "write the calibration file here")
 	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fit as JSON")
-	return cmd
-}
-
-func newSimValidateCmd() *cobra.Command {
-	var (
-		model, calib string
-		asJSON       bool
-	)
-	cmd := &cobra.Command{
-		Use:   "validate MEASUREMENTS [--calibration FILE]",
-		Short: "Compare the simulator's predictions with measured benchmarks",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			pts, err := readSimMeasurements(args[0])
-			if err != nil {
-				return err
-			}
-			name := model
-			if name == "" {
-				name = calibrate.DefaultModel
-			}
-			m, err := perfmodel.LookupModel(name)
-			if err != nil {
-				return usageError(err)
-			}
-			factors := perfmodel.DefaultFactors(m)
-			if calib != "" {
-				if factors, err = sim.LoadCalibration(calib); err != nil {
-					return usageError(err)
-				}
-			}
-			v, err := calibrate.Validate(cmd.Context(), pts, factors, calibrate.Options{Model: model})
-			if err != nil {
-				return fmt.Errorf("sim validate: %w", err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), v)
-			}
-			printSimValidation(cmd.OutOrStdout(), v)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
-	cmd.Flags().StringVar(&calib, "calibration", "", "calibration file (default: the model family's built-in factors)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print every point's prediction as JSON")
 	return cmd
 }

@@ -74,11 +74,24 @@ func TestSimValidate(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	if !strings.Contains(out.String(), "points; mean absolute percentage error: median_tpot") {
-		t.Errorf("output: %s", out.String())
+	for _, want := range []string{"tput MAPE", "TPOT signed", "h100", "vllm 0.13.0", "tp=8", "conc 33+"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q: %s", want, out.String())
+		}
 	}
 	if code := Run(context.Background(), []string{"sim", "validate", "no-such-file.csv"}, &out, &errb); code != ExitUsage {
 		t.Errorf("missing file: exit %d, want %d", code, ExitUsage)
+	}
+	ref := "../../perfmodel/calibrate/testdata/inferencemax_gptoss120b_h100_vllm0.13.csv"
+	for _, args := range [][]string{
+		{"sim", "validate", ref, "--leave-out", "b200"},                       // no B200 point
+		{"sim", "validate", ref, "--leave-out", "h100"},                       // nothing left to fit
+		{"sim", "validate", ref, "--leave-out", "h100", "--calibration", "x"}, // exclusive
+	} {
+		errb.Reset()
+		if code := Run(context.Background(), args, &out, &errb); code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, errb.String())
+		}
 	}
 }
 

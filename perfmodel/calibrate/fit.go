@@ -16,6 +16,17 @@ type Result struct {
 	Factors     perfmodel.Factors `json:"factors"`
 	Params      []string          `json:"params"`
 	Evaluations int               `json:"evaluations"`
+	// Unidentified are requested factors no fitted point exercises
+	// (Unexercised); they were not fitted. Those in Tied took the fitted
+	// value of the same kernel family's other class; the rest keep their
+	// start values.
+	Unidentified []string `json:"unidentified,omitempty"`
+	// Tied maps an unidentified factor to the fitted factor whose value it
+	// took (SharedClasses).
+	Tied map[string]string `json:"tied,omitempty"`
+	// Envelope is the range of conditions the fitted points cover
+	// (EnvelopeOf); plans check their operating points against it.
+	Envelope perfmodel.Envelope `json:"envelope"`
 	// Validation is the fitted factors' error on the points fitted.
 	Validation Validation    `json:"validation"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
@@ -60,6 +71,11 @@ func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
 			return Result{}, fmt.Errorf("calibrate: %w", err)
 		}
 	}
+	unident, err := Unexercised(pts, names, opts.Model)
+	if err != nil {
+		return Result{}, fmt.Errorf("calibrate: %w", err)
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return slices.Contains(unident, n) })
 	if len(names) == 0 {
 		return Result{}, errors.New("calibrate: no factors to fit")
 	}
@@ -154,12 +170,41 @@ func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("calibrate: %w", err)
 	}
 	fitted := factorsAt(x)
+	tied := tieClasses(&fitted, names, unident)
 	preds, err := ev.predict(ctx, fitted)
 	if err != nil {
 		return Result{}, fmt.Errorf("calibrate: %w", err)
 	}
-	return Result{Factors: fitted, Params: names, Evaluations: evals, Validation: ev.validation(preds),
+	return Result{Factors: fitted, Params: names, Unidentified: unident, Tied: tied, Envelope: EnvelopeOf(pts), Evaluations: evals, Validation: ev.validation(preds),
 		Elapsed: time.Since(start)}, nil
+}
+
+// SharedClasses pairs the factors of kernel classes of one family that share
+// their achieved fractions when the data identify only one of them: an
+// expert GEMM streams its 4.25-bit weights and multiplies at its class's
+// peak (BF16 for W4A16, FP8 for MXFP4×MXFP8) whichever GPU runs it, so a
+// fit that saw one class gives the other its fractions of that other peak.
+// docs/calibration.md shows what this transfer is worth on the GPU left out.
+var SharedClasses = [][2]string{{"moe_compute", "moe_fp8_compute"}, {"moe_memory", "moe_fp8_memory"}}
+
+// tieClasses copies, for each unidentified factor whose partner in
+// SharedClasses was fitted, the partner's value; it returns what it tied.
+func tieClasses(f *perfmodel.Factors, fitted, unident []string) map[string]string {
+	var tied map[string]string
+	for _, pair := range SharedClasses {
+		for i := range 2 {
+			to, from := pair[i], pair[1-i]
+			if slices.Contains(unident, to) && slices.Contains(fitted, from) {
+				v, _ := f.Get(from)
+				_ = f.Set(to, v)
+				if tied == nil {
+					tied = map[string]string{}
+				}
+				tied[to] = from
+			}
+		}
+	}
+	return tied
 }
 
 // Fold is one round of cross-validation.

@@ -52,6 +52,15 @@ type Server struct {
 	// SyncScheduling turns vLLM's async scheduling off: the CPU overhead of
 	// each step is then added to it instead of hidden behind the GPU.
 	SyncScheduling bool `json:"sync_scheduling,omitempty"`
+	// Engine is the engine and version that served the point ("vllm 0.13.0"),
+	// an input of the fit: errors are reported per engine version.
+	Engine string `json:"engine,omitempty"`
+	// KVCacheDtype is vLLM's --kv-cache-dtype ("" or "auto": BF16).
+	KVCacheDtype string `json:"kv_cache_dtype,omitempty"`
+	// MoEKernel is the expert-GEMM implementation (perfmodel.ParseMoEKernel).
+	MoEKernel string `json:"moe_kernel,omitempty"`
+	// FusedAllReduceNorm is vLLM's fuse_allreduce_rms compilation pass.
+	FusedAllReduceNorm bool `json:"fused_allreduce_norm,omitempty"`
 }
 
 // DefaultServer are the flags of the reference measurements

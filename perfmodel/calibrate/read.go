@@ -67,6 +67,10 @@ var csvColumns = map[string][]string{
 	"util":        {"gpu_memory_utilization"},
 	"maxmodellen": {"max_model_len"},
 	"async":       {"async_scheduling"},
+	"engine":      {"engine", "image"},
+	"kvdtype":     {"kv_cache_dtype"},
+	"moekernel":   {"moe_kernel"},
+	"fusedar":     {"fuse_allreduce_rms", "fused_allreduce_norm"},
 }
 
 var csvRequired = []string{"tp", "isl", "osl", "conc", "tput", "ttft", "tpot", "gpu"}
@@ -116,7 +120,8 @@ func readCSV(data []byte, name string) ([]Point, error) {
 		p.NumPrompts = f.int("prompts", 10*p.Concurrency)
 		p.Server = Server{MaxNumBatchedTokens: f.int("mnbt", 0), MaxNumSeqs: f.int("mns", 0),
 			CUDAGraphMaxTokens: f.int("graph", 0), GPUMemoryUtilization: f.float("util", 0), MaxModelLen: f.int("maxmodellen", 0),
-			SyncScheduling: !f.bool("async", true)}
+			SyncScheduling: !f.bool("async", true), Engine: engineName(f.str("engine")), KVCacheDtype: f.str("kvdtype"),
+			MoEKernel: f.str("moekernel"), FusedAllReduceNorm: f.bool("fusedar", false)}
 		p.Measured = Metrics{OutputThroughputPerGPU: f.float("tput", 0),
 			MedianTPOTSeconds: f.float("tpot", 0) / 1e3, MedianTTFTSeconds: f.float("ttft", 0) / 1e3}
 		if f.err != nil {
@@ -128,6 +133,15 @@ func readCSV(data []byte, name string) ([]Point, error) {
 		pts = append(pts, p)
 	}
 	return pts, nil
+}
+
+// engineName turns a container image ("vllm/vllm-openai:v0.13.0") into an
+// engine name ("vllm 0.13.0"); other values are kept as written.
+func engineName(s string) string {
+	if i := strings.LastIndex(s, ":v"); i > 0 && strings.Contains(s[:i], "vllm") {
+		return "vllm " + s[i+2:]
+	}
+	return s
 }
 
 // validateRead is Validate without the model check: files may leave the model

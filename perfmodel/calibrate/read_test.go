@@ -14,7 +14,7 @@ func TestReadReferenceCSV(t *testing.T) {
 	}
 	p := pts[0]
 	want := Point{Source: "inferencemax_gptoss120b_h100_vllm0.13.csv:2", GPU: "h100", TensorParallel: 2, GPUs: 2,
-		InputLen: 1024, OutputLen: 1024, RangeRatio: 0.8, NumPrompts: 40, Concurrency: 4,
+		InputLen: 1024, OutputLen: 1024, RangeRatio: 0.8, NumPrompts: 40, Concurrency: 4, Server: Server{Engine: "vllm 0.13.0"},
 		Measured: Metrics{OutputThroughputPerGPU: 369.3808, MedianTPOTSeconds: 0.0052404, MedianTTFTSeconds: 0.0514709}}
 	if p.Key() != want.Key() || p.Source != want.Source || p.Measured != want.Measured {
 		t.Errorf("first point\n%+v\nwant\n%+v", p, want)

@@ -59,9 +59,17 @@ func SystemFor(p Point, f perfmodel.Factors) (*perfmodel.System, error) {
 		return nil, fmt.Errorf("point %s: %w", p.Source, err)
 	}
 	srv := p.server()
+	kv, err := perfmodel.ParseKVCacheDtype(srv.KVCacheDtype)
+	if err != nil {
+		return nil, fmt.Errorf("point %s: %w", p.Source, err)
+	}
+	mk, err := perfmodel.ParseMoEKernel(srv.MoEKernel)
+	if err != nil {
+		return nil, fmt.Errorf("point %s: %w", p.Source, err)
+	}
 	s, err := perfmodel.NewSystem(m, g, perfmodel.SystemOptions{TensorParallel: p.TensorParallel, GPUs: p.GPUs,
 		CUDAGraphs: true, CUDAGraphMaxTokens: srv.CUDAGraphMaxTokens, MaxNumBatchedTokens: srv.MaxNumBatchedTokens,
-		MaxNumSeqs: srv.MaxNumSeqs, Factors: f})
+		MaxNumSeqs: srv.MaxNumSeqs, KVCacheDtype: kv, MoEKernel: mk, FusedAllReduceNorm: srv.FusedAllReduceNorm, Factors: f})
 	if err != nil {
 		return nil, fmt.Errorf("point %s: %w", p.Source, err)
 	}

@@ -57,7 +57,7 @@ const DefaultModel = "openai/gpt-oss-120b"
 // on single-model data; the CPU step and per-sequence overheads are hidden by
 // async scheduling in every reference run, and eager kernels never run
 // there: they stay at their starting values.
-var DefaultParams = []string{"moe_compute", "moe_memory", "attention_compute", "attention_memory", "network",
+var DefaultParams = []string{"moe_compute", "moe_memory", "moe_fp8_compute", "moe_fp8_memory", "attention_compute", "attention_memory", "network",
 	"graph_kernel_seconds", "all_reduce_latency_seconds", "request_overhead_seconds", "prompt_token_overhead_seconds"}
 
 // DefaultWeights weigh median TTFT at half the others: the reference runs

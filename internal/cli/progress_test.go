@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -92,5 +93,23 @@ func TestProgressOnTerminal(t *testing.T) {
 	got := out.String()
 	if !strings.Contains(got, "\r\033[Ktune (phase 3/7)  1/4  elapsed 0:00") || !strings.HasSuffix(got, "\r\033[K") {
 		t.Errorf("status line not drawn and cleared:\n%q", got)
+	}
+}
+
+// spoc run off a terminal prints its counters with the elapsed time and the
+// ETA from the run's known length, one line at most every 30 s, and no
+// terminal control characters.
+func TestRunProgressOffTerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := &progressLine{w: &out, users: 50, start: time.Now().Add(-90 * time.Second), total: 10 * time.Minute}
+	p.show(loadgen.Progress{ActiveUsers: 50, Requests: 120})
+	p.show(loadgen.Progress{ActiveUsers: 50, Requests: 121}) // within 30 s: not printed
+	p.clear()
+	got := out.String()
+	if strings.Count(got, "\n") != 1 || strings.ContainsAny(got, "\r\033") {
+		t.Fatalf("want one plain line, got %q", got)
+	}
+	if !strings.HasPrefix(got, "1:30/10:00 ETA 8:30  users 50/50") {
+		t.Errorf("line %q lacks the elapsed time and ETA", got)
 	}
 }

@@ -41,7 +41,11 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	for n, c := range cands {
 		res, err := p.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
-			res, err = capacity.ShortSweep(ctx, p.ev, c.params, nil)
+			// the flags as the final sweep passes them (configured flags
+			// plus the trial's), so that the evaluator keys its server the
+			// same way and the sweep reuses the chosen candidate's server
+			// instead of restarting it with the same command line
+			res, err = capacity.ShortSweep(ctx, p.ev, withBase(p.s.Deployment.Params, c.params), nil)
 		}
 		if err != nil {
 			if capacity.IsInfeasible(err) {
@@ -53,7 +57,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause,
 			Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
-		ran = append(ran, c.params)
+		ran = append(ran, rc.Params)
 		p.stepf(n+1, len(cands), false, "candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		tput := res.CeilingThroughput()
 		if best < 0 || better(sw.Choose, rc, p.sum.Candidates[best], tput, bestTput) {

@@ -120,6 +120,8 @@ type Evaluator struct {
 	usage      EngineUsage
 	// warnedReset is set once a server said it cannot reset its cache.
 	warnedReset bool
+	// dry counts what virtual evaluations would cost live (dryrun.go).
+	dry dryCount
 }
 
 // EngineUsage counts what live evaluations cost on the engine.
@@ -196,6 +198,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 	if v, ok := e.launcher.(engine.Virtual); ok {
 		var dep sim.Deployment
 		if dep, err = v.VirtualDeployment(engine.Params(params)); err == nil {
+			e.dry.add(params, load)
 			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
 		}
 	} else {

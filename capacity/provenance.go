@@ -16,7 +16,16 @@ const (
 	SourceLive = "live"
 	// SourceSimulated: computed by the built-in simulator in virtual time.
 	SourceSimulated = "simulated"
+	// SourceCalibrated: computed by the simulator with a correction fitted
+	// to live runs of this deployment (a multi-fidelity plan).
+	SourceCalibrated = "simulated-calibrated"
 )
+
+// Calibrated is implemented by a simulator launcher whose cost model was
+// corrected to live measurements: its numbers are SourceCalibrated.
+type Calibrated interface {
+	Calibrated() bool
+}
 
 // Provenance says where a measured number came from: live or simulated,
 // which engine, what it launched, where it answered and which version it
@@ -41,6 +50,9 @@ func launcherProvenance(l engine.Launcher) Provenance {
 	p := Provenance{Source: SourceLive}
 	if _, ok := l.(engine.Virtual); ok {
 		p.Source = SourceSimulated
+		if c, ok := l.(Calibrated); ok && c.Calibrated() {
+			p.Source = SourceCalibrated
+		}
 	}
 	if n, ok := l.(engine.Namer); ok {
 		p.Engine = n.Kind()

@@ -63,6 +63,10 @@ type SweepOptions struct {
 	JudgeFewSamples bool
 	// Progress, when set, is called after every level.
 	Progress func(l Level, phase string)
+	// Known are levels measured before the sweep with the same
+	// configuration and windows (a multi-fidelity plan's verified
+	// points): their repeat 0 is taken from here instead of run again.
+	Known map[int]Repeat
 }
 
 // SweepResult is the capacity ceiling with its evidence.
@@ -178,7 +182,11 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			rep, err := eval(ctx, users, r)
+			rep, known := o.Known[users]
+			var err error
+			if !known || r > 0 {
+				rep, err = eval(ctx, users, r)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("sweep at %d users (repeat %d): %w", users, r+1, err)
 			}

@@ -155,3 +155,26 @@ func TestSweepStopsOnContext(t *testing.T) {
 		t.Errorf("ran %d levels after cancel", n)
 	}
 }
+
+// A level measured before the sweep is not run again: the sweep takes its
+// verdict and runs only what it lacks.
+func TestSweepUsesKnownLevels(t *testing.T) {
+	var ran []int
+	eval := func(_ context.Context, users, _ int) (Repeat, error) {
+		ran = append(ran, users)
+		return Repeat{Pass: users <= 40}, nil
+	}
+	res, err := Sweep(context.Background(), eval, SweepOptions{Grid: []int{36, 44}, ResolutionUsers: 2, Max: 64,
+		Known: map[int]Repeat{36: {Pass: true}, 44: {Pass: false, FailedClause: "itl"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ceiling != 40 || res.FirstFailing != 42 {
+		t.Errorf("ceiling %d first failing %d, want 40 and 42", res.Ceiling, res.FirstFailing)
+	}
+	for _, u := range ran {
+		if u == 36 || u == 44 {
+			t.Errorf("known level %d ran again (ran %v)", u, ran)
+		}
+	}
+}

@@ -54,6 +54,7 @@ type Target struct {
 // SimEngine configures the built-in simulator.
 type SimEngine struct {
 	Calibration string     `yaml:"calibration,omitempty" doc:"Calibration file from spoc sim calibrate; empty uses the built-in factors."`
+	Correction  string     `yaml:"correction,omitempty" doc:"Correction file from spoc sim calibrate --records: prefill, decode and per-step multipliers of the cost model fitted to live runs of one deployment (docs/fidelity.md); empty: none."`
 	TimeScale   float64    `yaml:"time_scale" doc:"Wall-clock speed of spoc sim serve: 1 is real time, 10 runs ten times faster."`
 	ErrorRate   float64    `yaml:"error_rate" doc:"Fault injection: fraction of requests answered with HTTP 500."`
 	Throttle    []Throttle `yaml:"throttle,omitempty" doc:"Fault injection: GPUs running at a reduced clock."`
@@ -133,7 +134,7 @@ func (e Engine) SimDeployment() sim.DeploymentSpec {
 		Model: e.Model, ServedModelName: e.ServedModelName,
 		GPU: e.GPU, GPUCatalog: e.GPUCatalog, GPUs: e.GPUs, TensorParallelSize: e.TensorParallelSize,
 		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: e.Params,
-		Calibration: e.Sim.Calibration,
+		Calibration: e.Sim.Calibration, Correction: e.Sim.Correction,
 	}
 	for _, t := range e.Sim.Throttle {
 		spec.Throttles = append(spec.Throttles, sim.Throttle{GPU: t.GPU, ClockFactor: t.ClockFactor,

@@ -14,6 +14,9 @@ type Plan struct {
 	Headroom        float64            `yaml:"headroom" doc:"Fraction of the capacity ceiling a deployment is run at, in (0, 1]: 0.8 sizes for 80 % of the ceiling, leaving the rest for bursts and for the ceiling's uncertainty."`
 	PeakShares      map[string]float64 `yaml:"peak_shares,omitempty" doc:"Share of the peak's users by workload profile name when the peak's mix differs from the workload's weights, e.g. {P0: 0.5, P1: 0.3, P2: 0.2} (shares in [0, 1] summing to 1). The plan then sweeps the chosen configuration, and every compare target, again at this mix, and the cost section sizes deployments from those ceilings. Empty: the peak has the workload's mix."`
 	GPUPricePerHour map[string]float64 `yaml:"gpu_price_per_hour,omitempty" doc:"Price in dollars per GPU-hour by GPU type (the names of engine.gpu and engine.compare), e.g. {H100-SXM: 2.50, H200-SXM: 3.50} (examples only: spoc has no built-in prices). A GPU type left out has no cost computed, not a cost of zero."`
+	Fidelity        string             `yaml:"fidelity,omitempty" doc:"Where the plan spends engine time: live (every phase on the engine), simulated (every phase on the simulator of the deployment) or multi (live probes, calibrated simulator search, live verification and final sweep; docs/fidelity.md). Empty: multi on an engine spoc starts, live on an external server (its flags cannot change), simulated on the simulator."`
+	Budget          Duration           `yaml:"budget,omitempty" doc:"Engine time the plan may use, e.g. 2h (0: unbounded). A budget below the plan's minimum is refused before anything runs; spoc plan --estimate prints what each fidelity would take."`
+	EngineStartup   Duration           `yaml:"engine_startup,omitempty" doc:"Start-up time of one engine server for spoc plan --estimate (0: --estimate measures it by starting the engine once)."`
 }
 
 // DefaultHeadroom is the fraction of the ceiling a deployment is sized to
@@ -61,6 +64,15 @@ func (pl *Plan) validate(p string, errs *Errors) {
 	if pl.TargetUsers < 0 {
 		errs.Addf(p+".target_users", "must not be negative, got %d", pl.TargetUsers)
 	}
+	if pl.Fidelity != "" && !oneOf(pl.Fidelity, plan.Fidelities) {
+		errs.Addf(p+".fidelity", "unknown fidelity %q (one of %s)", pl.Fidelity, quoteList(plan.Fidelities))
+	}
+	if pl.Budget < 0 {
+		errs.Addf(p+".budget", "must not be negative, got %s", pl.Budget.D())
+	}
+	if pl.EngineStartup < 0 {
+		errs.Addf(p+".engine_startup", "must not be negative, got %s", pl.EngineStartup.D())
+	}
 	if !(pl.Headroom > 0 && pl.Headroom <= 1) {
 		errs.Addf(p+".headroom", "must be in (0, 1], got %g", pl.Headroom)
 	}
@@ -94,4 +106,9 @@ func (pl *Plan) demand() plan.Demand {
 		}
 	}
 	return d
+}
+
+// fidelity resolves the fidelity keys for plan.Setup.
+func (pl *Plan) fidelity() plan.Fidelity {
+	return plan.Fidelity{Mode: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D()}
 }

@@ -78,6 +78,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		CalibrationFile: c.Engine.Sim.Calibration,
 		Quick:           o.Quick,
 		Demand:          c.Plan.demand(),
+		Fidelity:        c.Plan.fidelity(),
 	}
 	s.Launcher = launcher
 	for _, a := range Assumptions(c) {
@@ -225,7 +226,7 @@ func (c *Config) checkInputs() error {
 	errs := &Errors{}
 	for _, f := range []struct{ field, path string }{
 		{"trace.file", c.Trace.File}, {"trace.rules", c.Trace.Rules},
-		{"engine.sim.calibration", c.Engine.Sim.Calibration}, {"engine.gpu_catalog", c.Engine.GPUCatalog},
+		{"engine.sim.calibration", c.Engine.Sim.Calibration}, {"engine.sim.correction", c.Engine.Sim.Correction}, {"engine.gpu_catalog", c.Engine.GPUCatalog},
 		{"workload.corpus", c.Workload.Corpus},
 	} {
 		if f.path == "" {

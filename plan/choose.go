@@ -69,7 +69,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	}
 	how := fmt.Sprintf("short-sweep ceiling %d users", p.sum.Candidates[best].Ceiling)
 	if tied := tiedAtTop(sw.Choose, p.sum.Candidates); len(tied) > 1 {
-		if !p.ev.Virtual() {
+		if !p.ev.Virtual() || p.dryRun {
 			// Full sweeps of every tied candidate on a real deployment
 			// would multiply the plan's hours; say so instead.
 			names := make([]string, 0, len(tied))

@@ -47,9 +47,20 @@ type planner struct {
 	tuneUsers int
 	// baseline is the configured engine flags' short sweep.
 	baseline *capacity.SweepResult
+	// m is the multi-fidelity plan's state (multi.go); nil otherwise.
+	m *multiState
+	// dryRun marks a plan run on the simulator to count what it would
+	// cost live (estimate.go): phases decide as on a live engine.
+	dryRun bool
 	// the phase running, for progress events
 	phaseName          string
 	phaseIndex, phases int
+}
+
+// phaseStep is one phase of a plan.
+type phaseStep struct {
+	name string
+	fn   func(context.Context) (string, error)
 }
 
 func (p *planner) phase(name string, fn func() (string, error)) error {
@@ -97,6 +108,10 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		SLA:         s.SLA,
 		Assumptions: s.Assumptions,
 	}
+	mode, err := prepareFidelity(&s, sum)
+	if err != nil {
+		return nil, err
+	}
 	if _, virtual := s.Launcher.(engine.Virtual); virtual {
 		sum.Engine.Calibration = simCalibration(s)
 	}
@@ -117,10 +132,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}()
 	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
-	steps := []struct {
-		name string
-		fn   func(context.Context) (string, error)
-	}{
+	steps := []phaseStep{
 		{"workload", p.inspect},
 		{"baseline", p.baselineSweep},
 		{"tune", p.tune},
@@ -129,12 +141,15 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		{"trace", p.trace},
 		{"compare", p.compare},
 	}
+	if mode == FidelityMulti {
+		if err := p.initMulti(); err != nil {
+			return nil, err
+		}
+		steps = p.multiSteps()
+	}
 	if len(s.Demand.PeakShares) > 0 && s.Demand.Users > 0 {
 		// last: it closes the plan's evaluator (one live server at a time)
-		steps = append(steps, struct {
-			name string
-			fn   func(context.Context) (string, error)
-		}{"peak", p.peak})
+		steps = append(steps, phaseStep{"peak", p.peak})
 	}
 	// The sweep's records go to a staging folder that replaces records/
 	// only when every phase succeeded: an interrupted or failed plan leaves
@@ -152,6 +167,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 			return nil, err
 		}
 	}
+	finishFidelity(p.sum, s.Deployment.GPUs)
 	if sum.Engine.Calibration != "" {
 		env, note := checkEnvelope(s, p.sum)
 		p.sum.Envelope = env
@@ -174,6 +190,13 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	}
 	if err := os.Rename(staging, final); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("plan: %w", err)
+	}
+	if p.m != nil {
+		// the live runs the correction was fitted to, for spoc sim
+		// calibrate --records
+		if err := p.m.writeManifest(s.OutDir); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
 	}
 	return p.sum, nil
 }

@@ -28,6 +28,8 @@ type Setup struct {
 	// Quick marks a smoke run (shorter windows, fewer trials), so the
 	// summary says its numbers are indicative only.
 	Quick bool
+	// Fidelity is where the plan spends engine time (fidelity.go).
+	Fidelity Fidelity
 	// Demand is the peak user count and the prices the cost section
 	// sizes deployments for (Users 0: not asked).
 	Demand Demand

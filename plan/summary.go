@@ -59,6 +59,9 @@ type Summary struct {
 	Envelope *Envelope `json:"envelope,omitempty"`
 	// Assumptions lists every default that is an assumption, with its value.
 	Assumptions []Assumption `json:"assumptions"`
+	// Fidelity says what ran live and what was simulated, and what the
+	// engine time went to (fidelity.go).
+	Fidelity *FidelityReport `json:"fidelity,omitempty"`
 	// Phases records how long each phase took.
 	Phases []Phase `json:"phases,omitempty"`
 	// Notes are things the reader must know (not collected, degraded, …).

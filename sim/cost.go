@@ -75,6 +75,15 @@ func throttledCosts(base CostModel, clocks []float64) (CostModel, error) {
 	if slowest == 1 {
 		return base, nil
 	}
+	if cc, ok := base.(correctedCost); ok {
+		// throttle the model under the correction, so a calibrated
+		// deployment's throttled GPUs are priced like an uncorrected one's
+		t, err := throttledCosts(cc.base, clocks)
+		if err != nil {
+			return nil, err
+		}
+		return correctedCost{base: t, c: cc.c}, nil
+	}
 	if sys, ok := base.(*perfmodel.System); ok {
 		s, err := sys.WithClockFactors(clocks)
 		if err != nil {

@@ -27,6 +27,9 @@ type Deployment struct {
 	// Throttles slow GPUs; GPU indices are global (0 … GPUs-1) and times are
 	// seconds from the start of the run.
 	Throttles []Throttle
+	// Correction adjusts the cost model to one measured deployment
+	// (correction.go); the zero value changes nothing.
+	Correction Correction
 	// ServedModelName is the model name of the API and metrics; empty means
 	// the catalog name.
 	ServedModelName string
@@ -56,6 +59,8 @@ type DeploymentSpec struct {
 	Calibration string
 	// Throttles slow GPUs (fault injection).
 	Throttles []Throttle
+	// Correction is a file from spoc sim calibrate --records; empty: none.
+	Correction string
 }
 
 // NewDeployment resolves the model, GPU, engine flags and calibration of
@@ -89,6 +94,13 @@ func NewDeployment(spec DeploymentSpec) (Deployment, error) {
 			return Deployment{}, fmt.Errorf("engine.sim.calibration: %w", err)
 		}
 		d.Factors = f
+	}
+	if spec.Correction != "" {
+		c, err := LoadCorrection(spec.Correction)
+		if err != nil {
+			return Deployment{}, fmt.Errorf("engine.sim.correction: %w", err)
+		}
+		d.Correction = c
 	}
 	d.Throttles = append(d.Throttles, spec.Throttles...)
 	return d, nil
@@ -137,6 +149,9 @@ func (d Deployment) Build() (*Cluster, error) {
 	gpus := max(d.GPUs, tp)
 	if gpus%tp != 0 {
 		return nil, fmt.Errorf("deployment: tensor parallel size %d does not divide %d GPUs", tp, gpus)
+	}
+	if err := d.Correction.normal().Validate(); err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	p := d.Params
 	if err := p.Validate(); err != nil {
@@ -198,7 +213,7 @@ func (d Deployment) Build() (*Cluster, error) {
 		}
 		e, err := NewEngine(EngineConfig{
 			Params: p, MaxModelLen: maxLen, KVBlocks: kvTokens / bs, SlidingBlocksPerSeq: max(slide, 0),
-			Cost: sys, HiddenOverhead: hidden, TPSize: tp, Throttles: th,
+			Cost: corrected(sys, d.Correction), HiddenOverhead: hidden, TPSize: tp, Throttles: th,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("deployment: replica %d: %w", r, err)

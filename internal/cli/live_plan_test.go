@@ -81,6 +81,8 @@ sweep:
   top_k: 1
 telemetry:
   enabled: false
+plan:
+  fidelity: live
 `, kind, gpu, time.Now().UnixNano(), strings.Join(quoted, ", "))
 	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

@@ -22,7 +22,7 @@ func newPlanCmd() *cobra.Command {
 	var (
 		file, out              string
 		quick, compare, asJSON bool
-		quiet                  bool
+		quiet, estimate        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "plan [-c FILE] [--out DIR] [--quick] [--compare]",
@@ -51,8 +51,11 @@ sweep's records. With no configuration it plans the reference case
 			if err != nil {
 				return usageError(err)
 			}
+			if estimate {
+				return planEstimate(cmd.Context(), cmd.OutOrStdout(), setup, logger, asJSON)
+			}
 			d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
-			if errors.Is(err, engine.ErrSetup) {
+			if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {
 				return usageError(err)
 			}
 			if err != nil {
@@ -93,6 +96,7 @@ sweep's records. With no configuration it plans the reference case
 	f.BoolVar(&compare, "compare", false, "also sweep the chosen configuration on engine.compare targets (default 4× H100 vs 2× H200)")
 	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
+	f.BoolVar(&estimate, "estimate", false, "print the engine time each plan.fidelity would take for this configuration, and run nothing else")
 	return cmd
 }
 

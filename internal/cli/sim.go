@@ -427,7 +427,11 @@ func newSimServeCmd() *cobra.Command {
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: serving %s (%s on %d× %s, TP %d, time scale %g%s) at http://%s\n",
 			srv.Model(), dep.Model.Name, dep.GPUs, dep.GPU.Name, dep.TensorParallelSize, sc.TimeScale, mode, ln.Addr())
-		if err := srv.Serve(cmd.Context(), ln); err != nil {
+		err = srv.Serve(cmd.Context(), ln)
+		// the engine's own count of its time, to check a planner's
+		// engine-seconds against (docs/fidelity.md)
+		fmt.Fprintf(cmd.ErrOrStderr(), "spoc sim: engine usage: %s\n", srv.Usage())
+		if err != nil {
 			return err
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), "spoc sim: stopped")
@@ -487,15 +491,28 @@ func newSimCalibrateCmd() *cobra.Command {
 		params     []string
 		maxEval    int
 		asJSON     bool
+		records    string
+		file       string
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate MEASUREMENTS... [-o calibration.json]",
+		Use:   "calibrate MEASUREMENTS... [-o calibration.json] | --records DIR [-c FILE] [-o correction.json]",
 		Short: "Fit the simulator's cost-model factors to measured benchmarks (CSV or vllm bench serve JSON)",
 		Long: "Fits perfmodel factors so that replaying each measured benchmark reproduces its throughput, TPOT and\n" +
 			"TTFT, and writes them as a calibration file for engine.sim.calibration. Several files (GPUs, engine\n" +
-			"versions) are fitted jointly: one set of achieved fractions for all of them.",
-		Args: cobra.MinimumNArgs(1),
+			"versions) are fitted jointly: one set of achieved fractions for all of them.\n\n" +
+			"With --records DIR it fits the per-deployment correction (prefill, decode multipliers) to the live runs\n" +
+			"of a multi-fidelity plan's output folder (DIR/runs.json), as the plan's calibrate phase does, and writes\n" +
+			"it for engine.sim.correction (docs/fidelity.md).",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if records != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if records != "" {
+				return simCalibrateRecords(cmd.Context(), cmd.OutOrStdout(), file, records, out, asJSON)
+			}
 			pts, err := readSimMeasurementFiles(args)
 			if err != nil {
 				return err
@@ -531,6 +548,8 @@ func newSimCalibrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
 	cmd.Flags().StringSliceVar(&params, "params", nil, "factors to fit (default: "+strings.Join(calibrate.DefaultParams, ",")+")")
 	cmd.Flags().IntVar(&maxEval, "max-evaluations", 0, "bound on objective evaluations (default 400)")
+	cmd.Flags().StringVar(&records, "records", "", "fit the per-deployment correction to a multi plan's live runs in this folder instead")
+	cmd.Flags().StringVarP(&file, "config", "c", "", "with --records: the plan's configuration (workload, SLA, deployment)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the calibration file here")
 	cmd.Flags().StringVar(&out, "output", "", "write the calibration file here")
 	_ = cmd.Flags().MarkDeprecated("output", "use --out")

@@ -105,6 +105,9 @@ type Server struct {
 	words    []string // reply vocabulary: one token each
 	replyIDs []int
 
+	// usage is the server's own count of its time (Usage).
+	usage usageCounter
+
 	metrics *vllmMetrics
 	reg     *prometheus.Registry
 	dcgm    *prometheus.Registry
@@ -197,6 +200,7 @@ func New(cfg Config) (*Server, error) {
 	s.dcgm.MustRegister(&dcgmCollector{s: s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.start = time.Now()
+	s.usage.startedAt = s.start
 	go s.loop()
 	return s, nil
 }
@@ -283,6 +287,11 @@ func (s *Server) loop() {
 				<-timer.C
 			}
 		case <-timer.C:
+			if !math.IsInf(next, 1) {
+				s.mu.Lock()
+				s.usage.woke(time.Now(), s.wallAt(next))
+				s.mu.Unlock()
+			}
 		}
 
 		s.mu.Lock()
@@ -334,6 +343,7 @@ func (s *Server) complete(k int, end float64) {
 			// test or operator counts what reached this server
 			s.log.Info("request finished", "replica", k, "prompt_tokens", r.PromptTokens, "output_tokens", r.Generated())
 			delete(s.calls, r)
+			s.usage.left(time.Now(), true)
 		}
 		select {
 		case c.notify <- struct{}{}:
@@ -358,6 +368,9 @@ func (s *Server) processAborts() {
 		if !c.req.Finished() {
 			e.Abort(c.req)
 			s.metrics.aborted(c.replica)
+		}
+		if _, ok := s.calls[c.req]; ok {
+			s.usage.left(time.Now(), false)
 		}
 		delete(s.calls, c.req)
 	}
@@ -395,6 +408,7 @@ func (s *Server) submit(r *sim.Request, stop bool) (*call, error) {
 	}
 	c := &call{req: r, replica: k, notify: make(chan struct{}, 1), stop: stop}
 	s.calls[r] = c
+	s.usage.admitted(time.Now())
 	s.metrics.gauges(k, s.engines[k])
 	s.poke()
 	return c, nil

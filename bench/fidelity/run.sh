@@ -1,0 +1,36 @@
+#!/bin/sh
+# Usage: bench/fidelity/run.sh FIDELITY FOREIGN_ARGS OUT [extra spoc plan flags]
+# Runs spoc plan with plan.fidelity FIDELITY (live, multi or simulated) on
+# the foreign engine of bench/fidelity/foreign.yaml, whose cost model
+# FOREIGN_ARGS sets (e.g. "--gpu H100-SXM", "--throttle 0:0.6"), then
+# prints the ceiling and the engine time as spoc and as the server
+# processes counted it. SPOC_BIN is the spoc binary (default: spoc).
+# docs/fidelity.md lists the runs made with it.
+set -eu
+fidelity=$1 foreign=$2 out=$3
+shift 3
+spoc=${SPOC_BIN:-spoc}
+cfg=$(mktemp --suffix .yaml)
+trap 'rm -f "$cfg"' EXIT
+cp bench/fidelity/foreign.yaml "$cfg"
+printf 'plan:\n  fidelity: %s\n' "$fidelity" >> "$cfg"
+rm -rf "$out"
+SPOC_BIN=$spoc SPOC_FOREIGN_ARGS=$foreign "$spoc" plan -c "$cfg" --out "$out" "$@" 2> "$out.log" > /dev/null || { tail -20 "$out.log"; exit 1; }
+# the servers' own count: one "engine usage" line per server at shutdown
+up=$(cat "$out"/servers/*/server.log | sed -n 's/.*engine usage: up \([0-9.]*\)s.*/\1/p' | awk '{s+=$1} END {printf "%.1f", s}')
+lag=$(cat "$out"/servers/*/server.log | sed -n 's/.*lag mean \([0-9.]*\)ms max \([0-9.]*\)ms.*/\1 \2/p' | awk '{m+=$1; n++; if ($2>x) x=$2} END {printf "mean %.2f ms, max %.1f ms", m/n, x}')
+python3 - "$out/summary.json" "$up" "$lag" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+c = s["capacity"]
+spoc = sum(p["engine_seconds"] for p in s["phases"])
+starts = sum(p["engine_starts"] for p in s["phases"])
+print(f'ceiling {c["users"]} users (first failing {c["first_failing_users"]}, resolution {c["resolution_users"]}), '
+      f'engine-seconds spoc {spoc:.1f} / servers {sys.argv[2]} on {starts} starts; server loop lag {sys.argv[3]}')
+print("phases:", ", ".join(f'{p["name"]} {p["engine_seconds"]:.1f}s' for p in s["phases"] if p["engine_seconds"] > 0))
+f = s.get("fidelity") or {}
+if f.get("correction"):
+    fit = f["fit"]
+    print(f'correction {f["correction"]}, fit error {fit["uncalibrated_rms_relative_error"]:.3f} -> {fit["fitted_rms_relative_error"]:.3f}, '
+          f'held back {fit.get("held_back_rms_relative_error")}, predicted ceiling {f.get("predicted_ceiling_users")}, refit rounds {f.get("refit_rounds")}')
+PY

@@ -1,0 +1,195 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// Estimate is the engine time each fidelity of a plan would take, before
+// anything runs on the engine (spoc plan --estimate).
+type Estimate struct {
+	// StartupSeconds is one server's start-up time; StartupSource says
+	// whether it was configured (plan.engine_startup), measured (one
+	// start of the engine with the configured flags) or does not apply
+	// (the simulator engine).
+	StartupSeconds float64 `json:"startup_seconds"`
+	StartupSource  string  `json:"startup_source"`
+	// RunOverheadSeconds is what each run adds to its windows.
+	RunOverheadSeconds float64       `json:"run_overhead_seconds"`
+	Rows               []EstimateRow `json:"fidelities"`
+	BudgetSeconds      float64       `json:"budget_engine_seconds,omitempty"`
+	GPUs               int           `json:"gpus"`
+	Method             string        `json:"method"`
+}
+
+// EstimateRow is one fidelity's engine time: the runs and server starts
+// its control flow makes (counted by running the plan on the simulator),
+// their windows, and the total with start-up and per-run overhead.
+type EstimateRow struct {
+	Fidelity       string  `json:"fidelity"`
+	Runs           int     `json:"runs"`
+	Starts         int     `json:"starts"`
+	WindowSeconds  float64 `json:"window_seconds"`
+	EngineSeconds  float64 `json:"engine_seconds"`
+	GPUHours       float64 `json:"gpu_hours"`
+	MinimumSeconds float64 `json:"minimum_engine_seconds"`
+	// Default is set on the fidelity the plan runs when plan.fidelity is
+	// not set.
+	Default bool   `json:"default,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+// EstimateEngineTime counts what a plan of s would cost on its engine at
+// each fidelity, by running the plan's control flow on the simulator of
+// the configured deployment (seconds of CPU, no engine time) with every
+// evaluation counted as the live run it stands for: its windows, the
+// server starts a live plan makes (one per contiguous flag set) and
+// RunOverhead. The engine's start-up time is plan.engine_startup, or
+// measured by starting the engine once with the configured flags. The
+// count follows the simulator's decisions: a live engine whose ceilings
+// differ sweeps other levels, which is the estimate's error
+// (docs/fidelity.md measures it).
+func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, error) {
+	dep, err := sim.NewDeployment(s.Deployment.Sim)
+	if err != nil {
+		return nil, err
+	}
+	est := &Estimate{RunOverheadSeconds: RunOverhead.Seconds(), BudgetSeconds: s.Fidelity.Budget.Seconds(), GPUs: s.Deployment.GPUs,
+		Method: "the plan's control flow run on the simulator of the configured deployment, each run counted as its windows plus run overhead, each server start as the start-up time"}
+	_, virtual := s.Launcher.(engine.Virtual)
+	switch {
+	case virtual:
+		est.StartupSource = "none: the simulator engine runs in virtual time"
+	case s.Fidelity.Startup > 0:
+		est.StartupSeconds, est.StartupSource = s.Fidelity.Startup.Seconds(), "configured (plan.engine_startup)"
+	default:
+		d, err := measureStartup(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("estimate: measure the engine's start-up (set plan.engine_startup to skip): %w", err)
+		}
+		est.StartupSeconds, est.StartupSource = d.Seconds(), "measured (one start of the engine with the configured flags)"
+	}
+	tmp, err := os.MkdirTemp("", "spoc-estimate-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	defaultMode, _ := Fidelity{}.mode(s.Launcher)
+	for _, mode := range Fidelities {
+		row := EstimateRow{Fidelity: mode, Default: mode == defaultMode}
+		if virtual && mode != FidelitySimulated {
+			row.Note = "the simulator engine: the same as simulated"
+		}
+		if mode == FidelitySimulated || virtual {
+			row.Note = ifEmpty(row.Note, "no engine time: every phase in the simulator")
+			est.Rows = append(est.Rows, row)
+			continue
+		}
+		u, err := dryRun(ctx, s, o, dep, mode, filepath.Join(tmp, mode))
+		if err != nil {
+			return nil, fmt.Errorf("estimate %s: %w", mode, err)
+		}
+		row.Runs, row.Starts, row.WindowSeconds = u.Runs, u.Starts, u.WindowSeconds
+		row.EngineSeconds = u.WindowSeconds + float64(u.Runs)*est.RunOverheadSeconds + float64(u.Starts)*est.StartupSeconds
+		row.GPUHours = row.EngineSeconds * float64(max(s.Deployment.GPUs, 1)) / 3600
+		sf := s
+		sf.Fidelity.Startup = time.Duration(est.StartupSeconds * float64(time.Second))
+		least, _ := minimumEngineTime(sf, mode)
+		row.MinimumSeconds = least.Seconds()
+		est.Rows = append(est.Rows, row)
+	}
+	return est, nil
+}
+
+func ifEmpty(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// dryRun runs the phases of a plan of mode on the simulator, counting the
+// runs a live plan would make. The study goes into dir, never into the
+// plan's own storage.
+func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, dir string) (capacity.WouldUse, error) {
+	l, err := engine.NewSim(dep, engine.SimOptions{})
+	if err != nil {
+		return capacity.WouldUse{}, err
+	}
+	ds := s
+	ds.Launcher = l
+	ds.OutDir = dir
+	ds.Search.Storage = "sqlite:" + filepath.Join(dir, "study.db")
+	ds.Compare, ds.Trace = nil, Trace{}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return capacity.WouldUse{}, err
+	}
+	ev, err := capacity.NewEvaluator(ds.Setup, o.Logger)
+	if err != nil {
+		return capacity.WouldUse{}, err
+	}
+	// progress of a dry run is not the plan's: it is discarded
+	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, tuneUsers: ds.Search.Users, dryRun: true}
+	steps := []phaseStep{{"baseline", p.baselineSweep}, {"tune", p.tune}, {"choose", p.choose}, {"sweep", p.sweep}}
+	if mode == FidelityMulti {
+		if err := p.initMulti(); err != nil {
+			return capacity.WouldUse{}, err
+		}
+		steps = p.multiSteps()[1:6] // probe … sweep
+	}
+	for _, st := range steps {
+		if _, err := st.fn(ctx); err != nil {
+			return capacity.WouldUse{}, fmt.Errorf("%s: %w", st.name, err)
+		}
+	}
+	return ev.WouldUse(), nil
+}
+
+// measureStartup starts the engine once with the configured flags and
+// times it until it answers a request.
+func measureStartup(ctx context.Context, s Setup) (time.Duration, error) {
+	start := time.Now()
+	srv, err := s.Launcher.Start(ctx, engine.Params{})
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = srv.Stop(sctx)
+	}()
+	ep := srv.Endpoint()
+	if ep.Model == "" {
+		ep.Model = s.Deployment.RequestModel()
+	}
+	if err := capacity.Preflight(ctx, ep, s.Client.Endpoint, s.Client.APIKey); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// WriteEstimate prints est as a table.
+func WriteEstimate(w io.Writer, est *Estimate) error {
+	fmt.Fprintf(w, "engine start-up %.1fs (%s); %.1fs per run beyond its windows\n", est.StartupSeconds, est.StartupSource, est.RunOverheadSeconds)
+	fmt.Fprintf(w, "%-10s %5s %6s %10s %12s %9s %10s\n", "fidelity", "runs", "starts", "windows", "engine-time", "GPU-h", "minimum")
+	for _, r := range est.Rows {
+		def := ""
+		if r.Default {
+			def = " (default)"
+		}
+		fmt.Fprintf(w, "%-10s %5d %6d %9.0fs %11.0fs %9.3f %9.0fs  %s%s\n", r.Fidelity, r.Runs, r.Starts, r.WindowSeconds, r.EngineSeconds, r.GPUHours, r.MinimumSeconds, r.Note, def)
+	}
+	if est.BudgetSeconds > 0 {
+		fmt.Fprintf(w, "plan.budget %.0fs\n", est.BudgetSeconds)
+	}
+	_, err := fmt.Fprintf(w, "method: %s\n", est.Method)
+	return err
+}

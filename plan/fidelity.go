@@ -1,0 +1,252 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// Fidelities: where a plan spends engine time.
+const (
+	// FidelityLive runs every phase on the configured engine: the
+	// exhaustive reference.
+	FidelityLive = "live"
+	// FidelitySimulated runs every phase on the simulator of the
+	// configured deployment; a real engine is not started.
+	FidelitySimulated = "simulated"
+	// FidelityMulti probes the real engine, calibrates the simulator to it,
+	// searches in the calibrated simulator, verifies the best live and
+	// sweeps the chosen configuration live around its predicted ceiling.
+	FidelityMulti = "multi"
+)
+
+// Fidelities lists the accepted plan.fidelity values.
+var Fidelities = []string{FidelityLive, FidelitySimulated, FidelityMulti}
+
+// Fidelity is how a plan spends engine time, and how much it may spend.
+type Fidelity struct {
+	// Mode is FidelityLive, FidelitySimulated or FidelityMulti; empty
+	// means multi on an engine spoc starts, live on an external server
+	// (its flags cannot change: nothing to search) and simulated on the
+	// simulator.
+	Mode string
+	// Budget bounds the engine time of the plan (0: no bound). A budget
+	// below what the plan needs at least is refused before anything runs.
+	Budget time.Duration
+	// Startup is the engine start-up time estimates use; 0 means spoc
+	// plan --estimate measures it by starting the engine once.
+	Startup time.Duration
+}
+
+// Multi plan constants: the documented choices of docs/fidelity.md.
+const (
+	// VerifyTopK configurations of the calibrated search are verified live.
+	VerifyTopK = 1
+	// RefitRounds bounds how often verify refits the correction and
+	// searches again when live and predicted disagree.
+	RefitRounds = 1
+)
+
+// ProbeLoads are the configured flags' probe loads, in order, as
+// fractions of the simulator's ceiling for them: the first of the
+// uncalibrated simulator's (half of it: light batching, the prefill and
+// decode cost of few requests), each later one of the ceiling the
+// simulator predicts once corrected by the probes before it (the batched
+// regime that decides the SLA). The flag probe runs at the last corrected
+// ceiling, so that it differs from a fitted probe in the flag alone.
+var ProbeLoads = []float64{0.5, 1}
+
+// mode resolves the configured fidelity for the plan's engine: on the
+// simulator every fidelity is the simulated plan (there is no live phase to
+// spare), and note says so when the user asked for another.
+func (f Fidelity) mode(l engine.Launcher) (mode, note string) {
+	_, virtual := l.(engine.Virtual)
+	switch {
+	case virtual && (f.Mode == FidelityLive || f.Mode == FidelityMulti):
+		return FidelitySimulated, fmt.Sprintf("plan.fidelity %s on the simulator engine is the simulated plan: every run is simulated anyway.", f.Mode)
+	case virtual, f.Mode == FidelitySimulated:
+		return FidelitySimulated, ""
+	case !engine.Reconfigurable(l) && f.Mode == FidelityMulti:
+		return FidelityLive, "plan.fidelity multi on an external server is the live plan: spoc cannot change the server's flags, so there is nothing to search in the simulator."
+	case !engine.Reconfigurable(l) && f.Mode == "":
+		return FidelityLive, ""
+	case f.Mode == "":
+		return FidelityMulti, ""
+	}
+	return f.Mode, ""
+}
+
+// ErrBudget marks a plan refused because its budget cannot cover even the
+// least it needs.
+var ErrBudget = errors.New("plan.budget")
+
+// FidelityReport is the summary's account of the fidelity: what ran live
+// and what was simulated, the probes, the correction and its error, every
+// verified point predicted against measured, and engine time per phase
+// and per fidelity.
+type FidelityReport struct {
+	// Mode is the fidelity that ran; Requested what the configuration said
+	// (empty: the default).
+	Mode      string `json:"mode"`
+	Requested string `json:"requested,omitempty"`
+	// BudgetSeconds is plan.budget (0: none).
+	BudgetSeconds float64 `json:"budget_engine_seconds,omitempty"`
+	// Probes are the live runs that pinned the correction.
+	Probes []ProbePoint `json:"probes,omitempty"`
+	// Correction is the fitted correction of the simulator, with its error
+	// on the probes it was fitted to and on the held-back probe.
+	Correction *sim.Correction `json:"correction,omitempty"`
+	Fit        *FitReport      `json:"fit,omitempty"`
+	// PredictedCeiling is the calibrated simulator's ceiling of the chosen
+	// configuration; the final sweep is bracketed around it.
+	PredictedCeiling int `json:"predicted_ceiling_users,omitempty"`
+	// Verified are the points run live to check the prediction.
+	Verified []VerifyPoint `json:"verified,omitempty"`
+	// Rounds is how many times verify refitted and searched again.
+	Rounds int `json:"refit_rounds"`
+	// EngineSeconds is live engine time by phase; LiveEngineSeconds their
+	// sum and GPUHours that times the deployment's GPUs.
+	EngineSeconds     map[string]float64 `json:"engine_seconds_by_phase,omitempty"`
+	LiveEngineSeconds float64            `json:"live_engine_seconds"`
+	GPUHours          float64            `json:"gpu_hours"`
+	// SimulatedSeconds is the wall time of the phases that ran only in the
+	// simulator (no engine time).
+	SimulatedSeconds float64 `json:"simulated_wall_seconds"`
+}
+
+// ProbePoint is one probe: a live run and what the simulator predicted for
+// it before and after calibration.
+type ProbePoint struct {
+	Users  int            `json:"users"`
+	Params map[string]any `json:"params"`
+	// Why says what the probe pins.
+	Why string `json:"why"`
+	// HeldBack marks the probe left out of the first fit to measure the
+	// fit's error on a run it did not see.
+	HeldBack bool `json:"held_back,omitempty"`
+	// Attempts is 2 when the first try failed and the retry measured.
+	Attempts int       `json:"attempts"`
+	Live     Latencies `json:"live"`
+	// Uncalibrated and Calibrated are the simulator's numbers for the same
+	// run with the built-in cost model and with the correction.
+	Uncalibrated Latencies  `json:"uncalibrated"`
+	Calibrated   Latencies  `json:"calibrated"`
+	Provenance   Provenance `json:"provenance"`
+}
+
+// Latencies are the numbers a probe compares.
+type Latencies struct {
+	TTFTP50Ms        float64 `json:"ttft_p50_ms"`
+	ITLP50Ms         float64 `json:"itl_p50_ms"`
+	TTFTP95Ms        float64 `json:"ttft_p95_ms"`
+	ITLP95Ms         float64 `json:"itl_p95_ms"`
+	OutputThroughput float64 `json:"output_throughput"`
+	Pass             bool    `json:"pass"`
+}
+
+// FitReport is the correction fit's error: the root mean square of the
+// relative error of the fitted latencies (TTFT and ITL, p50 and p95), on
+// the probes the first fit saw, on the held-back probe, and of the built-in
+// cost model before any fit. The latencies are those of fitMetrics.
+type FitReport struct {
+	Metrics           []string `json:"metrics"`
+	UncalibratedError float64  `json:"uncalibrated_rms_relative_error"`
+	FittedError       float64  `json:"fitted_rms_relative_error"`
+	// HeldBackError is nil when there was no held-back probe or it
+	// measured nothing comparable.
+	HeldBackError *float64 `json:"held_back_rms_relative_error,omitempty"`
+	// Evaluations is the number of simulated replays the fits took.
+	Evaluations int `json:"evaluations"`
+}
+
+// VerifyPoint is one configuration run live at one load the calibrated
+// simulator had judged.
+type VerifyPoint struct {
+	Round     int            `json:"round"`
+	Users     int            `json:"users"`
+	Params    map[string]any `json:"params"`
+	Predicted Latencies      `json:"predicted"`
+	Measured  Latencies      `json:"measured"`
+	// Agree is set when live and predicted give the same SLA verdict.
+	Agree      bool       `json:"agree"`
+	Provenance Provenance `json:"provenance"`
+}
+
+// RunOverhead is the engine time one live run takes beyond its windows
+// (prefix-cache reset, the requests in flight at the end of the window,
+// the summary), measured on spoc sim serve as a process (docs/fidelity.md).
+const RunOverhead = 500 * time.Millisecond
+
+// minimumEngineTime is the least engine time a plan of mode needs: the
+// probes of a multi plan (every configured probe load and the flag probe,
+// on two servers, with the sweep's windows), or the first run of a live
+// plan's baseline (the tuning windows). A start-up
+// time that is not configured counts as 0, so the minimum is a lower bound.
+func minimumEngineTime(s Setup, mode string) (time.Duration, string) {
+	w := s.Windows.Sweep // probes and the final sweep run with these
+	run := max(w.Ramp, w.Warmup) + w.Duration + RunOverhead
+	switch mode {
+	case FidelityMulti:
+		n := len(ProbeLoads) + 1
+		return time.Duration(n)*run + 2*s.Fidelity.Startup, fmt.Sprintf("%d probes of %s on 2 servers", n, run)
+	case FidelityLive:
+		t := s.Windows.Tune
+		return max(t.Ramp, t.Warmup) + t.Duration + RunOverhead + s.Fidelity.Startup, "the baseline's first run"
+	}
+	return 0, ""
+}
+
+// prepareFidelity resolves the plan's fidelity into sum.Fidelity, points a
+// simulated plan on a real engine at the simulator of its deployment, and
+// refuses a budget below the plan's minimum before anything runs.
+func prepareFidelity(s *Setup, sum *Summary) (string, error) {
+	mode, note := s.Fidelity.mode(s.Launcher)
+	if note != "" {
+		sum.Notes = append(sum.Notes, note)
+	}
+	sum.Fidelity = &FidelityReport{Mode: mode, Requested: s.Fidelity.Mode, BudgetSeconds: s.Fidelity.Budget.Seconds()}
+	if s.Fidelity.Budget > 0 {
+		if least, what := minimumEngineTime(*s, mode); least > s.Fidelity.Budget {
+			return "", fmt.Errorf("%w %s is too small for a %s plan: it needs at least %s of engine time (%s); raise plan.budget or see spoc plan --estimate",
+				ErrBudget, s.Fidelity.Budget, mode, least.Round(time.Second), what)
+		}
+	}
+	if _, virtual := s.Launcher.(engine.Virtual); mode == FidelitySimulated && !virtual {
+		// the user asked for no engine time: every phase runs on the
+		// simulator of the configured deployment, and says so
+		dep, err := sim.NewDeployment(s.Deployment.Sim)
+		if err != nil {
+			return "", fmt.Errorf("simulated plan: %w", err)
+		}
+		l, err := engine.NewSim(dep, engine.SimOptions{})
+		if err != nil {
+			return "", err
+		}
+		s.Launcher = l
+		sum.Notes = append(sum.Notes, fmt.Sprintf("plan.fidelity simulated: the %s engine was not started; every number comes from the simulator of the configured deployment.", s.Deployment.Kind))
+	}
+	return mode, nil
+}
+
+// finishFidelity totals engine time per phase once the phases ran.
+func finishFidelity(sum *Summary, gpus int) {
+	f := sum.Fidelity
+	if f == nil {
+		return
+	}
+	f.EngineSeconds = map[string]float64{}
+	for _, ph := range sum.Phases {
+		// a phase that only stopped the last server (a few milliseconds)
+		// is a simulator phase
+		if ph.EngineSeconds >= 0.5 {
+			f.EngineSeconds[ph.Name] += ph.EngineSeconds
+			f.LiveEngineSeconds += ph.EngineSeconds
+		} else {
+			f.SimulatedSeconds += ph.Seconds
+		}
+	}
+	f.GPUHours = f.LiveEngineSeconds * float64(max(gpus, 1)) / 3600
+}

@@ -1,0 +1,677 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// correctedSim is the simulator of the configured deployment with the
+// correction the calibrate phase fitted. It runs in virtual time only: it
+// stands for the real engine in the search, it never serves.
+type correctedSim struct {
+	*engine.Sim
+	mu     sync.Mutex
+	c      sim.Correction
+	fitted bool
+}
+
+var (
+	_ engine.Virtual      = (*correctedSim)(nil)
+	_ capacity.Calibrated = (*correctedSim)(nil)
+)
+
+func (s *correctedSim) set(c sim.Correction) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c, s.fitted = c, true
+}
+
+func (s *correctedSim) correction() sim.Correction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c
+}
+
+// Calibrated reports whether a fitted correction is in place.
+func (s *correctedSim) Calibrated() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fitted
+}
+
+// VirtualDeployment is the simulator's deployment for p, corrected.
+func (s *correctedSim) VirtualDeployment(p engine.Params) (sim.Deployment, error) {
+	d, err := s.Sim.VirtualDeployment(p)
+	if err != nil {
+		return d, err
+	}
+	d.Correction = s.correction()
+	return d, nil
+}
+
+// Start refuses: the calibrated simulator only runs in virtual time.
+func (s *correctedSim) Start(context.Context, engine.Params) (engine.Server, error) {
+	return nil, errors.New("the calibrated simulator runs in virtual time only")
+}
+
+// newCorrectedSim builds the simulator of s's deployment (with the
+// configured correction file, if any, as the starting point).
+func newCorrectedSim(s Setup) (*correctedSim, error) {
+	dep, err := sim.NewDeployment(s.Deployment.Sim)
+	if err != nil {
+		return nil, err
+	}
+	l, err := engine.NewSim(dep, engine.SimOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &correctedSim{Sim: l, c: dep.Correction}, nil
+}
+
+// multiState is what the phases of a multi plan hand each other.
+type multiState struct {
+	csim  *correctedSim
+	simEv *capacity.Evaluator
+	// runs are the live evaluations the correction is fitted to (probes,
+	// then verified points); heldBack indexes the held-back probe.
+	runs     []liveRun
+	heldBack int
+	// ceiling0 is the uncalibrated simulator's short-sweep ceiling of the
+	// configured flags: the probes' loads are fractions of it.
+	ceiling0 int
+	// predicted is the calibrated ceiling of the chosen configuration and
+	// resolution the sweep's step there.
+	predicted, resolution, predictedFail int
+	rep                                  *FidelityReport
+	// known are the verified live runs of the configuration knownKey,
+	// by user count: levels of the final sweep.
+	known        map[int]*capacity.Evaluation
+	knownRecords map[int]string
+	knownKey     string
+}
+
+// liveRun is one live run kept for fitting: its configuration, load,
+// what it measured, and its records file (relative to the plan's output
+// folder; runs.json lists them for spoc sim calibrate --records).
+type liveRun struct {
+	params  map[string]any
+	load    capacity.Load
+	live    Latencies
+	records string
+}
+
+// multiSteps are the phases of a multi plan.
+func (p *planner) multiSteps() []phaseStep {
+	return []phaseStep{
+		{"workload", p.inspect},
+		{"probe", p.probe},
+		{"calibrate", p.calibrate},
+		{"search", p.searchCalibrated},
+		{"verify", p.verify},
+		{"sweep", p.finalSweep},
+		{"trace", p.trace},
+		{"compare", p.compare},
+	}
+}
+
+// initMulti builds the calibrated simulator beside the live evaluator.
+func (p *planner) initMulti() error {
+	cs, err := newCorrectedSim(p.s)
+	if err != nil {
+		return fmt.Errorf("multi plan: simulator of the deployment: %w", err)
+	}
+	ss := p.s.Setup
+	ss.Launcher = cs
+	ev, err := capacity.NewEvaluator(ss, p.o.Logger)
+	if err != nil {
+		return err
+	}
+	p.m = &multiState{csim: cs, simEv: ev, heldBack: -1, rep: p.sum.Fidelity}
+	return nil
+}
+
+// probe runs the configured flags live, then the flag the simulator says
+// matters most. The probes are sequential and each aims at the ceiling as
+// the simulator predicts it after the probes before it: the first runs at
+// ProbeLoads[0] of the uncalibrated simulator's ceiling; after it a quick
+// fit corrects the simulator, and the next probes run at ProbeLoads[i] of
+// the corrected ceiling (a deployment slower than the model would be
+// overloaded past its cliff at the model's ceiling, and a probe there
+// measures nothing a fit can use). The flag probe runs at the last
+// corrected ceiling and is held back from the calibrate phase's first fit.
+// A probe that fails is retried once, then the plan fails: a probe is
+// never replaced by a simulated number.
+func (p *planner) probe(ctx context.Context) (string, error) {
+	m := p.m
+	ceiling := func() (int, error) {
+		res, err := capacity.SweepConfig(ctx, m.simEv, map[string]any{}, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+		if err != nil {
+			return 0, fmt.Errorf("simulated sweep of the configured flags: %w", err)
+		}
+		return max(res.Ceiling, 1), nil
+	}
+	c, err := ceiling()
+	if err != nil {
+		return "", err
+	}
+	m.ceiling0 = c
+	recDir := filepath.Join(p.s.OutDir, "probes")
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		return "", err
+	}
+	run := func(users int, params map[string]any, why string, heldBack bool) error {
+		i := len(m.rep.Probes)
+		load := p.s.Windows.Sweep.At(users)
+		rec := filepath.Join("probes", fmt.Sprintf("probe-%d.jsonl", i+1))
+		var ev *capacity.Evaluation
+		var err error
+		attempts := 0
+		for attempts < 2 {
+			attempts++
+			ev, err = p.evaluateKept(ctx, params, load, filepath.Join(p.s.OutDir, rec))
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			p.logf("   probe %d (%d users, %s) failed: %v", i+1, users, describeParams(params), err)
+		}
+		if err != nil {
+			return fmt.Errorf("probe %d at %d users (%s) failed %d times; no simulated number replaces it: %w", i+1, users, describeParams(params), attempts, err)
+		}
+		if heldBack {
+			m.heldBack = len(m.runs)
+		}
+		m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(ev), records: rec})
+		pt := ProbePoint{Users: users, Params: withBase(p.s.Deployment.Params, params), Why: why, HeldBack: heldBack,
+			Attempts: attempts, Live: latencies(ev), Provenance: ev.Provenance}
+		m.rep.Probes = append(m.rep.Probes, pt)
+		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p95 %5.1f ms  %s", i+1, users, describeParams(params), pt.Live.TTFTP50Ms, pt.Live.ITLP95Ms, verdictWord(ev.Pass))
+		return nil
+	}
+	seen := map[int]bool{}
+	for k, f := range ProbeLoads {
+		if k > 0 && !p.dryRun {
+			// aim at the ceiling as the probes so far correct it
+			evals := 0
+			corr, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
+			if err != nil {
+				return "", err
+			}
+			m.csim.set(corr)
+			if c, err = ceiling(); err != nil {
+				return "", err
+			}
+			p.logf("   after %d probe(s): prefill ×%.3f, decode ×%.3f: simulated ceiling %d users", len(m.runs), corr.Prefill, corr.Decode, c)
+		}
+		u := max(int(math.Round(f*float64(c))), 1)
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		what := "uncalibrated"
+		if k > 0 {
+			what = "corrected"
+		}
+		if err := run(u, map[string]any{}, fmt.Sprintf("configured flags at %.0f%% of the %s simulated ceiling", 100*f, what), false); err != nil {
+			return "", err
+		}
+	}
+	if name, value, ok := p.mostSensitiveFlag(ctx, c); ok {
+		if err := run(c, map[string]any{name: value}, fmt.Sprintf("%s=%v, the flag the simulator says matters most, at the corrected simulated ceiling (held back)", name, value), true); err != nil {
+			return "", err
+		}
+	}
+	// calibrate fits from the configured correction again, not from this
+	// phase's provisional one
+	start, err := newCorrectedSim(p.s)
+	if err != nil {
+		return "", err
+	}
+	m.csim.set(start.correction())
+	m.csim.mu.Lock()
+	m.csim.fitted = false
+	m.csim.mu.Unlock()
+	return fmt.Sprintf("%d live probes (uncalibrated simulated ceiling %d users, corrected %d); %s", len(m.rep.Probes), m.ceiling0, c, p.engineSoFar()), nil
+}
+
+// evaluateKept runs params live at load, writing its records to path.
+func (p *planner) evaluateKept(ctx context.Context, params map[string]any, load capacity.Load, path string) (*capacity.Evaluation, error) {
+	w, err := capacity.CreateAtomic(path)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := p.ev.Evaluate(ctx, params, load, capacity.Outputs{Records: w})
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return ev, w.Close()
+}
+
+// mostSensitiveFlag evaluates each searched flag at both ends of its range
+// in the simulator at users and returns the setting that moves TTFT and
+// ITL p95 furthest from the configured flags'.
+func (p *planner) mostSensitiveFlag(ctx context.Context, users int) (string, any, bool) {
+	load := p.s.Windows.Sweep.At(users)
+	ref, err := p.m.simEv.Evaluate(ctx, map[string]any{}, load, capacity.Outputs{})
+	if err != nil {
+		return "", nil, false
+	}
+	r := latencies(ref)
+	bestName, bestScore := "", 0.0
+	var bestValue any
+	for _, spec := range p.s.Search.Space {
+		var values []any
+		switch spec.Type {
+		case "int":
+			values = []any{int(spec.Low), int(spec.High)}
+		case "float":
+			values = []any{spec.Low, spec.High}
+		default:
+			values = spec.Choices
+		}
+		for _, v := range values {
+			ev, err := p.m.simEv.Evaluate(ctx, map[string]any{spec.Name: v}, load, capacity.Outputs{})
+			if err != nil {
+				continue
+			}
+			l := latencies(ev)
+			score := math.Abs(math.Log(ratio(l.TTFTP95Ms, r.TTFTP95Ms))) + math.Abs(math.Log(ratio(l.ITLP95Ms, r.ITLP95Ms)))
+			if score > bestScore {
+				bestName, bestValue, bestScore = spec.Name, v, score
+			}
+		}
+	}
+	return bestName, bestValue, bestName != ""
+}
+
+// ratio is a/b, 1 when either is not positive.
+func ratio(a, b float64) float64 {
+	if a > 0 && b > 0 {
+		return a / b
+	}
+	return 1
+}
+
+func latencies(ev *capacity.Evaluation) Latencies {
+	if ev == nil || ev.Summary == nil {
+		return Latencies{}
+	}
+	o := ev.Summary.Overall
+	return Latencies{TTFTP50Ms: o.TTFT.P50, ITLP50Ms: o.ITL.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95,
+		OutputThroughput: o.OutputTokensPerSecond, Pass: ev.Pass}
+}
+
+func verdictWord(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// calibrate fits the correction to the probes: first without the held-back
+// probe (to measure the error on a run the fit did not see), then to all.
+func (p *planner) calibrate(ctx context.Context) (string, error) {
+	m := p.m
+	// no live run until verify: a server left up would idle on its GPUs
+	// through the fit and the search, and count as engine time
+	if p.ev != nil {
+		if err := p.ev.Close(ctx); err != nil {
+			return "", err
+		}
+	}
+	if p.dryRun {
+		m.csim.set(m.csim.correction())
+		return "dry run: no fit", nil
+	}
+	start := m.csim.correction()
+	fit := &FitReport{Metrics: fitMetrics}
+	var seen []int
+	for i := range m.runs {
+		if i != m.heldBack {
+			seen = append(seen, i)
+		}
+	}
+	if e, ok := p.fitError(ctx, start, seen, &fit.Evaluations); ok {
+		fit.UncalibratedError = e
+	}
+	c, err := p.fitCorrection(ctx, start, seen, &fit.Evaluations)
+	if err != nil {
+		return "", err
+	}
+	if e, ok := p.fitError(ctx, c, seen, &fit.Evaluations); ok {
+		fit.FittedError = e
+	}
+	if m.heldBack >= 0 {
+		if e, ok := p.fitError(ctx, c, []int{m.heldBack}, &fit.Evaluations); ok {
+			fit.HeldBackError = &e
+		}
+		if c, err = p.fitCorrection(ctx, c, seq(len(m.runs)), &fit.Evaluations); err != nil {
+			return "", err
+		}
+	}
+	m.csim.set(c)
+	m.rep.Correction, m.rep.Fit = &c, fit
+	for i := range m.rep.Probes {
+		pr := m.runs[i]
+		if ev, err := m.simEv.Evaluate(ctx, pr.params, pr.load, capacity.Outputs{}); err == nil {
+			m.rep.Probes[i].Calibrated = latencies(ev)
+		}
+		m.csim.set(start)
+		if ev, err := m.simEv.Evaluate(ctx, pr.params, pr.load, capacity.Outputs{}); err == nil {
+			m.rep.Probes[i].Uncalibrated = latencies(ev)
+		}
+		m.csim.set(c)
+	}
+	held := "no held-back probe"
+	if fit.HeldBackError != nil {
+		held = fmt.Sprintf("held-back probe %.1f%%", 100**fit.HeldBackError)
+	}
+	return fmt.Sprintf("correction prefill ×%.3f, decode ×%.3f, step %+.2f ms; RMS relative error %.1f%% uncalibrated → %.1f%% fitted; %s (%d replays)",
+		c.Prefill, c.Decode, 1000*c.StepSeconds, 100*fit.UncalibratedError, 100*fit.FittedError, held, fit.Evaluations), nil
+}
+
+// searchCalibrated runs the plan's baseline, study and choice in the
+// calibrated simulator and predicts the chosen configuration's ceiling
+// with a full simulated sweep.
+func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
+	m := p.m
+	sp := *p
+	sp.ev = m.simEv
+	sp.s.Launcher = m.csim
+	sp.baseline = nil
+	sp.tuneUsers = p.s.Search.Users
+	// the simulated study is not the live one: its own name per round
+	// and correction, so a later live plan never resumes simulated trials
+	c := m.csim.correction()
+	sp.s.Search.Study = fmt.Sprintf("%s-multi-r%d-%s", p.s.Search.Study, m.rep.Rounds, fingerprintID(map[string]string{
+		"prefill": fmt.Sprint(c.Prefill), "decode": fmt.Sprint(c.Decode), "step": fmt.Sprint(c.StepSeconds)}))
+	p.sum.Search, p.sum.Pareto, p.sum.Candidates, p.sum.Trials = nil, nil, nil, 0
+	for _, ph := range []func(context.Context) (string, error){sp.baselineSweep, sp.tune, sp.choose} {
+		detail, err := ph(ctx)
+		if err != nil {
+			return "", err
+		}
+		p.logf("   %s", detail)
+	}
+	res, err := capacity.SweepConfig(ctx, m.simEv, p.sum.Capacity.Config, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+	if err != nil {
+		return "", fmt.Errorf("simulated sweep of the chosen configuration: %w", err)
+	}
+	m.predicted, m.resolution, m.predictedFail = res.Ceiling, max(res.Resolution, 1), res.FirstFailing
+	m.rep.PredictedCeiling = res.Ceiling
+	return fmt.Sprintf("calibrated simulator: chose %s, predicted ceiling %d users (first failing %d)", describeParams(p.sum.Capacity.Config), res.Ceiling, res.FirstFailing), nil
+}
+
+// verify runs the chosen configuration live, with the sweep's windows, at
+// its predicted ceiling and at the first count the simulator judged
+// failing. When a verdict disagrees with the prediction and rounds are
+// left, the verified runs join the fit, the correction is refitted and
+// the search runs again. The verified runs are levels of the final sweep
+// (same configuration, windows and server): it does not run them again.
+func (p *planner) verify(ctx context.Context) (string, error) {
+	m := p.m
+	for {
+		params := p.sum.Capacity.Config
+		key := describeParams(params)
+		if key != m.knownKey {
+			// another configuration was chosen: its levels are not this one's
+			m.known, m.knownRecords, m.knownKey = map[int]*capacity.Evaluation{}, map[int]string{}, key
+		}
+		above := m.predicted + m.resolution
+		if m.predictedFail > m.predicted {
+			above = m.predictedFail
+		}
+		points := []int{max(m.predicted, 1), above}
+		agreeAll := true
+		for _, u := range points {
+			load := p.s.Windows.Sweep.At(u)
+			pred, err := m.simEv.Evaluate(ctx, params, load, capacity.Outputs{})
+			if err != nil {
+				return "", fmt.Errorf("predict %d users: %w", u, err)
+			}
+			live := m.known[u]
+			if live == nil {
+				rec := filepath.Join("probes", fmt.Sprintf("verify-%d.jsonl", len(m.rep.Verified)+1))
+				if live, err = p.evaluateKept(ctx, params, load, filepath.Join(p.s.OutDir, rec)); err != nil {
+					return "", fmt.Errorf("verify %d users live: %w", u, err)
+				}
+				m.known[u], m.knownRecords[u] = live, rec
+				m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(live), records: rec})
+			}
+			vp := VerifyPoint{Round: m.rep.Rounds, Users: u, Params: withBase(p.s.Deployment.Params, params),
+				Predicted: latencies(pred), Measured: latencies(live), Agree: pred.Pass == live.Pass, Provenance: live.Provenance}
+			m.rep.Verified = append(m.rep.Verified, vp)
+			agreeAll = agreeAll && vp.Agree
+			p.logf("   verify %3d users: predicted %s (ITL p95 %.1f ms), live %s (ITL p95 %.1f ms)", u, verdictWord(pred.Pass), vp.Predicted.ITLP95Ms, verdictWord(live.Pass), vp.Measured.ITLP95Ms)
+		}
+		if agreeAll {
+			return fmt.Sprintf("live agrees with the prediction at %v users (round %d); %s", points, m.rep.Rounds, p.engineSoFar()), nil
+		}
+		if b := p.s.Fidelity.Budget; b > 0 && !p.dryRun && m.rep.Rounds < RefitRounds {
+			// another round verifies two more points; the final sweep
+			// still needs its levels: refit only while the budget allows
+			w := p.s.Windows.Sweep
+			next := 4 * (max(w.Ramp, w.Warmup) + w.Duration + RunOverhead).Seconds()
+			if used := p.ev.Usage().Seconds; used+next > b.Seconds() {
+				p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live and predicted disagreed at %v users, but plan.budget (%s, %.0f s used) leaves no room for a refit round; the final live sweep decides the ceiling.", points, b, used))
+				return "live and predicted disagree; no budget for a refit round: the final live sweep decides", nil
+			}
+		}
+		if m.rep.Rounds >= RefitRounds || p.dryRun {
+			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: after %d refit round(s) the calibrated simulator still disagreed with live runs at %v users; the final live sweep decides the ceiling.", m.rep.Rounds, points))
+			return "live and predicted still disagree; the final live sweep decides", nil
+		}
+		m.rep.Rounds++
+		p.logf("   live and predicted disagree: refit with %d live runs and search again (round %d)", len(m.runs), m.rep.Rounds)
+		evals := 0
+		c, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
+		if err != nil {
+			return "", err
+		}
+		m.csim.set(c)
+		m.rep.Correction = &c
+		if m.rep.Fit != nil {
+			m.rep.Fit.Evaluations += evals
+		}
+		detail, err := p.searchCalibrated(ctx)
+		if err != nil {
+			return "", err
+		}
+		p.logf("   %s", detail)
+	}
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// finalSweep sweeps the chosen configuration live around its predicted
+// ceiling instead of from sweep.start: the grid is the verified counts
+// (measured already, not run again), then upwards by half again each step
+// to sweep.max; the sweep bisects from the last pass to the first failure
+// as always, and towards 0 when even the lowest verified count failed.
+// The server verify left running for these flags is reused.
+func (p *planner) finalSweep(ctx context.Context) (string, error) {
+	m := p.m
+	known := map[int]capacity.Repeat{}
+	var grid []int
+	top := 0
+	recDir := filepath.Join(p.s.OutDir, stagingRecords)
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		return "", err
+	}
+	for u, ev := range m.known {
+		// the verified run is this level: its records are the level's
+		if err := copyFile(filepath.Join(p.s.OutDir, m.knownRecords[u]), filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", u))); err != nil {
+			return "", err
+		}
+		known[u] = ev.Repeat()
+		grid = append(grid, u)
+		top = max(top, u)
+	}
+	for u := top; u < p.s.Sweep.Max; {
+		u = min(max(u*3/2, u+1), p.s.Sweep.Max)
+		grid = append(grid, u)
+	}
+	if len(grid) == 0 {
+		grid = append(grid, max(m.predicted, 1))
+	}
+	grid = dedupeSorted(grid)
+	fp := *p
+	fp.s.Sweep.Grid = grid
+	fp.s.Sweep.Known = known
+	p.logf("   live sweep around the predicted ceiling %d: grid %v (verified levels %d reused), then bisection", m.predicted, grid, len(known))
+	detail, err := fp.sweep(ctx)
+	if err != nil {
+		return "", err
+	}
+	return detail + "; " + p.engineSoFar(), nil
+}
+
+// engineSoFar is the plan's engine time so far, against its budget.
+func (p *planner) engineSoFar() string {
+	used := p.ev.Usage().Seconds
+	if b := p.s.Fidelity.Budget; b > 0 {
+		return fmt.Sprintf("engine time so far %.0fs of the %s budget", used, b)
+	}
+	return fmt.Sprintf("engine time so far %.0fs", used)
+}
+
+func dedupeSorted(xs []int) []int {
+	sort.Ints(xs)
+	out := xs[:0]
+	for i, x := range xs {
+		if i == 0 || x != xs[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// fitMetrics are what the correction is fitted to: the latencies the SLA
+// judges and the output throughput (which an overloaded run that
+// completed few requests still measures).
+var fitMetrics = []string{"ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "output_throughput"}
+
+// pairs are the simulated and live values of fitMetrics with both sides
+// measured (a run without completed requests has no latencies).
+func pairs(simulated, live Latencies) [][2]float64 {
+	var out [][2]float64
+	for _, pr := range [][2]float64{{simulated.TTFTP50Ms, live.TTFTP50Ms}, {simulated.TTFTP95Ms, live.TTFTP95Ms},
+		{simulated.ITLP50Ms, live.ITLP50Ms}, {simulated.ITLP95Ms, live.ITLP95Ms}, {simulated.OutputThroughput, live.OutputThroughput}} {
+		if pr[0] > 0 && pr[1] > 0 {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// replay runs the live runs idx in the simulator with correction c and
+// calls fn with each pair of values; false when a replay failed.
+func (p *planner) replay(ctx context.Context, c sim.Correction, idx []int, evals *int, fn func(pr [2]float64)) bool {
+	m := p.m
+	prev := m.csim.correction()
+	m.csim.set(c)
+	defer m.csim.set(prev)
+	for _, i := range idx {
+		r := m.runs[i]
+		ev, err := m.simEv.Evaluate(ctx, r.params, r.load, capacity.Outputs{})
+		*evals++
+		if err != nil {
+			return false
+		}
+		for _, pr := range pairs(latencies(ev), r.live) {
+			fn(pr)
+		}
+	}
+	return true
+}
+
+// fitError is the RMS relative error of the simulator with c against the
+// live runs idx over fitMetrics; false when nothing could be compared.
+func (p *planner) fitError(ctx context.Context, c sim.Correction, idx []int, evals *int) (float64, bool) {
+	var sum float64
+	n := 0
+	ok := p.replay(ctx, c, idx, evals, func(pr [2]float64) {
+		e := pr[0]/pr[1] - 1
+		sum += e * e
+		n++
+	})
+	if !ok || n == 0 {
+		return 0, false
+	}
+	return math.Sqrt(sum / float64(n)), true
+}
+
+// fitCorrection minimises the log-latency error of the simulator against
+// the live runs idx over the prefill and decode multipliers (in log
+// space, from start) with Nelder–Mead; the per-step term stays as it is
+// (a few probes cannot tell it from the decode multiplier).
+func (p *planner) fitCorrection(ctx context.Context, start sim.Correction, idx []int, evals *int) (sim.Correction, error) {
+	norm := func(v float64) float64 {
+		if v <= 0 {
+			return 1
+		}
+		return v
+	}
+	x0 := []float64{math.Log(norm(start.Prefill)), math.Log(norm(start.Decode))}
+	objective := func(x []float64) float64 {
+		c := sim.Correction{Prefill: math.Exp(x[0]), Decode: math.Exp(x[1]), StepSeconds: start.StepSeconds}
+		var sum float64
+		n := 0
+		if !p.replay(ctx, c, idx, evals, func(pr [2]float64) {
+			d := math.Log(pr[0] / pr[1])
+			sum += d * d
+			n++
+		}) || n == 0 {
+			return math.Inf(1)
+		}
+		return sum / float64(n)
+	}
+	x, err := minimize(ctx, objective, x0, 0.3, 1e-3, FitEvaluations)
+	if err != nil {
+		return sim.Correction{}, fmt.Errorf("fit the correction: %w", err)
+	}
+	c := sim.Correction{Prefill: math.Exp(x[0]), Decode: math.Exp(x[1]), StepSeconds: start.StepSeconds}
+	if err := c.Validate(); err != nil {
+		return sim.Correction{}, fmt.Errorf("fit the correction: %w", err)
+	}
+	return c, nil
+}
+
+// FitEvaluations bounds the objective evaluations of one correction fit
+// (each replays every fitted run in the simulator).
+const FitEvaluations = 60
+
+// copyFile copies src to dst (created atomically).
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := capacity.CreateAtomic(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Abort()
+		return err
+	}
+	return out.Close()
+}

@@ -201,8 +201,14 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	for _, ph := range s.Phases {
 		starts += ph.EngineStarts
 		switch ph.Name {
-		case "baseline", "sweep":
+		case "baseline":
 			if ph.EngineStarts != 1 {
+				t.Errorf("phase %s started %d servers for one flag set", ph.Name, ph.EngineStarts)
+			}
+		case "sweep":
+			// one flag set: at most one server, none when the server of
+			// the chosen candidate's short sweep is still running
+			if ph.EngineStarts > 1 {
 				t.Errorf("phase %s started %d servers for one flag set", ph.Name, ph.EngineStarts)
 			}
 		case "workload", "trace", "compare":

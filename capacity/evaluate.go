@@ -243,7 +243,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // when its flags are the same (prefix cache reset), else a new one. The
 // caller holds e.mu.
 func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
-	flags, err := vllm.Flags(params)
+	flags, err := vllm.Flags(vllm.Merge(e.setup.Search.BaseParams, params)) // the command line, not how it was spelt
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +378,11 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	tel := e.setup.Telemetry
 	var targets []telemetry.Target
 	for i, u := range ep.MetricsURLs {
-		targets = append(targets, telemetry.Target{Name: fmt.Sprintf("engine%d", i), URL: u})
+		name := fmt.Sprintf("engine%d", i)
+		if i < len(ep.MetricsNames) && ep.MetricsNames[i] != "" {
+			name = ep.MetricsNames[i] // the pod of a Kubernetes replica
+		}
+		targets = append(targets, telemetry.Target{Name: name, URL: u})
 	}
 	targets = append(targets, e.setup.Telemetry.Targets...)
 	var coll *telemetry.Collector

@@ -158,6 +158,7 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		ArtifactsRoot: o.ArtifactsRoot,
 		Progress:      o.Progress,
 		Logger:        o.Logger,
+		Notify:        notify,
 	})
 	if err == nil {
 		err = NoTrialRan(res)

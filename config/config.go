@@ -6,7 +6,7 @@ type Config struct {
 	Engine    Engine    `yaml:"engine" doc:"The inference server under test and how spoc starts it."`
 	Workload  Workload  `yaml:"workload" doc:"Stateful multi-turn sessions from user profiles on a shared prefix geometry."`
 	SLA       SLA       `yaml:"sla" doc:"Service-level objectives a run must meet; the capacity ceiling is the largest user count that meets them."`
-	Search    Search    `yaml:"search" doc:"The NSGA-II study over engine flags (spoc tune)."`
+	Search    Search    `yaml:"search" doc:"The study over engine flags (spoc tune): TPE up to 100 trials, NSGA-II beyond."`
 	Run       Run       `yaml:"run" doc:"One load run: users, windows and client behaviour."`
 	Sweep     Sweep     `yaml:"sweep" doc:"Capacity sweep over user counts (spoc sweep, spoc plan)."`
 	Telemetry Telemetry `yaml:"telemetry" doc:"Engine and GPU metrics collected during every run."`

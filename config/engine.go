@@ -92,9 +92,11 @@ type KubeEngine struct {
 	GPUResource  string            `yaml:"gpu_resource" doc:"Extended resource name for GPUs."`
 	Kubectl      string            `yaml:"kubectl" doc:"kubectl binary."`
 	Context      string            `yaml:"context,omitempty" doc:"kubectl context."`
+	Kubeconfig   string            `yaml:"kubeconfig,omitempty" doc:"kubeconfig file (default: $KUBECONFIG or ~/.kube/config)."`
 	ReadyTimeout Duration          `yaml:"ready_timeout" doc:"How long to wait for the Deployment to become ready."`
 	PortForward  bool              `yaml:"port_forward" doc:"Reach the server through kubectl port-forward instead of the Service address."`
 	NodeSelector map[string]string `yaml:"node_selector,omitempty" doc:"Node selector for the server pod."`
+	Pod          KubePod           `yaml:"pod" doc:"What the vLLM pod needs: secrets, model cache, shared memory, tolerations, a base manifest (config/kubernetes.go)."`
 }
 
 // DefaultEngine is gpt-oss-120b on 4× H100 SXM, TP=4, in the simulator.
@@ -204,6 +206,7 @@ func (e *Engine) validate(p string, errs *Errors) {
 		if e.Kubernetes.Namespace == "" {
 			errs.Addf(p+".kubernetes.namespace", "kind kubernetes needs a namespace")
 		}
+		e.Kubernetes.Pod.validate(p+".kubernetes.pod", errs)
 	}
 	e.validateNames(p, errs)
 	for i, t := range e.Compare {

@@ -15,6 +15,8 @@ type LauncherOptions struct {
 	// NamePrefix names Kubernetes objects (the study name, for example);
 	// "spoc" when empty.
 	NamePrefix string
+	// Study labels Kubernetes objects (spoc.dev/study), for `spoc k8s gc`.
+	Study string
 	// ExtraMetricsURLs (GPU exporters from the telemetry section) are added
 	// to every endpoint of process and external launchers.
 	ExtraMetricsURLs []string
@@ -90,9 +92,11 @@ func (e Engine) Launcher(o LauncherOptions) (engine.Launcher, error) {
 		if runner == nil {
 			runner = engine.ExecRunner{Binary: k.Kubectl}
 		}
-		return engine.NewKubernetes(engine.KubernetesOptions{
+		opts := engine.KubernetesOptions{
 			Namespace:       k.Namespace,
 			Context:         k.Context,
+			Kubeconfig:      k.Kubeconfig,
+			Study:           o.Study,
 			Image:           k.Image,
 			Args:            k.Args,
 			Model:           e.Model,
@@ -109,7 +113,11 @@ func (e Engine) Launcher(o LauncherOptions) (engine.Launcher, error) {
 			Dir:             o.Dir,
 			Runner:          runner,
 			Logger:          o.Logger,
-		})
+		}
+		if err := k.Pod.apply(&opts); err != nil {
+			return nil, err
+		}
+		return engine.NewKubernetes(opts)
 	}
 	return nil, fmt.Errorf("engine.kind: unknown engine %q", e.Kind)
 }

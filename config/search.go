@@ -11,9 +11,9 @@ import (
 // Objective metrics a study can optimise.
 var ObjectiveMetrics = []string{"output_throughput", "total_throughput", "request_throughput", "goodput", "ttft_p50", "ttft_p95", "ttft_p99", "itl_p50", "itl_p95", "itl_p99", "tpot_p95", "e2e_p95", "capacity"}
 
-// Search configures the NSGA-II study run by spoc tune.
+// Search configures the study run by spoc tune.
 type Search struct {
-	Sampler       string      `yaml:"sampler" doc:"nsga2, random or grid."`
+	Sampler       string      `yaml:"sampler" doc:"auto (tpe for studies of at most 100 trials, nsga2 beyond; a resumed study keeps its sampler), tpe, nsga2, random or grid."`
 	Trials        int         `yaml:"trials" doc:"Total trials of the study (a resumed study runs up to this many)."`
 	Population    int         `yaml:"population" doc:"NSGA-II population size per generation."`
 	CrossoverProb float64     `yaml:"crossover_prob" doc:"Probability that a child is produced by crossover (otherwise a copy of a parent, then mutated)."`
@@ -58,11 +58,11 @@ type Objective = search.ObjectiveSpec
 // owned by package search.
 type Param = search.ParamSpec
 
-// DefaultSearch is a 60-trial NSGA-II study over the vLLM scheduler and
+// DefaultSearch is a 60-trial study (TPE, picked by sampler auto) over the vLLM scheduler and
 // memory flags that decide throughput against latency.
 func DefaultSearch() Search {
 	return Search{
-		Sampler:       "nsga2",
+		Sampler:       "auto",
 		Trials:        60,
 		Population:    12,
 		CrossoverProb: 0.9,
@@ -96,8 +96,8 @@ func DefaultSpace() []Param {
 }
 
 func (s *Search) validate(p string, errs *Errors) {
-	if !oneOf(s.Sampler, []string{"nsga2", "random", "grid"}) {
-		errs.Addf(p+".sampler", "unknown sampler %q (one of \"nsga2\", \"random\", \"grid\")", s.Sampler)
+	if !oneOf(s.Sampler, []string{"auto", "tpe", "nsga2", "random", "grid"}) {
+		errs.Addf(p+".sampler", "unknown sampler %q (one of \"auto\", \"tpe\", \"nsga2\", \"random\", \"grid\")", s.Sampler)
 	}
 	if s.Trials < 1 {
 		errs.Addf(p+".trials", "must be at least 1, got %d", s.Trials)

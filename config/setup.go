@@ -62,7 +62,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	if o.NamePrefix == "" {
 		o.NamePrefix = "spoc-" + c.Search.Study
 	}
-	lo := LauncherOptions{NamePrefix: o.NamePrefix, Logger: o.Logger}
+	lo := LauncherOptions{NamePrefix: o.NamePrefix, Study: c.Search.Study, Logger: o.Logger}
 	if o.OutDir != "" {
 		lo.Dir = filepath.Join(o.OutDir, "servers")
 	}

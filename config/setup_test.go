@@ -16,7 +16,7 @@ func TestTuneSpecFromConfig(t *testing.T) {
 	cfg.SLA.Scope = SLAScopeOverall
 	spec := cfg.TuneSpec()
 	if spec.Users != 120 || spec.Storage != "sqlite:out/study.db" || spec.Study != "default" || spec.Trials != 60 ||
-		spec.Population != 12 || spec.Sampler != "nsga2" || spec.Seed != 1 || spec.MaxModelLen != 131072 {
+		spec.Population != 12 || spec.Sampler != "auto" || spec.Seed != 1 || spec.MaxModelLen != 131072 {
 		t.Errorf("search settings lost: %+v", spec)
 	}
 	if len(spec.Space) != len(cfg.Search.Space) || len(spec.Objectives) != 3 {

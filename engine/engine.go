@@ -49,6 +49,10 @@ type Endpoint struct {
 	// MetricsURLs are Prometheus endpoints to scrape during the run (the
 	// server's /metrics, GPU exporters).
 	MetricsURLs []string `json:"metrics_urls,omitempty"`
+	// MetricsNames name the MetricsURLs one for one where the launcher
+	// knows what each is (the pod of a Kubernetes replica), so samples are
+	// labelled by it; empty otherwise.
+	MetricsNames []string `json:"metrics_names,omitempty"`
 	// Model is the model name to send in requests.
 	Model string `json:"model,omitempty"`
 	// Log is the path of the captured server log; empty when the launcher
@@ -230,12 +234,20 @@ func Check(l Launcher) error {
 var ErrServerGone = errors.New("the server is gone")
 
 // Alive checks that a started server still serves: a process that exited
-// is gone at once; any other server must answer GET /v1/models. A failure
+// or a Kubernetes server that lost a replica is gone at once; any other
+// server must answer GET /v1/models. A failure
 // matches ErrServerGone and carries the end of the server's log.
 func Alive(ctx context.Context, s Server) error {
 	ep := s.Endpoint()
 	if x, ok := s.(interface{ Exited() bool }); ok && x.Exited() {
 		return &GoneError{Endpoint: ep.BaseURL, Detail: "the server process exited", Log: ep.Log}
+	}
+	// a server of several replicas (Kubernetes) may answer through the
+	// ones left after losing one: it says itself what it lost
+	if x, ok := s.(interface{ Lost(context.Context) error }); ok {
+		if err := x.Lost(ctx); err != nil {
+			return &GoneError{Endpoint: ep.BaseURL, Detail: err.Error(), Log: ep.Log}
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -34,14 +35,39 @@ var DefaultKubeArgs = []string{"--model", "{{.Model}}", "--port", "{{.Port}}"}
 // KubernetesOptions configure a Kubernetes launcher.
 type KubernetesOptions struct {
 	// Namespace receives the trial objects; Context selects the kubectl
-	// context ("" for the current one).
-	Namespace string
-	Context   string
+	// context ("" for the current one) of Kubeconfig ("" for kubectl's
+	// default: $KUBECONFIG or ~/.kube/config).
+	Namespace  string
+	Context    string
+	Kubeconfig string
+	// Study labels every object (LabelStudy), for `spoc k8s gc --study`.
+	Study string
+	// BaseManifest is a user's Deployment (YAML, decoded strictly into
+	// the API types; BaseManifestSource names it in errors) that spoc
+	// patches instead of rendering its own: name, labels, selector,
+	// replicas, the server container's image, args, GPUs, port and env;
+	// probes and /dev/shm where it has none. Everything else (affinity,
+	// security context, sidecars, volumes) is kept.
+	BaseManifest       []byte
+	BaseManifestSource string
+	// Container names the server container in a base manifest with
+	// several (DefaultServerContainer).
+	Container string
 	// Image is the server image; Args the container args template
 	// (DefaultKubeArgs when empty) before the trial flags.
 	Image string
 	Args  []string
 	Env   map[string]string
+	// SecretEnv are variables taken from Secrets (HF_TOKEN, for one): the
+	// pod reads them, spoc never does, so no value is ever printed.
+	SecretEnv map[string]SecretKey
+	// ModelCache mounts a PVC or host folder as the model cache; ShmSize
+	// bounds the /dev/shm memory volume ("" for no limit).
+	ModelCache ModelCache
+	ShmSize    string
+	// Tolerations and ImagePullSecrets are added to the pod's.
+	Tolerations      []Toleration
+	ImagePullSecrets []string
 	// Model is given to the args template and sent in requests unless
 	// ServedModelName is set.
 	Model           string
@@ -65,8 +91,9 @@ type KubernetesOptions struct {
 	StopTimeout  time.Duration
 	PollInterval time.Duration
 	// PortForward reaches the server through kubectl port-forward to a
-	// loopback port instead of the Service's cluster DNS name (which works
-	// only when spoc itself runs in the cluster).
+	// loopback port (the Service for load, one per pod for metrics)
+	// instead of the Service's cluster IP and the pod IPs, which work only
+	// when spoc itself runs in the cluster.
 	PortForward bool
 	// NamePrefix names the objects: NamePrefix-s<n> for the launcher's n-th
 	// server (see ObjectName).
@@ -83,7 +110,8 @@ type KubernetesOptions struct {
 // with kubectl, and deletes them on Stop.
 type Kubernetes struct {
 	opts KubernetesOptions
-	argv *Process // renders the args template exactly like the process launcher
+	argv *Process           // renders the args template exactly like the process launcher
+	base *appsv1.Deployment // the decoded base manifest, or nil
 
 	slot slot
 	dirs *serverDirs
@@ -93,10 +121,10 @@ type Kubernetes struct {
 var _ Launcher = (*Kubernetes)(nil)
 
 type kubeTrial struct {
-	name        string
-	logPath     string
-	stopForward func() error
-	forwardLog  *os.File
+	name         string
+	logPath      string
+	stopForwards []func() error
+	forwardLogs  []*os.File
 }
 
 // NewKubernetes validates opts and returns the launcher.
@@ -146,11 +174,30 @@ func NewKubernetes(opts KubernetesOptions) (*Kubernetes, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.ModelCache.PVC != "" && opts.ModelCache.HostPath != "" {
+		return nil, errors.New("kubernetes engine: model cache: a PVC or a host path, not both")
+	}
 	argv, err := NewProcess(ProcessOptions{Command: opts.Args, Model: opts.Model, BaseParams: opts.BaseParams, Host: "0.0.0.0"})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes engine: args: %w", err)
 	}
-	return &Kubernetes{opts: opts, argv: argv, dirs: &serverDirs{root: opts.Dir}}, nil
+	k := &Kubernetes{opts: opts, argv: argv, dirs: &serverDirs{root: opts.Dir}}
+	if len(opts.BaseManifest) > 0 {
+		src := opts.BaseManifestSource
+		if src == "" {
+			src = "base manifest"
+		}
+		if k.base, err = DecodeDeployment(src, opts.BaseManifest); err != nil {
+			return nil, fmt.Errorf("kubernetes engine: %w", err)
+		}
+	}
+	// render once, so that what cannot be rendered (a base manifest
+	// without a recognisable server container, a bad shm size) is an error
+	// before any trial
+	if _, _, err := k.objects(ObjectName(opts.NamePrefix, 0), nil); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // Check verifies that kubectl can be found when the default runner is used.
@@ -168,7 +215,10 @@ func (k *Kubernetes) Kind() string { return "kubernetes" }
 
 // kubectl prefixes args with the context and namespace flags.
 func (k *Kubernetes) kubectl(args ...string) []string {
-	out := make([]string, 0, len(args)+4)
+	out := make([]string, 0, len(args)+6)
+	if k.opts.Kubeconfig != "" {
+		out = append(out, "--kubeconfig", k.opts.Kubeconfig)
+	}
 	if k.opts.Context != "" {
 		out = append(out, "--context", k.opts.Context)
 	}
@@ -179,10 +229,11 @@ func (k *Kubernetes) run(ctx context.Context, stdin []byte, args ...string) ([]b
 	return k.opts.Runner.Run(ctx, stdin, k.kubectl(args...)...)
 }
 
-// Start applies the trial's Deployment and Service, waits until a pod is
-// ready, and returns the Service's address (or a port-forward to it). A pod
-// whose server crashes is classified from its log like a process; on any
-// error the objects are deleted again.
+// Start applies the trial's Deployment and Service, waits until every
+// replica has every container ready, and returns the Service's address for
+// load (or a port-forward to it) and each pod's /metrics, named by pod. A
+// pod whose server crashes is classified from its log like a process; on
+// any error the objects are deleted again.
 func (k *Kubernetes) Start(ctx context.Context, params Params) (Server, error) {
 	if err := k.slot.take("kubernetes"); err != nil {
 		return nil, err
@@ -222,20 +273,42 @@ func (k *Kubernetes) start(ctx context.Context, params Params) (*kubeServer, err
 		return fail(fmt.Errorf("kubernetes engine: apply %s: %w", name, err))
 	}
 	k.opts.Logger.Info("server applied", "engine", "kubernetes", "name", name, "namespace", k.opts.Namespace)
-	if err := k.awaitReady(ctx, t); err != nil {
+	pods, err := k.awaitReady(ctx, t)
+	if err != nil {
 		return fail(err)
 	}
+	srv.pods = pods
 	srv.ep = Endpoint{Model: vllm.ServedName(k.opts.Model, k.opts.ServedModelName), Log: t.logPath}
 	if k.opts.PortForward {
-		base, err := k.portForward(ctx, t, dir)
+		base, err := k.portForward(ctx, t, dir, "service/"+name, "")
 		if err != nil {
 			return fail(err)
 		}
 		srv.ep.BaseURL = base
-	} else {
-		srv.ep.BaseURL = fmt.Sprintf("http://%s.%s.svc:%d", name, k.opts.Namespace, k.opts.ContainerPort)
+		for _, p := range pods {
+			// one forward per pod: a forward to the Service would scrape
+			// whichever pod it picked
+			pbase, err := k.portForward(ctx, t, dir, "pod/"+p.name, "-"+p.name)
+			if err != nil {
+				return fail(err)
+			}
+			srv.ep.MetricsURLs = append(srv.ep.MetricsURLs, pbase+k.opts.MetricsPath)
+			srv.ep.MetricsNames = append(srv.ep.MetricsNames, p.name)
+		}
+		return srv, nil
 	}
-	srv.ep.MetricsURLs = []string{srv.ep.BaseURL + k.opts.MetricsPath}
+	base, err := k.serviceURL(ctx, t)
+	if err != nil {
+		return fail(err)
+	}
+	if err := k.awaitAnswer(ctx, t, base); err != nil {
+		return fail(err)
+	}
+	srv.ep.BaseURL = base
+	for _, p := range pods {
+		srv.ep.MetricsURLs = append(srv.ep.MetricsURLs, "http://"+net.JoinHostPort(p.ip, strconv.Itoa(k.opts.ContainerPort))+k.opts.MetricsPath)
+		srv.ep.MetricsNames = append(srv.ep.MetricsNames, p.name)
+	}
 	return srv, nil
 }
 
@@ -244,6 +317,7 @@ type kubeServer struct {
 	k    *Kubernetes
 	t    *kubeTrial
 	ep   Endpoint
+	pods []readyPod // the replicas as they were when the server was ready
 	once sync.Once
 	err  error
 }
@@ -263,110 +337,6 @@ func (s *kubeServer) Stop(ctx context.Context) error {
 		s.k.slot.release()
 	})
 	return s.err
-}
-
-// podList is the part of `kubectl get pods -o json` spoc reads.
-type podList struct {
-	Items []struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-		Status struct {
-			Phase      string `json:"phase"`
-			Conditions []struct {
-				Type    string `json:"type"`
-				Status  string `json:"status"`
-				Reason  string `json:"reason"`
-				Message string `json:"message"`
-			} `json:"conditions"`
-			ContainerStatuses []struct {
-				Name         string         `json:"name"`
-				Ready        bool           `json:"ready"`
-				RestartCount int            `json:"restartCount"`
-				State        containerState `json:"state"`
-				LastState    containerState `json:"lastState"`
-			} `json:"containerStatuses"`
-		} `json:"status"`
-	} `json:"items"`
-}
-
-type containerState struct {
-	Waiting *struct {
-		Reason  string `json:"reason"`
-		Message string `json:"message"`
-	} `json:"waiting"`
-	Terminated *struct {
-		ExitCode int    `json:"exitCode"`
-		Reason   string `json:"reason"`
-	} `json:"terminated"`
-}
-
-// setupWaitReasons are container waiting reasons that no amount of waiting
-// fixes and that are not the parameters' fault.
-var setupWaitReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "CreateContainerConfigError": true}
-
-// awaitReady polls the trial's pods until one is ready, a server container
-// has terminated (crash: classified from its log), or the ready timeout.
-func (k *Kubernetes) awaitReady(ctx context.Context, t *kubeTrial) error {
-	deadline := time.NewTimer(k.opts.ReadyTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(k.opts.PollInterval)
-	defer tick.Stop()
-	lastStatus := "no pod yet"
-	for {
-		out, err := k.run(ctx, nil, "get", "pods", "--selector", LabelTrial+"="+t.name, "--output", "json")
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("kubernetes engine: wait for %s: %w", t.name, ctx.Err())
-			}
-			return fmt.Errorf("kubernetes engine: wait for %s: %w", t.name, err)
-		}
-		var pods podList
-		if err := json.Unmarshal(out, &pods); err != nil {
-			return fmt.Errorf("kubernetes engine: wait for %s: decode pod list: %w", t.name, err)
-		}
-		for _, p := range pods.Items {
-			for _, c := range p.Status.ContainerStatuses {
-				if c.Ready {
-					return nil
-				}
-				if w := c.State.Waiting; w != nil && setupWaitReasons[w.Reason] {
-					return fmt.Errorf("kubernetes engine: pod %s: %s: %s", p.Metadata.Name, w.Reason, w.Message)
-				}
-				term := c.State.Terminated
-				if term == nil {
-					term = c.LastState.Terminated
-				}
-				if term != nil {
-					return k.crashFailure(ctx, t, p.Metadata.Name, c.Name, term.ExitCode, term.Reason, c.State.Terminated == nil)
-				}
-				if w := c.State.Waiting; w != nil {
-					lastStatus = fmt.Sprintf("pod %s: %s", p.Metadata.Name, w.Reason)
-				}
-			}
-			if len(p.Status.ContainerStatuses) == 0 && p.Status.Phase != "" {
-				lastStatus = fmt.Sprintf("pod %s: %s", p.Metadata.Name, p.Status.Phase)
-			}
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == "PodScheduled" && cond.Status == "False" {
-					lastStatus = fmt.Sprintf("pod %s not scheduled: %s", p.Metadata.Name, cond.Message)
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kubernetes engine: wait for %s: %w", t.name, ctx.Err())
-		case <-deadline.C:
-			k.saveLogs(ctx, t)
-			reason, detail := Classify(readTail(t.logPath, logTailBytes))
-			if !reason.Infeasible() {
-				reason = ReasonHealthTimeout
-				detail = fmt.Sprintf("%s not ready within %s (%s)", t.name, k.opts.ReadyTimeout, lastStatus)
-			}
-			return &Failure{Reason: reason, Detail: detail, ExitCode: -1, Log: t.logPath}
-		case <-tick.C:
-		}
-	}
 }
 
 // crashFailure saves the crashed container's log and classifies it.
@@ -390,33 +360,57 @@ func (k *Kubernetes) crashFailure(ctx context.Context, t *kubeTrial, pod, ctr st
 	return &Failure{Reason: r, Detail: detail, ExitCode: exitCode, Log: t.logPath}
 }
 
-// portForward forwards a free loopback port to the Service and waits until
-// the server answers through it.
-func (k *Kubernetes) portForward(ctx context.Context, t *kubeTrial, dir string) (string, error) {
+// portForward forwards a free loopback port to target (service/NAME or
+// pod/NAME), logging to port-forward<suffix>.log, and waits until the
+// server answers through it.
+func (k *Kubernetes) portForward(ctx context.Context, t *kubeTrial, dir, target, suffix string) (string, error) {
 	port, err := freePort("127.0.0.1")
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Create(filepath.Join(dir, "port-forward.log"))
+	f, err := os.Create(filepath.Join(dir, "port-forward"+suffix+".log"))
 	if err != nil {
 		return "", fmt.Errorf("kubernetes engine: create port-forward log: %w", err)
 	}
-	t.forwardLog = f
-	stop, err := k.opts.Runner.Start(ctx, f, k.kubectl("port-forward", "service/"+t.name, fmt.Sprintf("%d:%d", port, k.opts.ContainerPort), "--address", "127.0.0.1")...)
+	t.forwardLogs = append(t.forwardLogs, f)
+	stop, err := k.opts.Runner.Start(ctx, f, k.kubectl("port-forward", target, fmt.Sprintf("%d:%d", port, k.opts.ContainerPort), "--address", "127.0.0.1")...)
 	if err != nil {
-		return "", fmt.Errorf("kubernetes engine: port-forward %s: %w", t.name, err)
+		return "", fmt.Errorf("kubernetes engine: port-forward %s: %w", target, err)
 	}
-	t.stopForward = stop
+	t.stopForwards = append(t.stopForwards, stop)
 	base := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if err := k.awaitAnswer(ctx, t, base); err != nil {
+		return "", fmt.Errorf("kubernetes engine: port-forward to %s: %w", target, err)
+	}
+	return base, nil
+}
+
+// serviceURL is the trial Service's address inside the cluster: its
+// cluster IP, or its DNS name for a headless Service.
+func (k *Kubernetes) serviceURL(ctx context.Context, t *kubeTrial) (string, error) {
+	out, err := k.run(ctx, nil, "get", "service/"+t.name, "--output", "jsonpath={.spec.clusterIP}")
+	if err != nil {
+		return "", fmt.Errorf("kubernetes engine: service %s: %w", t.name, err)
+	}
+	host := strings.TrimSpace(string(out))
+	if host == "" || host == "None" {
+		host = fmt.Sprintf("%s.%s.svc", t.name, k.opts.Namespace)
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(k.opts.ContainerPort)), nil
+}
+
+// awaitAnswer waits (a minute at most) until base answers the health
+// path: a Service routes to a pod a moment after the pod is ready.
+func (k *Kubernetes) awaitAnswer(ctx context.Context, t *kubeTrial, base string) error {
 	client := &http.Client{Timeout: 5 * time.Second}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := probe(ctx, client, base+k.opts.HealthPath)
 		if err == nil {
-			return base, nil
+			return nil
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			return "", fmt.Errorf("kubernetes engine: port-forward to %s does not answer: %w", t.name, err)
+			return fmt.Errorf("kubernetes engine: %s does not answer at %s: %w", t.name, base, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -441,13 +435,13 @@ func (k *Kubernetes) saveLogs(ctx context.Context, t *kubeTrial) {
 // saved it) and deletes the Deployment and Service, waiting until the pods
 // are gone so the next trial gets the GPUs.
 func (k *Kubernetes) stop(ctx context.Context, t *kubeTrial) error {
-	if t.stopForward != nil {
-		if err := t.stopForward(); err != nil {
+	for _, stop := range t.stopForwards {
+		if err := stop(); err != nil {
 			k.opts.Logger.Warn("stop port-forward", "err", err)
 		}
 	}
-	if t.forwardLog != nil {
-		t.forwardLog.Close()
+	for _, f := range t.forwardLogs {
+		f.Close()
 	}
 	if _, err := os.Stat(t.logPath); errors.Is(err, os.ErrNotExist) {
 		k.saveLogs(ctx, t)

@@ -13,10 +13,15 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/yaml"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -49,6 +54,8 @@ func (f *fakeRunner) Run(ctx context.Context, stdin []byte, args ...string) ([]b
 			f.pods = f.pods[1:]
 		}
 		return []byte(p), nil
+	case strings.Contains(joined, " get service/"):
+		return []byte("127.0.0.1"), nil
 	case strings.Contains(joined, " logs ") && strings.Contains(joined, "--previous"):
 		return []byte(f.logs["previous"]), nil
 	case strings.Contains(joined, " logs "):
@@ -82,7 +89,7 @@ func (f *fakeRunner) Start(ctx context.Context, w io.Writer, args ...string) (fu
 const (
 	podsPending = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}]}}]}`
 	podsLoading = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Running","containerStatuses":[{"name":"server","ready":false,"restartCount":0,"state":{"running":{}}}]}}]}`
-	podsReady   = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Running","containerStatuses":[{"name":"server","ready":true,"restartCount":0,"state":{"running":{}}}]}}]}`
+	podsReady   = `{"items":[{"metadata":{"name":"p1","uid":"u1"},"status":{"phase":"Running","podIP":"127.0.0.1","conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"server","ready":true,"restartCount":0,"state":{"running":{}}}]}}]}`
 	podsCrash   = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Running","containerStatuses":[{"name":"server","ready":false,"restartCount":1,"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"reason":"Error"}}}]}}]}`
 	podsPull    = `{"items":[{"metadata":{"name":"p1"},"status":{"phase":"Pending","containerStatuses":[{"name":"server","ready":false,"state":{"waiting":{"reason":"ImagePullBackOff","message":"Back-off pulling image \"vllm/nope\""}}}]}}]}`
 )
@@ -105,6 +112,20 @@ func kubeOptions(t *testing.T, r Runner) KubernetesOptions {
 	}
 }
 
+// fakeServicePort serves every path on a free loopback port and returns
+// it: the address of a ready server's Service and pods, whose cluster IP
+// and pod IP the fake runner reports as 127.0.0.1.
+func fakeServicePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // serverDir is the n-th server's folder under a launcher's Dir.
 func serverDir(dir string, n int) string {
 	return filepath.Join(dir, fmt.Sprintf("server-%03d", n))
@@ -124,6 +145,21 @@ func TestKubernetesManifestsGolden(t *testing.T) {
 			o.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
 			o.Env = map[string]string{"VLLM_LOGGING_LEVEL": "DEBUG", "HF_HUB_OFFLINE": "1"}
 			o.GPUResource = "amd.com/gpu"
+		}},
+		{"vllm-pod", func(o *KubernetesOptions) {
+			o.Study = "h100 study"
+			o.SecretEnv = map[string]SecretKey{"HF_TOKEN": {Name: "hf-token", Key: "token"}}
+			o.Env = map[string]string{"VLLM_SERVER_DEV_MODE": "1"}
+			o.ModelCache = ModelCache{PVC: "hf-cache"}
+			o.ShmSize = "16Gi"
+			o.Tolerations = []Toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
+			o.ImagePullSecrets = []string{"regcred"}
+			o.ReadyTimeout = 45 * time.Minute
+		}},
+		{"base-manifest", func(o *KubernetesOptions) {
+			o.BaseManifest, o.BaseManifestSource = readFile(t, "testdata/kube/base-deployment.yaml"), "base-deployment.yaml"
+			o.Container = "vllm"
+			o.ModelCache = ModelCache{HostPath: "/data/hf", MountPath: "/models"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +196,8 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 			r := &fakeRunner{pods: []string{podsPending, podsLoading, podsReady}, logs: map[string]string{"all": "[pod/p1/server] INFO ready\n"}}
 			o := kubeOptions(t, r)
 			o.PortForward = forward
+			o.ContainerPort = fakeServicePort(t)
+			port := strconv.Itoa(o.ContainerPort)
 			k, err := NewKubernetes(o)
 			if err != nil {
 				t.Fatal(err)
@@ -189,10 +227,15 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 			get := pre + "get pods --selector spoc.dev/trial=spoc-default-s1 --output json"
 			want := []string{pre + "apply -f -", get, get, get}
 			if forward {
-				port := strings.TrimPrefix(ep.BaseURL, "http://127.0.0.1:")
-				want = append(want, "START "+pre+"port-forward service/spoc-default-s1 "+port+":8000 --address 127.0.0.1")
-			} else if ep.BaseURL != "http://spoc-default-s1.spoc.svc:8000" {
-				t.Errorf("BaseURL = %q", ep.BaseURL)
+				local := strings.TrimPrefix(ep.BaseURL, "http://127.0.0.1:")
+				podLocal := strings.TrimSuffix(strings.TrimPrefix(ep.MetricsURLs[0], "http://127.0.0.1:"), "/metrics")
+				want = append(want, "START "+pre+"port-forward service/spoc-default-s1 "+local+":"+port+" --address 127.0.0.1",
+					"START "+pre+"port-forward pod/p1 "+podLocal+":"+port+" --address 127.0.0.1")
+			} else {
+				want = append(want, pre+"get service/spoc-default-s1 --output jsonpath={.spec.clusterIP}")
+				if ep.BaseURL != "http://127.0.0.1:"+port || ep.MetricsURLs[0] != "http://127.0.0.1:"+port+"/metrics" {
+					t.Errorf("endpoint %+v: want the cluster IP for load and the pod IP for metrics", ep)
+				}
 			}
 			want = append(want,
 				pre+"logs --selector spoc.dev/trial=spoc-default-s1 --all-containers --prefix --tail -1",
@@ -217,11 +260,13 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 			if log, _ := os.ReadFile(ep.Log); string(log) != "[pod/p1/server] INFO ready\n" {
 				t.Errorf("server.log = %q", log)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "port-forward.log")); (err == nil) != forward {
-				t.Errorf("port-forward.log with port-forward=%v: %v", forward, err)
+			for _, f := range []string{"port-forward.log", "port-forward-p1.log"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); (err == nil) != forward {
+					t.Errorf("%s with port-forward=%v: %v", f, forward, err)
+				}
 			}
-			if ep.Model != "openai/gpt-oss-120b" || len(ep.MetricsURLs) != 1 || ep.MetricsURLs[0] != ep.BaseURL+"/metrics" {
-				t.Errorf("endpoint = %+v", ep)
+			if ep.Model != "openai/gpt-oss-120b" || len(ep.MetricsURLs) != 1 || !reflect.DeepEqual(ep.MetricsNames, []string{"p1"}) {
+				t.Errorf("endpoint = %+v, want one metrics URL, of pod p1", ep)
 			}
 
 			// The launcher starts again after Stop: new objects, next folder.
@@ -345,6 +390,48 @@ func TestKubernetesReadyTimeout(t *testing.T) {
 	}
 }
 
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestKubernetesBaseManifestIsStrict: a misspelt field of a base manifest
+// fails NewKubernetes, before anything is applied, naming the field and
+// its line.
+func TestKubernetesBaseManifestIsStrict(t *testing.T) {
+	good := string(readFile(t, "testdata/kube/base-deployment.yaml"))
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"typo in a container", "          securityContext:", "          securityContex:", `base.yaml:41: unknown field "securityContex"`},
+		{"typo in the pod spec", "      affinity:", "      afinity:", `base.yaml:23: unknown field "afinity"`},
+		{"wrong type", "  replicas: 5", "  replicas: five", "base.yaml"},
+		{"not a Deployment", "kind: Deployment", "kind: StatefulSet", `kind "StatefulSet": a base manifest is one apps/v1 Deployment`},
+		{"several containers, none named", "        - name: vllm\n", "        - name: engine\n", `none named "server"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from, to := strings.ReplaceAll(tc.from, `\n`, "\n"), strings.ReplaceAll(tc.to, `\n`, "\n")
+			if !strings.Contains(good, from) {
+				t.Fatalf("testdata has no %q", from)
+			}
+			r := &fakeRunner{}
+			o := kubeOptions(t, r)
+			o.BaseManifest, o.BaseManifestSource = []byte(strings.Replace(good, from, to, 1)), "base.yaml"
+			_, err := NewKubernetes(o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NewKubernetes = %v, want an error containing %q", err, tc.want)
+			}
+			if len(r.calls) != 0 {
+				t.Errorf("kubectl ran: %q", r.calls)
+			}
+		})
+	}
+}
+
 func TestObjectName(t *testing.T) {
 	for _, tc := range []struct {
 		prefix string
@@ -373,5 +460,22 @@ func TestNewKubernetesValidates(t *testing.T) {
 		if _, err := NewKubernetes(o); err == nil {
 			t.Errorf("NewKubernetes(%+v) accepted", o)
 		}
+	}
+}
+
+// TestRunJobManifest: the documented `spoc run` Job decodes strictly into
+// the API's Job type and carries spoc's labels, so that `spoc k8s gc`
+// finds it.
+func TestRunJobManifest(t *testing.T) {
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(readFile(t, "../deploy/kubernetes/spoc-run-job.yaml"), &job); err != nil {
+		t.Fatalf("deploy/kubernetes/spoc-run-job.yaml: %v", err)
+	}
+	if job.Labels[LabelManagedBy] != ManagedBy || job.Spec.Template.Labels[LabelManagedBy] != ManagedBy {
+		t.Errorf("Job labels %v, pod labels %v: want %s=%s on both", job.Labels, job.Spec.Template.Labels, LabelManagedBy, ManagedBy)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if strings.Join(c.Command, " ") != "spoc run" || !slices.Contains(c.Args, "/records/run.jsonl") || len(c.VolumeMounts) != 1 {
+		t.Errorf("container %+v: want spoc run writing records to the mounted volume", c)
 	}
 }

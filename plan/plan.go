@@ -313,7 +313,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	}
 	res, err := tune.Run(ctx, spec, tune.Options{
 		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
-		ArtifactsRoot: artifacts,
+		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
 		Progress: func(pr tune.Progress) {
 			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))
 		},

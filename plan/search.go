@@ -15,7 +15,7 @@ import (
 // every trial, the feasible front, hypervolume after each generation and the
 // rank correlation of each numeric parameter with each objective.
 func searchSection(spec tune.Spec, res *tune.Result) *Search {
-	s := &Search{Study: res.Study, Sampler: spec.Sampler, Users: spec.Users, Params: spec.Space}
+	s := &Search{Study: res.Study, Sampler: res.Sampler, Users: spec.Users, Params: spec.Space}
 	for _, o := range res.Objectives {
 		s.Objectives = append(s.Objectives, Objective{Metric: o.Metric, Direction: o.Direction, Unit: tune.Unit(o.Metric)})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -120,7 +121,8 @@ func (w *Writer) Close() error {
 	close(w.stop)
 	err := w.flushLocked()
 	if s, ok := w.dst.(interface{ Sync() error }); ok && err == nil {
-		if serr := s.Sync(); serr != nil {
+		// a pipe or a terminal cannot be synced (EINVAL): nothing to flush
+		if serr := s.Sync(); serr != nil && !errors.Is(serr, syscall.EINVAL) && !errors.Is(serr, syscall.ENOTSUP) {
 			err = fmt.Errorf("sync records: %w", serr)
 			w.err = err
 		}

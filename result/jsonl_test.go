@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,34 @@ func TestWriterRoundTripAndSync(t *testing.T) {
 			len(got[i].TokenGapsUS) != len(want[i].TokenGapsUS) || got[i].RequestID != want[i].RequestID {
 			t.Errorf("record %d: got %+v want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// Records streamed into a pipe (spoc run --out /dev/stdout | …) close
+// cleanly: a pipe cannot be synced, which is not a failure.
+func TestWriterIntoAPipe(t *testing.T) {
+	r, wp, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int)
+	go func() {
+		n := 0
+		ReadAll(r, "pipe", func(*Record) error { n++; return nil })
+		got <- n
+	}()
+	w := NewWriter(wp)
+	for i := range 3 {
+		if err := w.Write(sampleRecord(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close on a pipe: %v", err)
+	}
+	wp.Close()
+	if n := <-got; n != 3 {
+		t.Fatalf("read %d records through the pipe, want 3", n)
 	}
 }
 

@@ -31,6 +31,23 @@ func (e *RuleError) Unwrap() error { return e.Err }
 type Space struct {
 	Params []Param
 	Rules  []Rule
+	// Canonical, when set, maps a parameter set to the one that behaves
+	// identically (a threshold at or above the budget it limits means
+	// "off", say), so that equivalent settings are one point: CanonicalKey
+	// compares parameter sets through it. It must be deterministic and must
+	// not modify its argument. Like rules it is code: a study does not store
+	// it.
+	Canonical func(Params) Params
+}
+
+// CanonicalKey is the Key of p's canonical form: two parameter sets with
+// equal CanonicalKeys configure the engine identically, so evaluating
+// both wastes a trial.
+func (s Space) CanonicalKey(p Params) string {
+	if s.Canonical == nil {
+		return p.Key()
+	}
+	return s.Canonical(p).Key()
 }
 
 // NewSpace returns a Space over params after validating it.
@@ -176,8 +193,62 @@ func (s *Space) UnmarshalJSON(b []byte) error {
 	}
 	s.Params = sj.Params
 	s.Rules = nil
+	s.Canonical = nil
 	for _, n := range sj.Rules {
 		s.Rules = append(s.Rules, Rule{Name: n, Check: func(Params) error { return nil }})
 	}
 	return nil
+}
+
+// DefaultDistinctAttempts bounds SampleDistinct's resampling of canonical
+// duplicates.
+const DefaultDistinctAttempts = 64
+
+// Evaluated reports whether a trial in state s has run or will run the
+// objective at its parameters: a new trial with the same canonical
+// parameters would repeat that evaluation. FAIL trials (a crash, a
+// timeout) and PRUNED ones are not: trying their parameters again is a
+// new measurement.
+func (s TrialState) Evaluated() bool {
+	switch s {
+	case StateComplete, StateInfeasible, StateRunning, StateWaiting:
+		return true
+	}
+	return false
+}
+
+// SampleDistinct is SampleValid that also asks again, up to attempts times
+// (DefaultDistinctAttempts when ≤ 0), while the candidate is a canonical
+// duplicate (Space.CanonicalKey) of a trial of history that was or is being
+// evaluated. It returns the candidate and -1, or, when every attempt gave a
+// duplicate, the last candidate and the number of the trial it duplicates:
+// the caller reuses that trial's result instead of evaluating it again.
+func SampleDistinct(ctx context.Context, s Sampler, history []Trial, space Space, attempts int) (Params, int, error) {
+	if attempts <= 0 {
+		attempts = DefaultDistinctAttempts
+	}
+	seen := make(map[string]int, len(history))
+	for i := range history {
+		if history[i].State.Evaluated() {
+			k := space.CanonicalKey(history[i].Params)
+			if _, dup := seen[k]; !dup {
+				seen[k] = history[i].Number
+			}
+		}
+	}
+	var p Params
+	for i := 0; i < attempts; i++ {
+		var err error
+		if p, err = SampleValid(ctx, s, history, space, 0); err != nil {
+			return nil, -1, err
+		}
+		n, dup := seen[space.CanonicalKey(p)]
+		if !dup {
+			return p, -1, nil
+		}
+		if i == attempts-1 {
+			return p, n, nil
+		}
+	}
+	return p, -1, nil
 }

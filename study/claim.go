@@ -16,8 +16,11 @@ import (
 // end of the study.
 type claim struct {
 	trial *storedTrial
-	wait  bool
-	done  bool
+	// reused is a trial recorded, already finished, with the result of
+	// an earlier trial it canonically duplicates.
+	reused *storedTrial
+	wait   bool
+	done   bool
 }
 
 // loadStored reads the trials numbered from on with their bookkeeping, in
@@ -108,13 +111,24 @@ func (w *worker) claimTrial(ctx context.Context) (claim, error) {
 			history[i] = trials[i].Trial
 		}
 		gen := search.GenerationOf(w.opt.Sampler, history)
-		p, err := search.SampleValid(ctx, w.opt.Sampler, history, w.opt.Space, 0)
+		p, dupOf, err := search.SampleDistinct(ctx, w.opt.Sampler, history, w.opt.Space, 0)
 		if errors.Is(err, search.ErrExhausted) {
 			c.wait, c.done = running > 0, running == 0
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if dupOf >= 0 {
+			// The sampler insists on a configuration already evaluated
+			// (canonically): reuse that result instead of a server run.
+			orig := &trials[dupOf]
+			if !orig.State.Finished() {
+				// Its result is not in yet; ask again once it is.
+				c.wait = true
+				return nil
+			}
+			return w.reuse(ctx, tx, &c, orig, p, gen, now)
 		}
 		t := storedTrial{Trial: search.Trial{Params: p, State: search.StateRunning, Generation: gen, Start: now.UTC()}, worker: w.id, heartbeat: now.UTC()}
 		if t.id, t.Number, err = st.insertTrial(ctx, tx, t.Trial, w.id, true); err != nil {
@@ -127,6 +141,47 @@ func (w *worker) claimTrial(ctx context.Context) (claim, error) {
 		return claim{}, fmt.Errorf("claim a trial in study %q: %w", st.Name, err)
 	}
 	return c, nil
+}
+
+// AttrDuplicateOf is the system attribute of a trial that was not
+// evaluated because its parameters are canonically those of an earlier
+// trial (search.Space.CanonicalKey): it holds that trial's number, whose
+// state, values, constraints and user attributes it carries.
+const AttrDuplicateOf = "duplicate_of"
+
+// reuse records a new trial with parameters p that copies the result of
+// orig, a finished trial with the same canonical parameters, instead of
+// evaluating p again. Call it under the study lock.
+func (w *worker) reuse(ctx context.Context, tx *sql.Tx, c *claim, orig *storedTrial, p search.Params, gen int, now time.Time) error {
+	st := w.opt.Study
+	src := orig.Number
+	if n, ok := orig.SystemAttrs[AttrDuplicateOf]; ok {
+		// Point at the evaluated trial, not at another copy.
+		if f, isNum := n.(float64); isNum {
+			src = int(f)
+		} else if i, isInt := n.(int); isInt {
+			src = i
+		}
+	}
+	t := storedTrial{Trial: search.Trial{Params: p, State: search.StateRunning, Generation: gen, Start: now.UTC(),
+		SystemAttrs: map[string]any{AttrDuplicateOf: src}}, worker: w.id, heartbeat: now.UTC()}
+	var err error
+	if t.id, t.Number, err = st.insertTrial(ctx, tx, t.Trial, w.id, true); err != nil {
+		return err
+	}
+	t.State, t.Values, t.Constraints = orig.State, orig.Values, orig.Constraints
+	t.UserAttrs = orig.UserAttrs
+	t.Complete = now.UTC()
+	t.SystemAttrs["worker"] = w.id
+	if reason, ok := orig.SystemAttrs["fail_reason"]; ok {
+		t.SystemAttrs["fail_reason"] = reason
+	}
+	if err := w.finishTx(ctx, tx, &t); err != nil {
+		return err
+	}
+	w.log.Info("trial reuses an earlier result", "study", st.Name, "trial", t.Number, "duplicate_of", src, "params", p)
+	c.reused = &t
+	return nil
 }
 
 // refresh brings the worker's copy of the study's trials up to date and
@@ -225,6 +280,24 @@ func (w *worker) heartbeat(ctx context.Context, t *storedTrial) (bool, error) {
 // finish records a final state; false means the trial had already been
 // taken away from this worker and the result was dropped.
 func (w *worker) finish(ctx context.Context, t *storedTrial) (bool, error) {
+	return w.finishWith(ctx, w.opt.Study.db.sql, t)
+}
+
+// finishTx is finish inside the study transaction tx, for a trial this
+// worker inserted in it.
+func (w *worker) finishTx(ctx context.Context, tx *sql.Tx, t *storedTrial) error {
+	ok, err := w.finishWith(ctx, tx, t)
+	if err == nil && !ok {
+		err = fmt.Errorf("finish trial %d: not running in this worker", t.Number)
+	}
+	return err
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (w *worker) finishWith(ctx context.Context, db execer, t *storedTrial) (bool, error) {
 	st := w.opt.Study
 	values, err := nullJSON(t.Values)
 	if err != nil {
@@ -242,7 +315,7 @@ func (w *worker) finish(ctx context.Context, t *storedTrial) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("finish trial %d: system attributes: %w", t.Number, err)
 	}
-	res, err := st.db.sql.ExecContext(ctx, st.db.rebind(`UPDATE trials SET state = ?, objective_values = ?, constraint_values = ?, datetime_complete = ?,
+	res, err := db.ExecContext(ctx, st.db.rebind(`UPDATE trials SET state = ?, objective_values = ?, constraint_values = ?, datetime_complete = ?,
 		user_attrs = ?, system_attrs = ?, artifacts = ? WHERE id = ? AND state = ? AND worker = ?`),
 		string(t.State), values, cons, t.Complete.UnixNano(), uattrs, sattrs, t.Artifacts, t.id, string(search.StateRunning), w.id)
 	if err != nil {

@@ -71,6 +71,10 @@ type Result struct {
 	Complete   int `json:"complete"`
 	Failed     int `json:"failed"`
 	Infeasible int `json:"infeasible"`
+	// Reused counts trials recorded with the result of an earlier trial
+	// with canonically equal parameters (system attribute duplicate_of)
+	// instead of being evaluated again; they are not in Ran.
+	Reused int `json:"reused,omitempty"`
 	// Interrupted is set when ctx ended the loop; the running trial was
 	// re-queued.
 	Interrupted bool `json:"interrupted"`
@@ -112,6 +116,16 @@ func Optimize(ctx context.Context, opt Options) (Result, error) {
 		case c.done:
 			w.log.Info("study budget reached", "study", opt.Study.Name, "trials", opt.Trials)
 			return res, nil
+		case c.reused != nil:
+			res.Reused++
+			if opt.Progress != nil {
+				finished, err := w.finished(ctx)
+				if err != nil {
+					return res, err
+				}
+				opt.Progress(Progress{Trial: c.reused.Trial, Worker: w.id, Finished: finished, Total: opt.Trials})
+			}
+			continue
 		case c.wait:
 			select {
 			case <-ctx.Done():

@@ -252,3 +252,47 @@ func (s *Study) Enqueue(ctx context.Context, p search.Params) (int, error) {
 	}
 	return number, nil
 }
+
+// EnqueueFirst queues ps, in order, as the study's first trials (numbers
+// 0, 1, …) when the study has no trial yet, and does nothing otherwise: so
+// every worker of a shared study may call it at start-up and the seeds are
+// queued exactly once. Each parameter set is checked against the space and
+// its rules (an error names the one that fails); one canonically equal to
+// an earlier one in ps is skipped. It returns the numbers of the queued
+// trials (nil when the study already had trials).
+func (s *Study) EnqueueFirst(ctx context.Context, ps []search.Params) ([]int, error) {
+	checked := make([]search.Params, 0, len(ps))
+	seen := make(map[string]bool, len(ps))
+	for i, p := range ps {
+		np, err := s.Space.Check(p)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue first trials of study %q: parameter set %d: %w", s.Name, i, err)
+		}
+		if k := s.Space.CanonicalKey(np); !seen[k] {
+			seen[k] = true
+			checked = append(checked, np)
+		}
+	}
+	var numbers []int
+	err := s.db.inStudyTx(ctx, s, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, s.db.rebind(`SELECT COUNT(*) FROM trials WHERE study_id = ?`), s.id).Scan(&n); err != nil {
+			return fmt.Errorf("count trials: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		for _, p := range checked {
+			_, number, err := s.insertTrial(ctx, tx, search.Trial{Params: p, State: search.StateWaiting}, "", false)
+			if err != nil {
+				return err
+			}
+			numbers = append(numbers, number)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue first trials of study %q: %w", s.Name, err)
+	}
+	return numbers, nil
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/search/nsga2"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Launch is what one trial of the first generation would start.
@@ -20,8 +21,8 @@ type Launch struct {
 
 // FirstGeneration returns what a fresh study would launch first: one
 // population (the whole budget when smaller, or 10 trials for samplers
-// without generations), sampled exactly as the study loop samples, rules
-// included. Nothing is started and no storage is touched.
+// without generations), the seeds (plan.Seeds) first, then sampled exactly
+// as the study loop samples, rules and canonical duplicates included. Nothing is started and no storage is touched.
 func FirstGeneration(ctx context.Context, plan *Plan, launcher engine.Launcher, population, budget int) ([]Launch, error) {
 	n := population
 	if _, ok := plan.Sampler.(*nsga2.Sampler); !ok {
@@ -33,13 +34,19 @@ func FirstGeneration(ctx context.Context, plan *Plan, launcher engine.Launcher, 
 	out := make([]Launch, 0, n)
 	for i := 0; i < n; i++ {
 		gen := search.GenerationOf(plan.Sampler, history)
-		p, err := search.SampleValid(ctx, plan.Sampler, history, plan.Space, 0)
-		if err != nil {
-			return nil, fmt.Errorf("dry run: sample trial %d: %w", i, err)
+		var p search.Params
+		if i < len(plan.Seeds) {
+			p = plan.Seeds[i].Params
+		} else {
+			var err error
+			if p, _, err = search.SampleDistinct(ctx, plan.Sampler, history, plan.Space, 0); err != nil {
+				return nil, fmt.Errorf("dry run: sample trial %d: %w", i, err)
+			}
 		}
 		l := Launch{Trial: i, Params: p}
 		if dr != nil {
-			if l.Launch, err = dr.DryRun(engine.Params(p)); err != nil {
+			var err error
+			if l.Launch, err = dr.DryRun(engine.Params(vllm.Merge(plan.Fixed, p))); err != nil {
 				return nil, fmt.Errorf("dry run: trial %d: %w", i, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/study"
 )
 
 // WriteProgress prints one line per finished trial, its count first:
@@ -29,6 +30,10 @@ func ProgressLine(p Progress) string {
 	var b strings.Builder
 	t := p.Trial
 	fmt.Fprintf(&b, "#%d", t.Number)
+	if src, ok := t.SystemAttrs[study.AttrDuplicateOf]; ok {
+		// Not evaluated: its flags configure the engine as #src's did.
+		fmt.Fprintf(&b, " (not run: same flags as #%v, result reused)", src)
+	}
 	switch t.State {
 	case search.StateComplete:
 		b.WriteString(" " + formatValues(t.Values, p.Objectives))

@@ -46,3 +46,16 @@ func TestWriteProgressNamesTheFailingProfile(t *testing.T) {
 		})
 	}
 }
+
+// A trial that reused an earlier result says it did not run.
+func TestWriteProgressNamesAReusedTrial(t *testing.T) {
+	tr := search.Trial{Number: 12, State: search.StateComplete, Values: []float64{900}, Constraints: []float64{-1},
+		SystemAttrs: map[string]any{"duplicate_of": float64(4)}}
+	var b bytes.Buffer
+	if err := WriteProgress(&b, Progress{Trial: tr, Finished: 13, Total: 60, Objectives: []search.ObjectiveSpec{{Metric: "ttft_p95"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "trial 13/60 #12 (not run: same flags as #4, result reused) ttft95 900ms ok"; !strings.Contains(b.String(), want) {
+		t.Errorf("line %q lacks %q", b.String(), want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spoc-project/spoc/search/grid"
 	"github.com/spoc-project/spoc/search/nsga2"
 	"github.com/spoc-project/spoc/search/random"
+	"github.com/spoc-project/spoc/search/tpe"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -79,6 +80,9 @@ func Space(params []search.ParamSpec, base search.Params, maxModelLen int) (sear
 		}
 		return 0, false
 	}
+	// Equivalent flag sets are one point of the study (vllm.Canonical):
+	// a canonical duplicate reuses its twin's result instead of a trial.
+	s.Canonical = func(p search.Params) search.Params { return search.Params(vllm.Canonical(p, base)) }
 	has := func(n string) bool { _, ok := s.Param(n); return ok }
 	if has("max-num-batched-tokens") || has("max-num-seqs") {
 		s = s.WithRule("max-num-batched-tokens >= max-num-seqs", func(p search.Params) error {
@@ -136,10 +140,39 @@ func Directions(objs []search.ObjectiveSpec) ([]search.Direction, error) {
 	return dirs, nil
 }
 
-// Sampler builds the sampler spec names.
+// SamplerAuto picks the sampler by the study's budget: SamplerLowBudget
+// up to AutoMaxTrials trials, NSGA-II beyond.
+const SamplerAuto = "auto"
+
+// AutoMaxTrials is the largest budget for which SamplerAuto picks TPE: up
+// to there a model-based sampler finds a better front than an evolutionary
+// one, whose random first generation takes a large share of a small
+// budget (docs/search.md has the measurements).
+const AutoMaxTrials = 100
+
+// ResolveSampler returns the sampler name a study of spec runs: spec's,
+// or for SamplerAuto (and an empty name) the one a study stored under the
+// same name already uses (stored, "" for a new study), else tpe up to
+// AutoMaxTrials trials and nsga2 beyond.
+func ResolveSampler(spec Spec, stored string) string {
+	if spec.Sampler != "" && spec.Sampler != SamplerAuto {
+		return spec.Sampler
+	}
+	if stored != "" {
+		return stored
+	}
+	if spec.Trials <= AutoMaxTrials {
+		return "tpe"
+	}
+	return "nsga2"
+}
+
+// Sampler builds the sampler spec names (ResolveSampler for auto).
 func Sampler(s Spec, dirs []search.Direction) (search.Sampler, error) {
-	switch s.Sampler {
-	case "nsga2", "":
+	switch ResolveSampler(s, "") {
+	case "tpe":
+		return tpe.New(tpe.Options{Directions: dirs, Seed: s.Seed})
+	case "nsga2":
 		return nsga2.New(nsga2.Options{
 			PopulationSize: s.Population,
 			Directions:     dirs,
@@ -152,7 +185,7 @@ func Sampler(s Spec, dirs []search.Direction) (search.Sampler, error) {
 	case "grid":
 		return grid.New(0, s.Seed), nil
 	}
-	return nil, fmt.Errorf("search.sampler: unknown sampler %q (nsga2, random or grid)", s.Sampler)
+	return nil, fmt.Errorf("search.sampler: unknown sampler %q (auto, tpe, nsga2, random or grid)", s.Sampler)
 }
 
 // SamplerConfig is what the study stores about the sampler, for display.

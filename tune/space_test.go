@@ -95,7 +95,7 @@ func TestSpaceErrors(t *testing.T) {
 	if _, err := Directions([]search.ObjectiveSpec{{Metric: "x", Direction: "up"}}); err == nil || !strings.Contains(err.Error(), "objectives[0]") {
 		t.Errorf("bad direction: %v", err)
 	}
-	if _, err := Sampler(Spec{Sampler: "tpe"}, []search.Direction{search.Minimize}); err == nil {
+	if _, err := Sampler(Spec{Sampler: "cmaes"}, []search.Direction{search.Minimize}); err == nil {
 		t.Error("unknown sampler accepted")
 	}
 }
@@ -104,6 +104,25 @@ func TestCanonicalChoice(t *testing.T) {
 	for in, want := range map[any]any{int64(4): 4, uint64(8): 8, 16.0: 16, 0.5: 0.5, "a": "a", true: true} {
 		if got := canonicalChoice(in); got != want {
 			t.Errorf("canonicalChoice(%#v) = %#v, want %#v", in, got, want)
+		}
+	}
+}
+
+func TestResolveSampler(t *testing.T) {
+	for _, c := range []struct {
+		sampler, stored string
+		trials          int
+		want            string
+	}{
+		{"auto", "", 60, "tpe"},
+		{"", "", 100, "tpe"},
+		{"auto", "", 101, "nsga2"},
+		{"auto", "tpe", 500, "tpe"}, // a resumed study keeps its sampler
+		{"nsga2", "", 30, "nsga2"},
+		{"random", "tpe", 30, "random"},
+	} {
+		if got := ResolveSampler(Spec{Sampler: c.sampler, Trials: c.trials}, c.stored); got != c.want {
+			t.Errorf("ResolveSampler(%q, %d trials, stored %q) = %q, want %q", c.sampler, c.trials, c.stored, got, c.want)
 		}
 	}
 }

@@ -15,7 +15,8 @@ type Spec struct {
 	Space []search.ParamSpec
 	// Objectives are what the study optimises, in order.
 	Objectives []search.ObjectiveSpec
-	// Sampler is nsga2 (also when empty), random or grid.
+	// Sampler is auto (also when empty: ResolveSampler), tpe, nsga2,
+	// random or grid.
 	Sampler string
 	// Population, CrossoverProb and MutationProb configure NSGA-II;
 	// MutationProb 0 means 1/number of parameters.

@@ -13,6 +13,7 @@ import (
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/study"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // ErrNoRequests marks a run in which no request completed: its latency
@@ -49,6 +50,20 @@ type Options struct {
 	Logger   *slog.Logger
 	// HeartbeatInterval overrides study.DefaultHeartbeatInterval (tests).
 	HeartbeatInterval time.Duration
+	// Notify receives the study's decisions before its first trial: the
+	// dimensions dropped from the space and why, the seeds tried first.
+	// Without it they go to Logger.
+	Notify func(string)
+}
+
+func (o Options) notify(line string) {
+	if o.Notify != nil {
+		o.Notify(line)
+		return
+	}
+	if o.Logger != nil {
+		o.Logger.Info(line)
+	}
 }
 
 // Progress reports one finished trial and the study's standing after it.
@@ -66,7 +81,9 @@ type Progress struct {
 
 // Result is a study's state when Run returns.
 type Result struct {
-	Study      string                    `json:"study"`
+	Study string `json:"study"`
+	// Sampler is the sampler the study runs (auto resolved).
+	Sampler    string                    `json:"sampler"`
 	Storage    string                    `json:"storage"`
 	Objectives []search.ObjectiveSpec    `json:"objectives"`
 	Run        study.Result              `json:"run"`
@@ -82,15 +99,52 @@ type Plan struct {
 	Directions []search.Direction
 	Sampler    search.Sampler
 	Objectives []search.ObjectiveSpec
+	// Dropped are the configured dimensions Prune removed; every trial
+	// runs with their one value (Fixed).
+	Dropped []Dropped
+	// Fixed holds the flags of Dropped with their values; the objective
+	// adds them to every trial's flags.
+	Fixed search.Params
+	// Seeds are evaluated first in a new study (trial 0 is the configured
+	// engine.params when the space can hold them); SeedNotes say which
+	// were left out and why.
+	Seeds     []Seed
+	SeedNotes []string
 }
 
-// NewPlan builds the space (with vLLM's start-up rules), directions and
-// sampler of spec.
+// Notes are the lines a study prints before its first trial: each dropped
+// dimension with its reason, each seed and each left-out seed.
+func (p *Plan) Notes() []string {
+	var out []string
+	for _, d := range p.Dropped {
+		out = append(out, fmt.Sprintf("search.space: %s dropped, every trial runs with %v: %s", d.Name, d.Value, d.Reason))
+	}
+	for i, sd := range p.Seeds {
+		flags := make([]string, 0, len(p.Space.Params))
+		for _, sp := range p.Space.Params {
+			flags = append(flags, fmt.Sprintf("%s=%v", sp.Name, sd.Params[sp.Name]))
+		}
+		out = append(out, fmt.Sprintf("trial %d is %s: %s", i, sd.Name, strings.Join(flags, " ")))
+	}
+	return append(out, p.SeedNotes...)
+}
+
+// NewPlan builds the space (with vLLM's start-up rules, without the
+// dimensions Prune drops), directions, sampler and seeds of spec.
 func NewPlan(spec Spec) (*Plan, error) {
-	space, err := Space(spec.Space, spec.BaseParams, spec.MaxModelLen)
+	kept, dropped := Prune(spec.Space, spec.BaseParams, spec.MaxModelLen)
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("search.space: nothing left to search: %s", droppedText(dropped))
+	}
+	space, err := Space(kept, spec.BaseParams, spec.MaxModelLen)
 	if err != nil {
 		return nil, err
 	}
+	fixed := search.Params{}
+	for _, d := range dropped {
+		fixed[d.Name] = d.Value
+	}
+	seeds, notes := Seeds(space, vllm.Merge(spec.BaseParams, fixed))
 	dirs, err := Directions(spec.Objectives)
 	if err != nil {
 		return nil, err
@@ -99,7 +153,16 @@ func NewPlan(spec Spec) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: spec.Objectives}, nil
+	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: spec.Objectives,
+		Dropped: dropped, Fixed: fixed, Seeds: seeds, SeedNotes: notes}, nil
+}
+
+func droppedText(ds []Dropped) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Name + " (" + d.Reason + ")"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Run creates or resumes the study spec.Study in spec.Storage and runs
@@ -119,6 +182,20 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if spec.Users < 1 {
 		return nil, fmt.Errorf("tune: search.users is %d; resolve the automatic tuning load (a baseline sweep) before the study", spec.Users)
 	}
+	db, err := study.Open(ctx, spec.Storage)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	// An automatic sampler choice is made once, when the study starts: a
+	// resumed study keeps its sampler even if its budget was raised.
+	stored := ""
+	if prev, err := db.Load(ctx, spec.Study); err == nil {
+		stored = prev.Sampler
+	} else if !errors.Is(err, study.ErrNotFound) {
+		return nil, err
+	}
+	spec.Sampler = ResolveSampler(spec, stored)
 	plan, err := NewPlan(spec)
 	if err != nil {
 		return nil, err
@@ -126,11 +203,6 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if slices.ContainsFunc(plan.Objectives, func(ob search.ObjectiveSpec) bool { return ob.Metric == MetricCapacity }) && o.Capacity == nil {
 		return nil, errors.New("tune: objective capacity needs a capacity search (CapacityFunc)")
 	}
-	db, err := study.Open(ctx, spec.Storage)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
 	st, err := db.CreateOrLoad(ctx, study.Config{
 		Name: spec.Study, Directions: plan.Directions, Space: plan.Space,
 		Sampler: spec.Sampler, SamplerConfig: SamplerConfig(spec), Seed: spec.Seed,
@@ -143,6 +215,24 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	}
 	if err := checkUsers(ctx, st, spec.Users); err != nil {
 		return nil, err
+	}
+	seedParams := make([]search.Params, len(plan.Seeds))
+	for i, sd := range plan.Seeds {
+		seedParams[i] = sd.Params
+	}
+	queued, err := st.EnqueueFirst(ctx, seedParams)
+	if err != nil {
+		return nil, err
+	}
+	if queued != nil || len(plan.Dropped) > 0 {
+		// A new study (or a pruned space) says what it will not search and
+		// what it tries first; a resumed one said it when it started.
+		for _, line := range plan.Notes() {
+			if queued == nil && strings.HasPrefix(line, "trial ") {
+				continue
+			}
+			o.notify(line)
+		}
 	}
 	ev := &evaluation{spec: spec, o: o, plan: plan}
 	run, runErr := study.Optimize(ctx, study.Options{
@@ -179,7 +269,7 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 		return nil, errors.Join(runErr, err)
 	}
 	res := &Result{
-		Study: st.Name, Storage: spec.Storage, Objectives: plan.Objectives, Run: run,
+		Study: st.Name, Sampler: st.Sampler, Storage: spec.Storage, Objectives: plan.Objectives, Run: run,
 		Trials: trials, Front: search.ParetoFront(trials, plan.Directions), Directions: plan.Directions,
 		States: map[search.TrialState]int{},
 	}
@@ -205,6 +295,15 @@ func Best(trials []search.Trial, dirs []search.Direction) *search.Trial {
 	return best
 }
 
+// Objective is the objective Run evaluates spec's trials with: o.Evaluate
+// runs the trial's flags (with the dimensions Prune dropped) at the
+// study's load, o.Capacity answers the capacity objective, the SLA
+// clauses become constraints. Only o.Evaluate and o.Capacity are used.
+// spoc search objective serves it to other optimisers (bench/).
+func (p *Plan) Objective(spec Spec, o Options) search.Objective {
+	return (&evaluation{spec: spec, o: o, plan: p}).objective
+}
+
 // evaluation is the study's objective.
 type evaluation struct {
 	spec Spec
@@ -228,6 +327,10 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 			}
 		}
 	}()
+	if len(e.plan.Fixed) > 0 {
+		// Dimensions dropped from the space still reach the server.
+		tc.Params = search.Params(vllm.Merge(e.plan.Fixed, tc.Params))
+	}
 	res, err := e.o.Evaluate(ctx, tc)
 	if err != nil {
 		return nil, nil, err

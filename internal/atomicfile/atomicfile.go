@@ -21,6 +21,12 @@ type File struct {
 
 // Create starts writing dest. The file gets mode 0644, like os.Create's.
 func Create(dest string) (*File, error) {
+	// Renaming over a device, a pipe or a folder would replace it (as root,
+	// --out /dev/stdout would replace the machine's /dev/stdout link): an
+	// output is a regular file or a new name.
+	if fi, err := os.Stat(dest); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("create %s: not a regular file (%s); name a file to write", dest, fi.Mode().Type())
+	}
 	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*.tmp")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", dest, err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,25 @@ func TestCommitPublishesAndAbortLeavesNothing(t *testing.T) {
 	}
 	if err := f.Commit(); err == nil {
 		t.Error("commit after abort must fail")
+	}
+}
+
+func TestCreateRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, dest := range []string{os.DevNull, dir} {
+		before, err := os.Lstat(dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := Create(dest); err == nil {
+			f.Abort()
+			t.Fatalf("Create(%s) accepted a destination that is not a regular file", dest)
+		} else if !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("Create(%s): %v", dest, err)
+		}
+		after, err := os.Lstat(dest)
+		if err != nil || after.Mode() != before.Mode() {
+			t.Errorf("%s changed: %v → %v (%v)", dest, before.Mode(), after.Mode(), err)
+		}
 	}
 }

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -127,6 +129,11 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		return usageError(err)
 	}
 	defer ev.Close(cmd.Context())
+	// A records file this run creates is removed when the run fails before
+	// its first record; a path that existed is never removed, and one that
+	// is not a regular file (a pipe, /dev/null) gets no sidecar beside it.
+	_, statErr := os.Stat(f.out)
+	created := errors.Is(statErr, os.ErrNotExist)
 	file, err := os.Create(f.out)
 	if err != nil {
 		return fmt.Errorf("create records file: %w", err)
@@ -144,7 +151,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	interrupted := runErr != nil && res != nil && res.Interrupted
 	if runErr != nil && !interrupted {
 		// A run that failed before its first record leaves no empty file.
-		if st, err := os.Stat(f.out); err == nil && st.Size() == 0 {
+		if st, err := os.Stat(f.out); created && err == nil && st.Mode().IsRegular() && st.Size() == 0 {
 			os.Remove(f.out)
 		}
 		return fmt.Errorf("run against %s: %w", rc.Target, runErr)
@@ -152,7 +159,9 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if closeErr != nil {
 		return fmt.Errorf("records %s: %w", f.out, closeErr)
 	}
-	if !interrupted {
+	if st, err := os.Stat(f.out); !interrupted && (err != nil || !st.Mode().IsRegular()) {
+		fmt.Fprintf(stderr, "spoc: %s is not a regular file: no %s sidecar written, so spoc summarize of a copy cannot tell the run's window or provenance\n", f.out, filepath.Base(result.RunInfoPath(f.out)))
+	} else if !interrupted {
 		// the window and provenance travel with the records, for summarize
 		prov, _ := json.Marshal(res.Provenance)
 		info := result.RunInfo{Window: result.Window{Start: res.Summary.Window.Start, End: res.Summary.Window.End}, Users: rc.Users, Provenance: prov}

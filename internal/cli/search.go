@@ -1,15 +1,24 @@
 package cli
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/search/nsga2"
 	"github.com/spoc-project/spoc/search/problems"
 	"github.com/spoc-project/spoc/search/samplers"
+	"github.com/spoc-project/spoc/tune"
 )
 
 func init() { register(newSearchCmd) }
@@ -19,7 +28,7 @@ func newSearchCmd() *cobra.Command {
 		Use:   "search",
 		Short: "Exercise spoc's multi-objective samplers on standard test problems",
 	}
-	cmd.AddCommand(newSearchBenchCmd())
+	cmd.AddCommand(newSearchBenchCmd(), newSearchObjectiveCmd())
 	return cmd
 }
 
@@ -103,4 +112,128 @@ func printSearchBench(w io.Writer, o searchBenchOutput) {
 		}
 		fmt.Fprintf(w, "  %s\n", strings.Join(parts, "  "))
 	}
+}
+
+// objectiveHeader is the first line spoc search objective prints: what
+// the study searches, so that another optimiser can declare the same space.
+type objectiveHeader struct {
+	Study      string                 `json:"study"`
+	Users      int                    `json:"users"`
+	Directions []search.Direction     `json:"directions"`
+	Objectives []search.ObjectiveSpec `json:"objectives"`
+	Space      search.Space           `json:"space"`
+	Dropped    []tune.Dropped         `json:"dropped,omitempty"`
+	Seeds      []tune.Seed            `json:"seeds,omitempty"`
+}
+
+// objectiveReply answers one parameter set.
+type objectiveReply struct {
+	State       search.TrialState `json:"state"`
+	Values      []float64         `json:"values,omitempty"`
+	Constraints []float64         `json:"constraints,omitempty"`
+	Error       string            `json:"error,omitempty"`
+}
+
+func newSearchObjectiveCmd() *cobra.Command {
+	var (
+		configPath string
+		users      int
+	)
+	cmd := &cobra.Command{
+		Use:   "objective",
+		Short: "Serve the study's objective over stdin/stdout, for other optimisers (bench/)",
+		Long: `Objective evaluates the study the configuration describes for parameter sets
+read from stdin, one JSON object per line ({"params": {...}}), and answers each
+with one JSON line: {"state": "COMPLETE"|"INFEASIBLE"|"FAIL", "values": [...],
+"constraints": [...], "error": "..."}. It is the objective spoc tune evaluates
+(same space after pruning, same flags, load, SLA constraints), so that an
+external optimiser (Optuna in bench/study_compare.py) can be compared with
+spoc's samplers on it. The first line printed describes the study: its load,
+directions, objectives, space (rules by name) and dropped dimensions. A
+parameter set that breaks a rule of the space is answered FAIL without a run.
+With --users 0 the load is the ceiling of engine.params found by the same
+baseline sweep spoc tune runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("users") {
+				cfg.Search.Users = users
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
+			if err != nil {
+				return usageError(err)
+			}
+			if !engine.Reconfigurable(setup.Launcher) {
+				return usageError(capacity.ErrNotReconfigurable)
+			}
+			spec := setup.Search
+			plan, err := tune.NewPlan(spec)
+			if err != nil {
+				return usageError(err)
+			}
+			ctx := cmd.Context()
+			ev, err := capacity.NewEvaluator(setup.Setup, logger)
+			if err != nil {
+				return err
+			}
+			defer ev.Close(ctx)
+			if spec.Users == 0 {
+				res, err := capacity.BaselineSweep(ctx, ev)
+				if err != nil {
+					return fmt.Errorf("baseline sweep: %w", err)
+				}
+				spec.Users = max(res.Ceiling, 1)
+			}
+			objective := plan.Objective(spec, tune.Options{
+				Evaluate: ev.TuneEvaluator(setup.Windows.Tune.At(spec.Users)),
+				Capacity: ev.CapacityFunc(),
+			})
+			out := json.NewEncoder(cmd.OutOrStdout())
+			if err := out.Encode(objectiveHeader{Study: spec.Study, Users: spec.Users, Directions: plan.Directions,
+				Objectives: plan.Objectives, Space: plan.Space, Dropped: plan.Dropped, Seeds: plan.Seeds}); err != nil {
+				return err
+			}
+			in := bufio.NewScanner(cmd.InOrStdin())
+			in.Buffer(make([]byte, 64<<10), 1<<20)
+			for n := 0; in.Scan(); n++ {
+				if strings.TrimSpace(in.Text()) == "" {
+					continue
+				}
+				var req struct {
+					Params search.Params `json:"params"`
+				}
+				if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+					return fmt.Errorf("stdin line %d: %w", n+1, err)
+				}
+				if err := out.Encode(evaluateOne(cmd, plan, objective, req.Params, n)); err != nil {
+					return err
+				}
+			}
+			return in.Err()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&configPath, "config", "c", "", "configuration file (default: the reference case)")
+	f.IntVar(&users, "users", 0, "load of every evaluation (0: the ceiling of engine.params by a baseline sweep)")
+	return cmd
+}
+
+// evaluateOne answers one parameter set as the study would record it.
+func evaluateOne(cmd *cobra.Command, plan *tune.Plan, objective search.Objective, p search.Params, n int) objectiveReply {
+	np, err := plan.Space.Check(p)
+	if err != nil {
+		return objectiveReply{State: search.StateFail, Error: err.Error()}
+	}
+	values, cons, err := objective(cmd.Context(), &search.TrialContext{Params: np, Number: n})
+	switch {
+	case errors.Is(err, search.ErrInfeasible):
+		return objectiveReply{State: search.StateInfeasible, Error: err.Error()}
+	case err != nil:
+		return objectiveReply{State: search.StateFail, Error: err.Error()}
+	}
+	return objectiveReply{State: search.StateComplete, Values: values, Constraints: cons}
 }

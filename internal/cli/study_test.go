@@ -157,7 +157,7 @@ func TestSearchBench(t *testing.T) {
 		t.Fatalf("text: %d %s", code, out)
 	}
 	for _, args := range [][]string{
-		{"--problem", "zdt9"}, {"--sampler", "tpe"}, {"--evaluations", "0"}, {"--crossover", "pmx"},
+		{"--problem", "zdt9"}, {"--sampler", "cmaes"}, {"--evaluations", "0"}, {"--crossover", "pmx"},
 	} {
 		if code, _, _ := studyRunCLI(t, append([]string{"search", "bench"}, args...)...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2", args, code)

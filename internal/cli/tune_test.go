@@ -93,7 +93,8 @@ func TestTuneDryRun(t *testing.T) {
 		args   []string
 		want   []string
 	}{
-		{"sim", "", nil, []string{"first 12 trials (of 60)", "# trial 0\nsimulated openai/gpt-oss-120b", "# trial 11\n"}},
+		// sampler auto: TPE's 10 start trials, engine.params first
+		{"sim", "", nil, []string{"first 10 trials (of 60)", "# trial 0\nsimulated openai/gpt-oss-120b", "--max-num-batched-tokens 8192 --max-num-seqs 256", "# trial 9\n"}},
 		{"process", `
 engine:
   kind: process

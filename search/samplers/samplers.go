@@ -1,6 +1,6 @@
 // Package samplers maps sampler names to implementations, so that the CLI
-// and configuration files pick a sampler by name ("nsga2", "random",
-// "grid") without importing every algorithm themselves.
+// and configuration files pick a sampler by name ("tpe", "nsga2",
+// "random", "grid") without importing every algorithm themselves.
 package samplers
 
 import (
@@ -12,6 +12,7 @@ import (
 	"github.com/spoc-project/spoc/search/grid"
 	"github.com/spoc-project/spoc/search/nsga2"
 	"github.com/spoc-project/spoc/search/random"
+	"github.com/spoc-project/spoc/search/tpe"
 )
 
 // Config holds what any sampler may need; each sampler reads its fields and
@@ -24,6 +25,9 @@ type Config struct {
 	Crossover      nsga2.Crossover `json:"crossover,omitempty"`
 	CrossoverProb  float64         `json:"crossover_prob,omitempty"`
 	MutationProb   float64         `json:"mutation_prob,omitempty"`
+	// TPE: trials drawn from a Latin hypercube before the model is used
+	// (0: tpe.DefaultStartupTrials).
+	StartupTrials int `json:"startup_trials,omitempty"`
 	// Grid: values per continuous parameter.
 	GridPoints int `json:"grid_points,omitempty"`
 }
@@ -36,7 +40,10 @@ var registry = map[string]func(Config) (search.Sampler, error){
 		})
 	},
 	"random": func(c Config) (search.Sampler, error) { return random.New(c.Seed), nil },
-	"grid":   func(c Config) (search.Sampler, error) { return grid.New(c.GridPoints, c.Seed), nil },
+	"tpe": func(c Config) (search.Sampler, error) {
+		return tpe.New(tpe.Options{Directions: c.Directions, Seed: c.Seed, StartupTrials: c.StartupTrials})
+	},
+	"grid": func(c Config) (search.Sampler, error) { return grid.New(c.GridPoints, c.Seed), nil },
 }
 
 // Names lists the registered sampler names.

@@ -1,0 +1,11 @@
+//go:build unix && !linux
+
+package kubenode
+
+import "syscall"
+
+// sysProcAttr puts a container's process in a group of its own, so that
+// stopping reaches its children.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -205,6 +205,68 @@ func (w *walker) bisect() error {
 	return nil
 }
 
+// LevelLine is one repeat of a sweep level as a progress line of under 80
+// columns (the sweep's step, grid or bisect; p95 latencies; the verdict
+// with the first failing clause):
+//
+//	bisect 165 users 2431 tok/s ttft95 1.27s itl95 21.1ms ✗ P2 ttft p95 2.26s > 2s
+func LevelLine(phase string, l Level, repeat int) string {
+	r := l.Repeats[repeat]
+	v := "ok"
+	switch {
+	case r.Insufficient:
+		v = "unjudged, few samples: " + r.FailedClause
+	case !r.Pass:
+		v = "✗ " + r.FailedClause
+	}
+	rep := ""
+	if len(l.Repeats) > 1 {
+		rep = fmt.Sprintf(" (repeat %d)", repeat+1)
+	}
+	return fmt.Sprintf("%s %d users%s %.0f tok/s ttft95 %s itl95 %s %s",
+		phase, l.Users, rep, r.OutputThroughput, shortSeconds(r.TTFTP95), shortSeconds(r.ITLP95), v)
+}
+
+// shortSeconds prints a latency in seconds as 903ms or 1.27s.
+func shortSeconds(s float64) string {
+	if s >= 1 {
+		return fmt.Sprintf("%.3gs", s)
+	}
+	return fmt.Sprintf("%.3gms", s*1000)
+}
+
+// MaxLevels is the most levels a sweep with these options can run: every
+// grid count up to the first failure plus the bisection between the two
+// counts around it. A sweep stops earlier when it fails early or its
+// interval is narrow, so this bounds the work left, it does not predict it.
+func (o SweepOptions) MaxLevels() int {
+	grid := o.grid()
+	most, lo := 0, 0
+	for i, hi := range grid {
+		steps := 0
+		for gap := hi - lo; gap > max(o.ResolutionUsers, 1) && gap > 1; gap = (gap + 1) / 2 {
+			steps++
+		}
+		most = max(most, i+1+steps)
+		lo = hi
+	}
+	return most
+}
+
+// grid is the counts the sweep walks up before it bisects.
+func (o SweepOptions) grid() []int {
+	if len(o.Grid) > 0 || o.Start < 1 || o.Max < o.Start {
+		return o.Grid
+	}
+	var grid []int
+	for u := o.Start; ; u *= 2 {
+		if u >= o.Max {
+			return append(grid, o.Max)
+		}
+		grid = append(grid, u)
+	}
+}
+
 // Sweep runs eval at increasing user counts until the SLA fails, then bisects
 // between the last passing and the first failing count. A count passes only
 // when every repeat passes. Each count is evaluated at most once per seed.
@@ -218,16 +280,7 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 		return nil, fmt.Errorf("sweep: need 1 <= start (%d) <= max (%d)", o.Start, o.Max)
 	}
 	w := &walker{ctx: ctx, eval: eval, o: o, done: map[int]*Level{}}
-	grid := o.Grid
-	if len(grid) == 0 {
-		for u := o.Start; ; u *= 2 {
-			if u >= o.Max {
-				grid = append(grid, o.Max)
-				break
-			}
-			grid = append(grid, u)
-		}
-	}
+	grid := o.grid()
 	for _, u := range grid {
 		up, err := w.step(u, "grid")
 		if err != nil {

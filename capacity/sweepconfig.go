@@ -86,17 +86,26 @@ func levelFunc(ev *Evaluator, params map[string]any, load func(users int) Load, 
 // configured flags' short sweep (5-minute windows) gave 175 users where
 // their sweep gave 156, and four candidates tied at 175 that the sweep put
 // at 156–162 (docs/capacity.md, "Ranking at the sweep's fidelity").
-func CandidateSweep(ctx context.Context, ev *Evaluator, params map[string]any) (*SweepResult, error) {
-	s := ev.Setup()
+// progress, when not nil, is called after every level.
+func CandidateSweep(ctx context.Context, ev *Evaluator, params map[string]any, progress func(l Level, phase string)) (*SweepResult, error) {
+	opts := CandidateSweepOptions(ev.Setup())
+	opts.Progress = progress
+	return SweepConfig(ctx, ev, params, ev.Setup().Windows.Sweep.At, opts, nil)
+}
+
+// CandidateSweepOptions are the bounds of a candidate sweep of s: the
+// sweep's, with one workload seed.
+func CandidateSweepOptions(s Setup) SweepOptions {
 	opts := s.Sweep.SweepOptions
 	opts.Seeds = 1
-	return SweepConfig(ctx, ev, params, s.Windows.Sweep.At, opts, nil)
+	return opts
 }
 
 // BaselineSweep is the candidate sweep of the configured engine flags. Its
-// ceiling is the study's load when search.users is 0 (auto).
-func BaselineSweep(ctx context.Context, ev *Evaluator) (*SweepResult, error) {
-	return CandidateSweep(ctx, ev, map[string]any{})
+// ceiling is the study's load when search.users is 0 (auto). progress, when
+// not nil, is called after every level, so a long baseline is not silent.
+func BaselineSweep(ctx context.Context, ev *Evaluator, progress func(l Level, phase string)) (*SweepResult, error) {
+	return CandidateSweep(ctx, ev, map[string]any{}, progress)
 }
 
 // CeilingThroughput is the output throughput the sweep measured at its

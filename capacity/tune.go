@@ -102,7 +102,10 @@ type TuneOptions struct {
 	// Notify receives one line per decision Tune takes on its own (the
 	// tuning load when search.users is automatic).
 	Notify func(string)
-	Logger *slog.Logger
+	// BaselineLevel, when set, is called after every level of the baseline
+	// sweep that finds the tuning load (search.users 0, a new study).
+	BaselineLevel func(l Level, phase string)
+	Logger        *slog.Logger
 }
 
 // Tune runs the study of s.Search on s's engine: the `spoc tune` use case.
@@ -138,7 +141,7 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 			notify(fmt.Sprintf("search.users auto: study %q runs at %d users", spec.Study, users))
 		} else {
 			notify("search.users auto: finding the ceiling of engine.params with a baseline sweep (the sweep's windows, one seed) ...")
-			res, err := BaselineSweep(ctx, ev)
+			res, err := BaselineSweep(ctx, ev, o.BaselineLevel)
 			if err != nil {
 				return nil, fmt.Errorf("baseline sweep: %w", err)
 			}

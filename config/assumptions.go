@@ -15,11 +15,35 @@ type Assumption struct {
 }
 
 // Assumptions lists every field of c whose schema marks its default as an
-// assumption, with the value c holds, so a report can print them all.
+// assumption and that c's file did not set, with the value c holds: what
+// spoc assumed for the user. A field the file set (or set part of, or whose
+// list item it wrote) is the user's decision and is left out.
 func Assumptions(c *Config) []Assumption {
-	var out []Assumption
-	collectAssumptions(reflect.ValueOf(c).Elem(), "", &out)
+	var all, out []Assumption
+	collectAssumptions(reflect.ValueOf(c).Elem(), "", &all)
+	for _, a := range all {
+		if !c.setByFile(a.Path) {
+			out = append(out, a)
+		}
+	}
 	return out
+}
+
+// setByFile reports whether the file wrote path, a field under it, or the
+// list item path lies in (a profile the user wrote is theirs as a whole).
+func (c *Config) setByFile(path string) bool {
+	if c.written[path] {
+		return true
+	}
+	for w := range c.written {
+		if strings.HasPrefix(w, path+".") || strings.HasPrefix(w, path+"[") {
+			return true
+		}
+		if strings.HasSuffix(w, "]") && strings.HasPrefix(path, w+".") {
+			return true
+		}
+	}
+	return false
 }
 
 func collectAssumptions(v reflect.Value, path string, out *[]Assumption) {

@@ -13,6 +13,11 @@ type Config struct {
 	Trace     Trace     `yaml:"trace" doc:"Nsight Systems kernel trace analysed by spoc plan when given."`
 	Report    Report    `yaml:"report" doc:"What the report contains."`
 	Plan      Plan      `yaml:"plan" doc:"The buyer's question: peak users, headroom and GPU prices, turned into deployments, GPUs and cost."`
+
+	// written holds the path of every key and list item the file set
+	// (sla.ttft, workload.profiles[0]), so that Assumptions lists only
+	// what spoc assumed, not what the user decided. Nil for Default().
+	written map[string]bool
 }
 
 // Default returns the reference case of DESIGN.md: gpt-oss-120b on 4× H100
@@ -47,6 +52,11 @@ func (c *Config) Validate() error {
 	c.Trace.validate("trace", errs)
 	c.Report.validate("report", errs)
 	c.Plan.validate("plan", errs)
+	profiles := make([]string, 0, len(c.Workload.Profiles))
+	for _, pr := range c.Workload.Profiles {
+		profiles = append(profiles, pr.Name)
+	}
+	c.Plan.validatePeak("plan", profiles, errs)
 	return errs.Err()
 }
 

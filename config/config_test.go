@@ -305,3 +305,55 @@ func TestEngineParamsReplaceDefaults(t *testing.T) {
 		t.Error("a file without engine.params lost the default flags")
 	}
 }
+
+// The Assumptions table lists only what spoc assumed: a field the file set,
+// a clause it set part of, or a profile it wrote is the user's, not an
+// assumption.
+func TestAssumptionsLeaveOutWhatTheFileSet(t *testing.T) {
+	cfg, err := Load(strings.NewReader(`
+sla:
+  ttft: {percentile: 99, max: 3s}
+  itl:
+    max: 50ms
+search:
+  users: 120
+`), "spoc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, a := range Assumptions(cfg) {
+		got[a.Path] = true
+	}
+	for _, set := range []string{"sla.ttft", "sla.itl", "search.users"} {
+		if got[set] {
+			t.Errorf("%s was set by the file but is listed as an assumption", set)
+		}
+	}
+	for _, assumed := range []string{"sla.max_error_rate", "workload.profiles[0].output_tokens", "workload.geometry.root_tokens"} {
+		if !got[assumed] {
+			t.Errorf("%s was not set but is not listed; got %v", assumed, got)
+		}
+	}
+	// a profile list the file wrote is the user's as a whole
+	cfg, err = Load(strings.NewReader(`
+workload:
+  profiles:
+    - name: only
+      weight: 1
+      context_start: {kind: constant, value: 4000}
+      max_context: 32000
+      growth: {kind: constant, value: 200}
+      output_tokens: {kind: constant, value: 300}
+      think_time_s: {kind: constant, value: 10}
+      at_max: new-session
+`), "spoc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range Assumptions(cfg) {
+		if strings.HasPrefix(a.Path, "workload.profiles") {
+			t.Errorf("%s listed as an assumption; the file wrote the profiles", a.Path)
+		}
+	}
+}

@@ -71,6 +71,10 @@ func Load(r io.Reader, name string) (*Config, error) {
 	if err := root.Decode(cfg); err != nil {
 		return nil, decodeErrors(err, name, pos)
 	}
+	cfg.written = make(map[string]bool, len(pos))
+	for path := range pos {
+		cfg.written[path] = true
+	}
 	if err := cfg.Validate(); err != nil {
 		var ve *Errors
 		if errors.As(err, &ve) {

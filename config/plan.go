@@ -12,6 +12,7 @@ import (
 type Plan struct {
 	TargetUsers     int                `yaml:"target_users" doc:"Concurrent users expected at peak; the report then shows the deployments, GPUs and cost that serve them. 0: not asked."`
 	Headroom        float64            `yaml:"headroom" doc:"Fraction of the capacity ceiling a deployment is run at, in (0, 1]: 0.8 sizes for 80 % of the ceiling, leaving the rest for bursts and for the ceiling's uncertainty."`
+	PeakShares      map[string]float64 `yaml:"peak_shares,omitempty" doc:"Share of the peak's users by workload profile name when the peak's mix differs from the workload's weights, e.g. {P0: 0.5, P1: 0.3, P2: 0.2} (shares in [0, 1] summing to 1). The plan then sweeps the chosen configuration, and every compare target, again at this mix, and the cost section sizes deployments from those ceilings. Empty: the peak has the workload's mix."`
 	GPUPricePerHour map[string]float64 `yaml:"gpu_price_per_hour,omitempty" doc:"Price in dollars per GPU-hour by GPU type (the names of engine.gpu and engine.compare), e.g. {H100-SXM: 2.50, H200-SXM: 3.50} (examples only: spoc has no built-in prices). A GPU type left out has no cost computed, not a cost of zero."`
 	Fidelity        string             `yaml:"fidelity,omitempty" doc:"Where the plan spends engine time: live (every phase on the engine), simulated (every phase on the simulator of the deployment) or multi (live probes, calibrated simulator search, live verification and final sweep; docs/fidelity.md). Empty: multi on an engine spoc starts, live on an external server (its flags cannot change), simulated on the simulator."`
 	Budget          Duration           `yaml:"budget,omitempty" doc:"Engine time the plan may use, e.g. 2h (0: unbounded). A budget below the plan's minimum is refused before anything runs; spoc plan --estimate prints what each fidelity would take."`
@@ -25,6 +26,39 @@ const DefaultHeadroom = 0.8
 
 // DefaultPlan asks no user count and knows no prices.
 func DefaultPlan() Plan { return Plan{Headroom: DefaultHeadroom} }
+
+// validatePeak checks plan.peak_shares against the workload's profiles.
+func (pl *Plan) validatePeak(p string, profiles []string, errs *Errors) {
+	if len(pl.PeakShares) == 0 {
+		return
+	}
+	if pl.TargetUsers == 0 {
+		errs.Addf(p+".peak_shares", "sizes the peak of plan.target_users, which is 0: set target_users or remove peak_shares")
+	}
+	known := map[string]bool{}
+	for _, name := range profiles {
+		known[name] = true
+	}
+	names := make([]string, 0, len(pl.PeakShares))
+	for name := range pl.PeakShares {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	sum := 0.0
+	for _, name := range names {
+		v := pl.PeakShares[name]
+		switch {
+		case !known[name]:
+			errs.Addf(p+".peak_shares."+name, "is not a workload profile (profiles: %v)", profiles)
+		case !(v >= 0 && v <= 1):
+			errs.Addf(p+".peak_shares."+name, "must be a share in [0, 1], got %g", v)
+		}
+		sum += v
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		errs.Addf(p+".peak_shares", "shares must sum to 1, got %g", sum)
+	}
+}
 
 func (pl *Plan) validate(p string, errs *Errors) {
 	if pl.TargetUsers < 0 {
@@ -59,6 +93,12 @@ func (pl *Plan) validate(p string, errs *Errors) {
 // demand resolves the section for plan.Setup.
 func (pl *Plan) demand() plan.Demand {
 	d := plan.Demand{Users: pl.TargetUsers, Headroom: pl.Headroom}
+	if len(pl.PeakShares) > 0 {
+		d.PeakShares = make(map[string]float64, len(pl.PeakShares))
+		for name, v := range pl.PeakShares {
+			d.PeakShares[name] = v
+		}
+	}
 	if len(pl.GPUPricePerHour) > 0 {
 		d.PricePerGPUHour = make(map[string]float64, len(pl.GPUPricePerHour))
 		for g, v := range pl.GPUPricePerHour {

@@ -22,6 +22,9 @@ func WriteReference(w io.Writer) error {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		name := yamlName(f)
 		fmt.Fprintf(&b, "\n## `%s`\n\n%s\n\n| key | type | default | meaning |\n|---|---|---|---|\n", name, f.Tag.Get("doc"))
 		refRows(&b, v.Field(i), f.Type, name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/tune"
 	"github.com/spoc-project/spoc/workload"
@@ -189,17 +190,35 @@ func (c *Config) TuneSpec() tune.Spec {
 func (c *Config) fingerprint() map[string]string {
 	w, _ := json.Marshal(c.Workload)
 	sum := sha256.Sum256(w)
-	sla, _ := json.Marshal(c.SLA.Result())
 	return map[string]string{
 		"model":                c.Engine.Model,
 		"gpu":                  c.Engine.GPU,
 		"gpus":                 strconv.Itoa(c.Engine.GPUs),
 		"tensor_parallel_size": strconv.Itoa(c.Engine.TensorParallelSize),
 		"max_model_len":        strconv.Itoa(c.Engine.MaxModelLen),
-		"sla":                  string(sla),
+		"sla":                  slaFingerprint(c.SLA.Result()),
 		"workload":             hex.EncodeToString(sum[:6]),
 		"tuning_window":        c.Search.Warmup.String() + " warm-up, " + c.Search.Duration.String() + " measured",
 	}
+}
+
+// slaFingerprint is the SLA in the canonical form studies have stored in
+// their fingerprint since the first release: the Go field names as JSON keys
+// and Go duration strings. summary.json now spells the SLA in snake_case;
+// the fingerprint keeps this frozen form so that existing studies keep their
+// names and resume (tune refuses a study whose stored fingerprint differs).
+func slaFingerprint(s result.SLA) string {
+	type clause struct {
+		Percentile float64
+		Max        string
+	}
+	c := func(l result.LatencyClause) clause { return clause{l.Percentile, l.Max.String()} }
+	b, _ := json.Marshal(struct {
+		TTFT, ITL, TPOT, E2E clause
+		MaxErrorRate         float64
+		Scope                string
+	}{c(s.TTFT), c(s.ITL), c(s.TPOT), c(s.E2E), s.MaxErrorRate, s.Scope})
+	return string(b)
 }
 
 // checkInputs fails when a file a later phase reads is missing.

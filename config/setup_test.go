@@ -63,3 +63,16 @@ func TestApplyQuickNeverLengthens(t *testing.T) {
 		t.Errorf("sweep windows longer than the quick run's = %v/%v, want 1m30s/3m0s", mixed.Sweep.Warmup, mixed.Sweep.Duration)
 	}
 }
+
+// TestFingerprintSLAIsFrozen: a study's fingerprint holds the SLA in the
+// form studies stored before summary.json went snake_case. Changing it would
+// make `spoc tune` refuse to resume every existing study, so the default
+// configuration's SLA string is pinned here.
+func TestFingerprintSLAIsFrozen(t *testing.T) {
+	const want = `{"TTFT":{"Percentile":95,"Max":"2s"},"ITL":{"Percentile":95,"Max":"100ms"},` +
+		`"TPOT":{"Percentile":95,"Max":"0s"},"E2E":{"Percentile":95,"Max":"0s"},"MaxErrorRate":0.01,"Scope":"per-profile"}`
+	cfg := Default()
+	if got := cfg.TuneSpec().Fingerprint["sla"]; got != want {
+		t.Errorf("fingerprint sla\n got: %s\nwant: %s", got, want)
+	}
+}

@@ -41,14 +41,17 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	// user already runs); their sweep is the baseline phase's.
 	cands = append([]cand{{trial: -1, params: map[string]any{}}}, cands...)
 	best, bestTput := -1, 0.0
-	for _, c := range cands {
+	for n, c := range cands {
 		res, err := p.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
-			res, err = capacity.CandidateSweep(ctx, p.ev, c.params)
+			// the flags as the final sweep passes them (configured flags
+			// plus the trial's), so that the evaluator keys its server the
+			// same way and the sweep reuses the chosen candidate's server
+			res, err = capacity.CandidateSweep(ctx, p.ev, withBase(p.s.Deployment.Params, c.params), nil)
 		}
 		if err != nil {
 			if capacity.IsInfeasible(err) {
-				p.logf("   candidate %s: infeasible: %v", trialName(c.trial), err)
+				p.stepf(n+1, len(cands), false, "candidate %s: infeasible: %v", trialName(c.trial), err)
 				continue
 			}
 			return "", err
@@ -56,7 +59,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause,
 			Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
-		p.logf("   candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
+		p.stepf(n+1, len(cands), false, "candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		if c.trial >= 0 && (p.bestTuned == nil || res.Ceiling > p.bestTuned.res.Ceiling) {
 			p.bestTuned = &tunedCandidate{trial: c.trial, params: c.params, res: res}
 		}

@@ -16,7 +16,7 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		return "not requested", nil
 	}
 	var parts []string
-	for _, t := range p.s.Compare {
+	for n, t := range p.s.Compare {
 		// Hardware the user does not have can only be simulated: the
 		// target's Setup has a simulator launcher, and the row says so.
 		ev, err := capacity.NewEvaluator(t.Setup, p.o.Logger)
@@ -42,7 +42,7 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 			row.Ratio = 1
 		}
 		p.sum.Compare = append(p.sum.Compare, row)
-		p.logf("   target %s: ceiling %s (%.1f per GPU), first failing %d: %s", t.Name, ceilingText(res.Ceiling, res.Interval), row.UsersPerGPU, res.FirstFailing, res.FailedClause)
+		p.stepf(n+1, len(p.s.Compare), false, "target %s: ceiling %s (%.1f per GPU), first failing %d: %s", t.Name, ceilingText(res.Ceiling, res.Interval), row.UsersPerGPU, res.FirstFailing, res.FailedClause)
 		parts = append(parts, fmt.Sprintf("%s %d users", t.Name, res.Ceiling))
 	}
 	if n := len(p.sum.Compare); n >= 2 && p.sum.Compare[n-1].Users > 0 {

@@ -21,6 +21,10 @@ type Cost struct {
 	Headroom    float64 `json:"headroom"`
 	// Rows are the chosen deployment first, then every compare row.
 	Rows []CostRow `json:"rows"`
+	// PeakShares is the peak's profile mix the ceilings were measured at
+	// (Summary.Peak), when it differs from the workload's; empty: the
+	// ceilings are the workload mix's.
+	PeakShares map[string]float64 `json:"peak_shares,omitempty"`
 	// Notes say what was not computed and why (a GPU without a price).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -91,12 +95,21 @@ func ServingCost(sum *Summary, d Demand) (*Cost, string) {
 		outputThroughput: ceilingThroughput(sum.Sweep, c.Users), prov: c.Provenance,
 	}
 	opts := []option{chosen.withCeiling(c.Users, c.FirstFailingUsers, c.ResolutionUsers, c.CeilingInterval)}
-	for _, r := range sum.Compare {
+	compare := sum.Compare
+	out := &Cost{TargetUsers: d.Users, Headroom: d.Headroom}
+	if pk := sum.Peak; pk != nil {
+		// the peak is what the deployments must serve: size from the
+		// ceilings measured at its mix
+		r := pk.Chosen
+		opts[0] = opts[0].withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval)
+		opts[0].outputThroughput, opts[0].prov = r.OutputThroughput, r.Provenance
+		compare, out.PeakShares = pk.Compare, pk.Shares
+	}
+	for _, r := range compare {
 		o := option{name: r.Name, gpu: r.GPU, gpus: r.GPUs, tp: r.TensorParallelSize,
 			outputThroughput: r.OutputThroughput, prov: r.Provenance}
 		opts = append(opts, o.withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval))
 	}
-	out := &Cost{TargetUsers: d.Users, Headroom: d.Headroom}
 	unpriced := map[string]bool{}
 	for _, o := range opts {
 		row := size(o, d)

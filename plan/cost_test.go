@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/workload"
 )
 
 // referenceSummary holds the reference plan's numbers (gpt-oss-120b on
@@ -160,5 +161,54 @@ func TestServingCostNotAskedOrUnpriced(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With a peak mix (plan.peak_shares) the cost section sizes from the
+// ceilings measured at that mix, not from the workload mix's, and says so.
+func TestServingCostAtThePeakMix(t *testing.T) {
+	sum := referenceSummary()
+	sim := Provenance{Source: "simulated", Engine: "sim"}
+	shares := map[string]float64{"P0": 0.5, "P1": 0.3, "P2": 0.2}
+	sum.Peak = &PeakMix{Shares: shares,
+		Chosen: CompareRow{Name: "chosen", GPU: "H100-SXM", GPUs: 4, TensorParallelSize: 4, Users: 100, FirstFailingUsers: 105, ResolutionUsers: 5, OutputThroughput: 1500, Provenance: sim},
+		Compare: []CompareRow{
+			{Name: "4x H100", GPU: "H100-SXM", GPUs: 4, TensorParallelSize: 4, Users: 100, FirstFailingUsers: 105, ResolutionUsers: 5, OutputThroughput: 1500, Provenance: sim},
+			{Name: "2x H200", GPU: "H200-SXM", GPUs: 2, TensorParallelSize: 2, Users: 25, FirstFailingUsers: 27, ResolutionUsers: 5, OutputThroughput: 500, Provenance: sim},
+		}}
+	cost, _ := ServingCost(sum, Demand{Users: 1000, Headroom: 0.8, PricePerGPUHour: map[string]float64{"H100-SXM": 3}})
+	if cost == nil || len(cost.Rows) != 3 {
+		t.Fatalf("cost %+v; want 3 rows", cost)
+	}
+	// chosen at the peak mix: [95, 100]
+	//   hi: 1000 / (100 × 0.8 = 80) = 12.5 → 13 deployments × 4 = 52 GPUs
+	//   lo: 1000 / (95 × 0.8 = 76)  = 13.2 → 14 deployments × 4 = 56 GPUs
+	//   52 × $3 = $156/h, 56 × $3 = $168/h
+	// 2× H200 at the peak mix: [25 − min(5, 2) = 23, 25]
+	//   hi: 1000 / 20 = 50 → 50 deployments; lo: 1000 / 18.4 = 54.3 → 55
+	c, h200 := cost.Rows[0], cost.Rows[2]
+	if c.CeilingLoUsers != 95 || c.CeilingUsers != 100 || c.DeploymentsMin != 13 || c.DeploymentsMax != 14 ||
+		c.GPUsMin != 52 || c.GPUsMax != 56 || c.DollarsPerHourMin != 156 || c.DollarsPerHourMax != 168 || c.OutputTokensPerSecond != 1500 {
+		t.Errorf("chosen at the peak mix: %+v", c)
+	}
+	if h200.CeilingLoUsers != 23 || h200.CeilingUsers != 25 || h200.DeploymentsMin != 50 || h200.DeploymentsMax != 55 || h200.Priced {
+		t.Errorf("2× H200 at the peak mix: %+v", h200)
+	}
+	if len(cost.PeakShares) != 3 || cost.PeakShares["P0"] != 0.5 {
+		t.Errorf("cost does not say the ceilings are the peak mix's: %v", cost.PeakShares)
+	}
+}
+
+func TestWithSharesReplacesWeights(t *testing.T) {
+	spec := workload.Spec{Profiles: []workload.Profile{{Name: "P0", Weight: 0.7}, {Name: "P1", Weight: 0.2}, {Name: "P2", Weight: 0.1}}}
+	got := withShares(spec, map[string]float64{"P0": 0.4, "P2": 0.6})
+	if w := []float64{got.Profiles[0].Weight, got.Profiles[1].Weight, got.Profiles[2].Weight}; w[0] != 0.4 || w[1] != 0 || w[2] != 0.6 {
+		t.Errorf("weights %v, want [0.4 0 0.6]", w)
+	}
+	if spec.Profiles[0].Weight != 0.7 {
+		t.Error("withShares changed the plan's own workload")
+	}
+	if s := sharesText(map[string]float64{"P1": 0.3, "P0": 0.7}); s != "P0 70%, P1 30%" {
+		t.Errorf("sharesText = %q", s)
 	}
 }

@@ -24,7 +24,11 @@ import (
 
 // Options configure Run.
 type Options struct {
-	// Progress receives one line per step of every phase.
+	// Events, when set, receives the plan's progress as events, for a
+	// renderer (spoc plan's adds elapsed time and ETAs).
+	Events func(Event)
+	// Progress, when Events is nil, receives the same events as plain
+	// lines (Event.String).
 	Progress io.Writer
 	Logger   *slog.Logger
 	// Version is recorded in the summary.
@@ -56,6 +60,9 @@ type planner struct {
 	// dryRun marks a plan run on the simulator to count what it would
 	// cost live (estimate.go): phases decide as on a live engine.
 	dryRun bool
+	// the phase running, for progress events
+	phaseName          string
+	phaseIndex, phases int
 }
 
 // phaseStep is one phase of a plan.
@@ -64,14 +71,9 @@ type phaseStep struct {
 	fn   func(context.Context) (string, error)
 }
 
-func (p *planner) logf(format string, args ...any) {
-	if p.o.Progress != nil {
-		fmt.Fprintf(p.o.Progress, format+"\n", args...)
-	}
-}
-
 func (p *planner) phase(name string, fn func() (string, error)) error {
-	p.logf("== %s", name)
+	p.phaseName, p.phaseIndex = name, p.phaseIndex+1
+	p.emit(Event{Kind: PhaseStarted})
 	start, before := time.Now(), p.ev.Usage()
 	detail, err := fn()
 	secs, after := time.Since(start).Seconds(), p.ev.Usage()
@@ -80,7 +82,7 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	p.logf("   %s done in %.1fs%s", name, secs, ifNotEmpty(": ", detail))
+	p.emit(Event{Kind: PhaseDone, Text: detail, Elapsed: time.Since(start)})
 	return nil
 }
 
@@ -154,6 +156,10 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 		steps = p.multiSteps()
 	}
+	if len(s.Demand.PeakShares) > 0 && s.Demand.Users > 0 {
+		// last: it closes the plan's evaluator (one live server at a time)
+		steps = append(steps, phaseStep{"peak", p.peak})
+	}
 	// The sweep's records go to a staging folder that replaces records/
 	// only when every phase succeeded: an interrupted or failed plan leaves
 	// the previous plan's records beside its report.
@@ -164,6 +170,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	defer os.RemoveAll(staging)
+	p.phases = len(steps)
 	for _, s := range steps {
 		if err := p.phase(s.name, func() (string, error) { return s.fn(ctx) }); err != nil {
 			return nil, err
@@ -279,7 +286,7 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 // binds, so the front separates configurations that serve more users from
 // those that serve fewer.
 func (p *planner) baselineSweep(ctx context.Context) (string, error) {
-	res, err := capacity.BaselineSweep(ctx, p.ev)
+	res, err := capacity.BaselineSweep(ctx, p.ev, p.levels(capacity.CandidateSweepOptions(p.s.Setup)))
 	if err != nil {
 		return "", err
 	}
@@ -317,10 +324,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
 		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
 		Progress: func(pr tune.Progress) {
-			if p.o.Progress != nil {
-				fmt.Fprint(p.o.Progress, "   ")
-				_ = tune.WriteProgress(p.o.Progress, pr)
-			}
+			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))
 		},
 	})
 	if err == nil {

@@ -3,13 +3,16 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/result"
 )
 
 // quickSetup resolves cfg as spoc plan --quick does.
@@ -32,17 +35,41 @@ func TestQuickPlan(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var progress bytes.Buffer
-	s, err := plan.Run(context.Background(), quickSetup(t, config.Default(), dir), plan.Options{Progress: &progress})
+	cfg := config.Default()
+	// the cost section and compare rows too, so that the JSON walk below
+	// sees every section a plan can write
+	cfg.Plan.TargetUsers = 1000
+	cfg.Plan.GPUPricePerHour = map[string]float64{"H100-SXM": 2.5, "H200-SXM": 3.5}
+	// a peak heavier in whole-codebase sessions than the workload's mix
+	cfg.Plan.PeakShares = map[string]float64{"P0": 0.5, "P1": 0.3, "P2": 0.2}
+	setup, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: dir, Compare: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := plan.Run(context.Background(), setup, plan.Options{Progress: &progress})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
-	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== default", "== trace", "== compare"} {
+	checkSnakeCase(t, s)
+	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== default", "== trace", "== compare", "== peak"} {
 		if !strings.Contains(progress.String(), phase) {
 			t.Errorf("no progress for phase %q", phase)
 		}
 	}
-	if len(s.Phases) != 8 {
-		t.Errorf("%d phases recorded, want 8: %+v", len(s.Phases), s.Phases)
+	if len(s.Phases) != 9 {
+		t.Errorf("%d phases recorded, want 9 (peak and default included): %+v", len(s.Phases), s.Phases)
+	}
+	// the cost section is sized at the peak mix, measured on every option
+	if s.Peak == nil || s.Peak.Chosen.Users <= 0 || len(s.Peak.Compare) != 2 || s.Cost == nil || s.Cost.PeakShares["P2"] != 0.2 {
+		t.Fatalf("peak mix: %+v, cost %+v", s.Peak, s.Cost)
+	}
+	if got, want := s.Cost.Rows[0].CeilingUsers, s.Peak.Chosen.Users; got != want {
+		t.Errorf("cost sized at %d users, the peak-mix ceiling is %d", got, want)
+	}
+	// P2 sessions are the heaviest: a peak with twice their share serves
+	// fewer users than the workload's mix
+	if s.Peak.Chosen.Users >= s.Capacity.Users {
+		t.Errorf("peak mix ceiling %d, workload mix %d: want fewer at a heavier mix", s.Peak.Chosen.Users, s.Capacity.Users)
 	}
 	c := s.Capacity
 	if c.Users <= 0 {
@@ -104,6 +131,73 @@ func TestQuickPlan(t *testing.T) {
 	}
 	if len(recs) == 0 {
 		t.Error("no sweep records written")
+	}
+	// the sweep's records are compressed, and read back as records
+	for _, e := range recs {
+		if !strings.HasSuffix(e.Name(), ".jsonl.gz") {
+			t.Errorf("records file %s: want users-NNNNN.jsonl.gz", e.Name())
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, "records", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		truncated, err := result.ReadAll(f, e.Name(), func(*result.Record) error { n++; return nil })
+		f.Close()
+		if err != nil || truncated || n == 0 {
+			t.Errorf("%s: %d records, truncated %v, err %v", e.Name(), n, truncated, err)
+		}
+	}
+}
+
+// checkSnakeCase walks every key of the summary's JSON (what summary.json
+// holds) and fails on one that is not snake_case. Keys of the maps of engine
+// flags are vLLM's flag names (max-num-seqs), data rather than field names,
+// and are checked as such.
+func checkSnakeCase(t *testing.T, s *plan.Summary) {
+	t.Helper()
+	if s.Cost == nil || len(s.Compare) == 0 {
+		t.Errorf("cost %v, %d compare rows: the walk would miss sections", s.Cost != nil, len(s.Compare))
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	flag := regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+	flagMaps := map[string]bool{"params": true, "config": true, "flags": true}
+	profileMaps := map[string]bool{"shares": true, "peak_shares": true}
+	seen := 0
+	var walk func(v any, path string, flags bool)
+	walk = func(v any, path string, flags bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				seen++
+				if profileMaps[path[strings.LastIndex(path, ".")+1:]] {
+					continue // a profile name
+				}
+				if flags && !flag.MatchString(k) {
+					t.Errorf("%s: engine flag key %q is not a vLLM flag name", path, k)
+				} else if !flags && !snake.MatchString(k) {
+					t.Errorf("%s: key %q is not snake_case", path, k)
+				}
+				walk(x, path+"."+k, !flags && flagMaps[k])
+			}
+		case []any:
+			for _, x := range v {
+				walk(x, path+"[]", false)
+			}
+		}
+	}
+	walk(doc, "", false)
+	if seen < 100 {
+		t.Errorf("walked only %d keys", seen)
 	}
 }
 

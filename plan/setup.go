@@ -46,6 +46,11 @@ type Demand struct {
 	// PricePerGPUHour is dollars per GPU-hour by GPU type; a type that is
 	// absent has no cost computed.
 	PricePerGPUHour map[string]float64
+	// PeakShares, when set, is the peak's share of users by workload
+	// profile name where it differs from the workload's weights: the plan
+	// sweeps the chosen configuration (and every compare target) again at
+	// that mix, and the cost section sizes from those ceilings.
+	PeakShares map[string]float64
 }
 
 // Trace is the Nsight Systems export to analyse.

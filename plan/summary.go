@@ -54,6 +54,9 @@ type Summary struct {
 	// Cost sizes every hardware option for plan.target_users: deployments,
 	// GPUs and dollars (nil when no user count was asked).
 	Cost *Cost `json:"cost,omitempty"`
+	// Peak is the capacity at the peak's profile mix, when plan.peak_shares
+	// set one; the cost section is sized from it.
+	Peak *PeakMix `json:"peak,omitempty"`
 	// Envelope says which simulated operating points lie outside what the
 	// simulator's calibration measured (nil for live plans).
 	Envelope *Envelope `json:"envelope,omitempty"`

@@ -10,8 +10,21 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/vllm"
 )
+
+// levels returns a sweep's progress callback: one counted step per level,
+// at most opts.MaxLevels of them.
+func (p *planner) levels(opts capacity.SweepOptions) func(capacity.Level, string) {
+	done, most := 0, opts.MaxLevels()
+	return func(l capacity.Level, phase string) {
+		done++
+		for i := range l.Repeats {
+			p.stepf(done, max(most, done), true, "%s", capacity.LevelLine(phase, l, i))
+		}
+	}
+}
 
 // sweep sweeps the chosen configuration to its capacity ceiling with the
 // sweep's windows and repeats, keeping each level's records in
@@ -25,23 +38,24 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	}
 	levels := map[int]*capacity.Evaluation{}
 	opts := p.s.Sweep.SweepOptions
+	opts.Progress = p.levels(opts)
+	detail := opts.Progress
 	opts.Progress = func(l capacity.Level, phase string) {
-		r := l.Repeats[0]
-		verdict := "pass"
-		switch {
-		case l.Insufficient:
-			verdict = "unjudged: too few samples (" + r.FailedClause + ")"
-		case !l.Pass:
-			verdict = "FAIL " + l.FailedClause
-		}
-		p.logf("   %-6s %5d users: %7.0f tok/s  TTFT p95 %6.0f ms  ITL p95 %5.1f ms  %s", phase, l.Users, r.OutputThroughput, r.TTFTP95*1000, r.ITLP95*1000, verdict)
-		if ev, ok := r.Detail.(*capacity.Evaluation); ok {
+		detail(l, phase)
+		if ev, ok := l.Repeats[0].Detail.(*capacity.Evaluation); ok {
 			levels[l.Users] = ev
 		}
 	}
 	opts.SeedProgress = p.seedProgress
 	res, err := capacity.SweepConfig(ctx, p.ev, params, p.s.Windows.Sweep.At, opts, func(users int) (io.WriteCloser, error) {
-		return capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", users)))
+		// compressed: the records of a default plan's sweep are ~80 MB as
+		// plain lines and ~4 MB gzipped; every reader of records
+		// (result.Reader, so spoc summarize) reads both forms
+		f, err := capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl%s", users, result.GzipSuffix)))
+		if err != nil {
+			return nil, err
+		}
+		return result.NewGzipFile(f), nil
 	})
 	if err != nil {
 		return "", err

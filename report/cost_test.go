@@ -9,11 +9,20 @@ import (
 	"github.com/spoc-project/spoc/report"
 )
 
-// The "Serving N users" section renders in HTML and summary.md from the
-// reference plan's numbers: 1000 users, H100 at a made-up $3.00 per
-// GPU-hour, H200 without a price (so its cost is said to be missing).
+// The "Serving N users" section renders in HTML and summary.md from pinned
+// ceilings (the fixture's are regenerated with every simulator change):
+// 1000 users, H100 at a made-up $3.00 per GPU-hour, H200 without a price
+// (so its cost is said to be missing).
 func TestCostSectionRenders(t *testing.T) {
 	d := fixture(t)
+	if len(d.Compare) != 2 {
+		t.Fatalf("fixture has %d compare rows, want 2", len(d.Compare))
+	}
+	c := &d.Capacity
+	c.Users, c.FirstFailingUsers, c.ResolutionUsers = 143, 146, 3
+	h100, h200 := &d.Compare[0], &d.Compare[1]
+	h100.Users, h100.FirstFailingUsers, h100.ResolutionUsers = 143, 146, 3
+	h200.Users, h200.FirstFailingUsers, h200.ResolutionUsers = 34, 37, 3
 	cost, note := plan.ServingCost(d, plan.Demand{Users: 1000, Headroom: 0.8, PricePerGPUHour: map[string]float64{"H100-SXM": 3}})
 	if cost == nil {
 		t.Fatalf("no cost section: %s", note)
@@ -48,5 +57,29 @@ func TestCostSectionAbsentWithoutTarget(t *testing.T) {
 	d.Cost = nil
 	if html := render(t, d); strings.Contains(html, `id="cost"`) || strings.Contains(html, "Serving ") {
 		t.Error("HTML shows a cost section for a plan that asked no user count")
+	}
+}
+
+// A cost section sized at a peak mix says so, with the mix, in both
+// renderings.
+func TestCostSectionNamesThePeakMix(t *testing.T) {
+	d := fixture(t)
+	if d.Cost == nil {
+		t.Fatal("fixture has no cost section")
+	}
+	d.Cost.PeakShares = map[string]float64{"P1": 0.3, "P0": 0.5, "P2": 0.2}
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	const want = "profile mix (P0 50.0%, P1 30.0%, P2 20.0%, plan.peak_shares)"
+	for name, page := range map[string]string{"HTML": render(t, d), "summary.md": buf.String()} {
+		if !strings.Contains(page, want) {
+			t.Errorf("%s does not name the peak mix", name)
+		}
+	}
+	d.Cost.PeakShares = nil
+	if strings.Contains(render(t, d), "plan.peak_shares") {
+		t.Error("a cost section at the workload's mix claims a peak mix")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -64,6 +65,10 @@ func newCostView(c *plan.Cost) *costView {
 	if len(c.Rows) > 1 {
 		v.Provenance += " The other rows are the compare phase's: always simulated, the chosen configuration on hardware the plan did not run on."
 	}
+	if len(c.PeakShares) > 0 {
+		v.Provenance += " Every ceiling here was measured at the peak's profile mix (" + sharesText(c.PeakShares) +
+			", plan.peak_shares), not the workload's: the plan swept each option again at it, since the peak is what the deployments must serve."
+	}
 	return v
 }
 
@@ -76,6 +81,19 @@ func ceilingSpan(r plan.CostRow) string {
 		return fmt.Sprintf("%d (%s)", r.CeilingUsers, span(r.CeilingLoUsers, r.CeilingHiUsers))
 	}
 	return span(r.CeilingLoUsers, max(r.CeilingHiUsers, r.CeilingUsers))
+}
+
+// sharesText prints profile shares as "P0 50%, P1 30%, P2 20%".
+func sharesText(shares map[string]float64) string {
+	names := make([]string, 0, len(shares))
+	for n := range shares {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		names[i] = n + " " + fmtPct(shares[n])
+	}
+	return strings.Join(names, ", ")
 }
 
 // span is "lo–hi", or one number when both ends agree.

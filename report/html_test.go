@@ -287,3 +287,26 @@ func BenchmarkHTMLDefaultPlan(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes/report")
 }
+
+// A live plan's headline says the weight format is what the configuration
+// named: spoc does not read it from the server. A simulated one models it.
+func TestHTMLWeightFormatIsConfiguredOnLivePlans(t *testing.T) {
+	d := fixture(t)
+	d.Engine.WeightFormat = "mxfp4"
+	d.Engine.Kind, d.Client.Virtual = "process", false
+	if page := render(t, d); !strings.Contains(page, "weights configured as mxfp4, not read from the server") {
+		t.Errorf("live headline does not qualify the weight format:\n%s", headline(page))
+	}
+	d.Engine.Kind, d.Client.Virtual = "sim", true
+	if page := render(t, d); !strings.Contains(page, "TP 4, mxfp4 weights)") {
+		t.Errorf("simulated headline lacks the modelled weight format:\n%s", headline(page))
+	}
+}
+
+func headline(page string) string {
+	i := strings.Index(page, `<div class="what">`)
+	if i < 0 {
+		return page
+	}
+	return page[i:min(len(page), i+600)]
+}

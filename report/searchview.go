@@ -295,7 +295,7 @@ func influenceRows(s *plan.Search) []influenceRow {
 			}
 			for k, o := range s.Objectives {
 				if o.Metric == in.Objective && finite(in.Correlation) {
-					r.Cells[k] = influenceCell{Value: in.Correlation, Style: influenceColor(in.Correlation), Set: true}
+					r.Cells[k] = influenceCell{Value: in.Correlation, Style: influenceColor(in.Correlation, o.Direction), Set: true}
 				}
 			}
 		}

@@ -301,14 +301,18 @@ func nonDominated(ms []plan.Member, objs []plan.Objective) []int {
 	return out
 }
 
-// influenceColor is a diverging background for a rank correlation: blue
-// for positive, red for negative, white at zero.
-func influenceColor(r float64) template.CSS {
+// influenceColor is a diverging background for a rank correlation,
+// coloured by what the correlation means for the objective, not by its
+// sign: green when raising the parameter moves the objective the way the
+// study wants (up for maximize, down for minimize), red when it moves it the
+// wrong way, white at zero. The cell's text keeps the sign.
+func influenceColor(r float64, direction string) template.CSS {
 	r = math.Max(-1, math.Min(1, r))
 	a := math.Abs(r)
-	base := [3]float64{33, 102, 172}
-	if r < 0 {
-		base = [3]float64{178, 24, 43}
+	good := (r > 0) == (direction != "minimize")
+	base := [3]float64{26, 122, 62} // green
+	if !good {
+		base = [3]float64{178, 24, 43} // red
 	}
 	mix := func(c float64) int { return int(255 - a*(255-c) + 0.5) }
 	fg := "#1b1f24"

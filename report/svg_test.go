@@ -287,3 +287,25 @@ func TestZoomOnFront(t *testing.T) {
 		t.Errorf("point beyond XClip not drawn on the edge:\n%s", svg)
 	}
 }
+
+// The influence heatmap colours a correlation by whether it helps the
+// objective: the same +0.8 is green for a maximised throughput and red for
+// a minimised latency, and a −0.8 the other way round.
+func TestInfluenceColorFollowsDirection(t *testing.T) {
+	green, red := "rgb(72,149,101)", "rgb(193,70,85)"
+	for _, tc := range []struct {
+		r         float64
+		direction string
+		want      string
+	}{
+		{0.8, "maximize", green}, {0.8, "minimize", red},
+		{-0.8, "maximize", red}, {-0.8, "minimize", green},
+	} {
+		if got := string(influenceColor(tc.r, tc.direction)); !strings.Contains(got, tc.want) {
+			t.Errorf("r %+.1f %s: %s, want background %s", tc.r, tc.direction, got, tc.want)
+		}
+	}
+	if got := string(influenceColor(0, "minimize")); !strings.Contains(got, "rgb(255,255,255)") {
+		t.Errorf("r 0: %s, want white", got)
+	}
+}

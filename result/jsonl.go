@@ -132,15 +132,18 @@ func (w *Writer) Close() error {
 	return err
 }
 
-// Reader decodes records written by Writer. A last line without its newline
-// that does not decode (the tail of a killed process) ends the stream like
-// io.EOF and sets Truncated; a malformed complete line is an error naming its
-// line number.
+// Reader decodes records written by Writer, plain or gzip-compressed (a
+// .jsonl.gz file: the compression is detected from the content). A last line
+// without its newline that does not decode (the tail of a killed process),
+// or a gzip stream cut short, ends the stream like io.EOF and sets
+// Truncated; a malformed complete line is an error naming its line number.
 type Reader struct {
 	br        *bufio.Reader
 	name      string
 	line      int
 	truncated bool
+	opened    bool
+	err       error
 }
 
 // NewReader reads records from r; name (a file name) prefixes error messages.
@@ -148,13 +151,32 @@ func NewReader(r io.Reader, name string) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, 256<<10), name: name}
 }
 
+// open switches to decompression when the input is gzip.
+func (r *Reader) open() error {
+	if !r.opened {
+		r.opened = true
+		r.br, _, r.err = maybeGunzip(r.br, r.name)
+	}
+	return r.err
+}
+
 // Truncated reports whether the input ended in a partial line that was skipped.
 func (r *Reader) Truncated() bool { return r.truncated }
 
 // Next returns the next record, or io.EOF at the end of the input.
 func (r *Reader) Next() (*Record, error) {
+	if err := r.open(); err != nil {
+		return nil, err
+	}
 	for {
 		b, err := r.br.ReadBytes('\n')
+		if err != nil && truncatedGzip(err) {
+			// the compressed stream was cut short (a killed writer): the
+			// lines before the cut stand, the partial one is judged below
+			// like the last line of a plain file
+			r.truncated = true
+			err = io.EOF
+		}
 		if len(b) == 0 && err != nil {
 			if err == io.EOF {
 				return nil, io.EOF

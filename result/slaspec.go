@@ -23,15 +23,16 @@ type LatencyClause struct {
 	Max time.Duration
 }
 
-// latencyClauseJSON is the wire form of a LatencyClause: summary.json files
-// written before result owned the type spell Max as a Go duration string
-// ("2s"), and `spoc report DIR` must keep reading them.
+// latencyClauseJSON is the wire form of a LatencyClause: Max is a Go
+// duration string ("2s"). Older summary.json files spell the keys
+// "Percentile" and "Max"; encoding/json matches keys case-insensitively, so
+// they decode too.
 type latencyClauseJSON struct {
-	Percentile float64 `json:"Percentile"`
-	Max        string  `json:"Max"`
+	Percentile float64 `json:"percentile"`
+	Max        string  `json:"max"`
 }
 
-// MarshalJSON writes c as {"Percentile": 95, "Max": "2s"}.
+// MarshalJSON writes c as {"percentile": 95, "max": "2s"}.
 func (c LatencyClause) MarshalJSON() ([]byte, error) {
 	return json.Marshal(latencyClauseJSON{Percentile: c.Percentile, Max: c.Max.String()})
 }
@@ -55,17 +56,39 @@ func (c *LatencyClause) UnmarshalJSON(b []byte) error {
 
 // SLA is what a run must meet: latency percentiles, an error rate, and
 // whether they are judged overall or for every profile separately. Package
-// config decodes it from the sla section of a plan file. The JSON field names
-// are those of summary.json files already written; keep them.
+// config decodes it from the sla section of a plan file. Its JSON names are
+// snake_case like the rest of summary.json; UnmarshalJSON also reads the Go
+// field names that summary.json files written before 2026-12 used.
 type SLA struct {
-	TTFT LatencyClause `json:"TTFT"`
-	ITL  LatencyClause `json:"ITL"`
-	TPOT LatencyClause `json:"TPOT"`
-	E2E  LatencyClause `json:"E2E"`
+	TTFT LatencyClause `json:"ttft"`
+	ITL  LatencyClause `json:"itl"`
+	TPOT LatencyClause `json:"tpot"`
+	E2E  LatencyClause `json:"e2e"`
 	// MaxErrorRate is the largest acceptable fraction of failed requests.
-	MaxErrorRate float64 `json:"MaxErrorRate"`
+	MaxErrorRate float64 `json:"max_error_rate"`
 	// Scope is SLAScopeOverall or SLAScopePerProfile; empty means overall.
-	Scope string `json:"Scope"`
+	Scope string `json:"scope"`
+}
+
+// UnmarshalJSON reads the snake_case form and the older one whose keys are
+// the Go field names ("TTFT", "MaxErrorRate", …), so `spoc report DIR`
+// renders folders written by earlier versions.
+func (s *SLA) UnmarshalJSON(b []byte) error {
+	type plain SLA
+	var w struct {
+		plain
+		// LegacyMaxErrorRate is the pre-snake_case key; the latency
+		// clauses and Scope differ only in case and match anyway.
+		LegacyMaxErrorRate *float64 `json:"MaxErrorRate"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("decode SLA: %w", err)
+	}
+	*s = SLA(w.plain)
+	if w.LegacyMaxErrorRate != nil {
+		s.MaxErrorRate = *w.LegacyMaxErrorRate
+	}
+	return nil
 }
 
 // DefaultSLA is the reference SLA: TTFT p95 ≤ 2 s, ITL p95 ≤ 100 ms, TPOT

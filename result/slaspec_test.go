@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// summary.json embeds the SLA; files written before result owned the type
-// must still decode, so the wire form is pinned here.
+// summary.json embeds the SLA in snake_case; files written before it was
+// snake_case must still decode, so both wire forms are pinned here.
 func TestSLAJSONWireForm(t *testing.T) {
-	const want = `{"TTFT":{"Percentile":95,"Max":"2s"},"ITL":{"Percentile":95,"Max":"100ms"},` +
+	const want = `{"ttft":{"percentile":95,"max":"2s"},"itl":{"percentile":95,"max":"100ms"},` +
+		`"tpot":{"percentile":95,"max":"0s"},"e2e":{"percentile":95,"max":"0s"},"max_error_rate":0.01,"scope":"per-profile"}`
+	const legacy = `{"TTFT":{"Percentile":95,"Max":"2s"},"ITL":{"Percentile":95,"Max":"100ms"},` +
 		`"TPOT":{"Percentile":95,"Max":"0s"},"E2E":{"Percentile":95,"Max":"0s"},"MaxErrorRate":0.01,"Scope":"per-profile"}`
 	got, err := json.Marshal(DefaultSLA())
 	if err != nil {
@@ -18,12 +20,18 @@ func TestSLAJSONWireForm(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("SLA JSON\n got: %s\nwant: %s", got, want)
 	}
-	var back SLA
-	if err := json.Unmarshal([]byte(want), &back); err != nil {
-		t.Fatal(err)
+	for _, in := range []string{want, legacy} {
+		var back SLA
+		if err := json.Unmarshal([]byte(in), &back); err != nil {
+			t.Fatal(err)
+		}
+		if back != DefaultSLA() {
+			t.Errorf("decode %s: got %+v, want %+v", in, back, DefaultSLA())
+		}
 	}
-	if back != DefaultSLA() {
-		t.Errorf("round trip: got %+v, want %+v", back, DefaultSLA())
+	var bad SLA
+	if err := json.Unmarshal([]byte(`{"max_error_rate":"1%"}`), &bad); err == nil {
+		t.Errorf("a string error rate decoded to %+v; want an error", bad)
 	}
 }
 

@@ -6,14 +6,14 @@ package search
 // Space; package config decodes them from YAML, so the struct tags are the
 // schema.
 type ParamSpec struct {
-	Name    string  `yaml:"name" doc:"Engine flag name as vLLM spells it (max-num-batched-tokens)."`
-	Type    string  `yaml:"type" doc:"int, float, bool or categorical."`
-	Low     float64 `yaml:"low,omitempty" doc:"Lower bound (int, float)."`
-	High    float64 `yaml:"high,omitempty" doc:"Upper bound (int, float)."`
-	Log     bool    `yaml:"log,omitempty" doc:"Sample on a log scale."`
-	Step    float64 `yaml:"step,omitempty" doc:"Grid step (int, float); 0 for none."`
-	Choices []any   `yaml:"choices,omitempty" doc:"Values of a categorical parameter."`
-	Doc     string  `yaml:"doc,omitempty" doc:"Why the parameter matters; shown in reports."`
+	Name    string  `json:"name" yaml:"name" doc:"Engine flag name as vLLM spells it (max-num-batched-tokens)."`
+	Type    string  `json:"type" yaml:"type" doc:"int, float, bool or categorical."`
+	Low     float64 `json:"low,omitempty" yaml:"low,omitempty" doc:"Lower bound (int, float)."`
+	High    float64 `json:"high,omitempty" yaml:"high,omitempty" doc:"Upper bound (int, float)."`
+	Log     bool    `json:"log,omitempty" yaml:"log,omitempty" doc:"Sample on a log scale."`
+	Step    float64 `json:"step,omitempty" yaml:"step,omitempty" doc:"Grid step (int, float); 0 for none."`
+	Choices []any   `json:"choices,omitempty" yaml:"choices,omitempty" doc:"Values of a categorical parameter."`
+	Doc     string  `json:"doc,omitempty" yaml:"doc,omitempty" doc:"Why the parameter matters; shown in reports."`
 }
 
 // ObjectiveSpec names one metric a study optimises and its direction

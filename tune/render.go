@@ -10,46 +10,77 @@ import (
 	"github.com/spoc-project/spoc/study"
 )
 
-// WriteProgress prints one line per finished trial:
+// WriteProgress prints one line per finished trial, its count first:
 //
-//	trial 7/60 #6 COMPLETE output_throughput=1234 tok/s ttft_p95=812 ms itl_p95=45.2 ms feasible | front 4 | best #5 output_throughput=1501 tok/s
+//	trial 7/60 #6 1234 tok/s ttft95 812ms itl95 45.2ms ok front 4
 func WriteProgress(w io.Writer, p Progress) error {
+	_, err := fmt.Fprintf(w, "trial %d/%d %s\n", p.Finished, p.Total, ProgressLine(p))
+	return err
+}
+
+// ProgressLine is one finished trial in about 80 columns, without its count
+// (a progress renderer shows that with the elapsed time and the ETA): its
+// number, the objective values, "ok" when it meets the SLA or "✗" and the
+// first failing clause (+N more), the size of the feasible front, and "best"
+// when it is the best so far on the first objective. A failed or pruned
+// trial shows its state and the first line of its error.
+//
+//	#16 2326 tok/s ttft95 2035ms itl95 38.91ms ✗ P1 ttft p95 2.04s > 2s +1 front 1
+func ProgressLine(p Progress) string {
 	var b strings.Builder
 	t := p.Trial
-	fmt.Fprintf(&b, "trial %d/%d #%d %s", p.Finished, p.Total, t.Number, t.State)
+	fmt.Fprintf(&b, "#%d", t.Number)
 	if src, ok := t.SystemAttrs[study.AttrDuplicateOf]; ok {
 		// Not evaluated: its flags configure the engine as #src's did.
-		fmt.Fprintf(&b, " (not run: same engine configuration as #%v, result reused)", src)
+		fmt.Fprintf(&b, " (not run: same flags as #%v, result reused)", src)
 	}
 	switch t.State {
 	case search.StateComplete:
 		b.WriteString(" " + formatValues(t.Values, p.Objectives))
 		if t.Feasible() {
-			b.WriteString(" feasible")
+			b.WriteString(" ok")
 		} else {
-			detail := violated(t)
 			// The constraints are the worst over profiles while the values
-			// printed are overall, so "ttft_p95=1501 ms violates SLA (ttft
-			// p95 ≤ 2s …)" needs the verdict saying which profile failed.
+			// printed are overall, so the line names the failing clause
+			// from the verdict (which profile) when the trial recorded one.
+			detail := violated(t)
 			if sla, ok := t.UserAttrs["sla"].(string); ok {
-				if clause, failed := strings.CutPrefix(sla, "fail: "); failed {
-					detail += ": " + clause
+				if clauses, failed := strings.CutPrefix(sla, "fail: "); failed {
+					first, rest, more := strings.Cut(clauses, "; ")
+					detail = first
+					if more {
+						detail += fmt.Sprintf(" +%d", strings.Count(rest, "; ")+1)
+					}
 				}
 			}
-			fmt.Fprintf(&b, " violates SLA (%s)", detail)
+			if detail == "" {
+				detail = "SLA"
+			}
+			b.WriteString(" ✗ " + detail)
 		}
 	default:
+		fmt.Fprintf(&b, " %s", t.State)
 		if msg, ok := t.UserAttrs["error"].(string); ok {
 			fmt.Fprintf(&b, " (%s)", firstLine(msg))
 		}
 	}
-	fmt.Fprintf(&b, " | front %d", p.FrontSize)
-	if p.Best != nil && len(p.Objectives) > 0 {
-		fmt.Fprintf(&b, " | best #%d %s", p.Best.Number, formatValues(p.Best.Values[:1], p.Objectives[:1]))
+	fmt.Fprintf(&b, " front %d", p.FrontSize)
+	if p.Best != nil && p.Best.Number == t.Number {
+		b.WriteString(" best")
 	}
-	b.WriteByte('\n')
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
+}
+
+// shortMetric names a metric in a progress line: a throughput by its unit
+// alone (tok/s, req/s), a latency percentile as ttft95.
+func shortMetric(m string) string {
+	switch m {
+	case "output_throughput", "request_throughput":
+		return ""
+	case "total_throughput":
+		return "total"
+	}
+	return strings.Replace(m, "_p", "", 1)
 }
 
 func formatValues(values []float64, objs []search.ObjectiveSpec) string {
@@ -58,7 +89,20 @@ func formatValues(values []float64, objs []search.ObjectiveSpec) string {
 		if i >= len(objs) {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s=%s %s", objs[i].Metric, fmtNum(v), Unit(objs[i].Metric)))
+		name, unit := shortMetric(objs[i].Metric), Unit(objs[i].Metric)
+		part := fmtNum(v)
+		switch {
+		case unit == "ms" && v >= 1000:
+			part = fmtNum(v/1000) + "s"
+		case unit == "ms":
+			part += unit
+		case unit != "":
+			part += " " + unit
+		}
+		if name != "" {
+			part = name + " " + part
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, " ")
 }

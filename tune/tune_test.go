@@ -130,7 +130,7 @@ func TestRunStudyResumesAndClassifies(t *testing.T) {
 		t.Fatalf("no complete trial or empty front: %v", res.States)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(lines.String()), "\n") {
-		if !strings.HasPrefix(l, "trial ") || !strings.Contains(l, "| front ") {
+		if !strings.HasPrefix(l, "trial ") || !strings.Contains(l, " front ") {
 			t.Errorf("progress line %q", l)
 		}
 	}

@@ -41,9 +41,11 @@ sweep's records. With no configuration it plans the reference case
 			if err != nil {
 				return err
 			}
-			progress := io.Writer(cmd.ErrOrStderr())
-			if quiet {
-				progress = nil
+			var events func(plan.Event)
+			if !quiet {
+				prog := stderrProgress(cmd.ErrOrStderr())
+				defer prog.Close()
+				events = prog.planEvents
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Quick: quick, Compare: compare, Logger: logger})
@@ -53,7 +55,7 @@ sweep's records. With no configuration it plans the reference case
 			if estimate {
 				return planEstimate(cmd.Context(), cmd.OutOrStdout(), setup, logger, asJSON)
 			}
-			d, err := plan.Run(cmd.Context(), setup, plan.Options{Progress: progress, Logger: logger, Version: Version})
+			d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
 			if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {
 				return usageError(err)
 			}

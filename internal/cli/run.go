@@ -140,8 +140,9 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	}
 	out := capacity.Outputs{Records: file}
 	var progress *progressLine
-	if !f.quiet && isTerminal(cmd.OutOrStdout()) {
-		progress = &progressLine{w: stderr, users: rc.Users}
+	if !f.quiet {
+		w := setup.Windows.Run
+		progress = &progressLine{w: stderr, users: rc.Users, tty: isTerminal(stderr), start: time.Now(), total: w.Warmup + w.Duration}
 		out.Progress = progress.show
 	}
 	res, runErr := ev.Evaluate(cmd.Context(), nil, setup.Windows.Run, out)
@@ -228,23 +229,45 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// progressLine redraws one status line with the live client's counters.
+// progressLine shows the live client's counters with the run's elapsed
+// time and its ETA (the run's length is known: warm-up plus the measured
+// window). On a terminal the line is redrawn in place every second; off one
+// a line is printed every runProgressEvery.
 type progressLine struct {
-	w     io.Writer
-	users int
-	shown bool
+	w            io.Writer
+	users        int
+	tty          bool
+	start        time.Time
+	total        time.Duration
+	shown        bool
+	printedAt    time.Time
+	printedFirst bool
 }
 
+// runProgressEvery is how often spoc run prints its counters off a terminal.
+const runProgressEvery = 30 * time.Second
+
 func (p *progressLine) show(pr loadgen.Progress) {
-	line := fmt.Sprintf("users %d/%d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
+	now := time.Now()
+	elapsed := now.Sub(p.start)
+	line := fmt.Sprintf("%s/%s ETA %s  users %d/%d  in flight %d  done %d  errors %d  cancelled %d  TTFT p95 %s  ITL p95 %s",
+		clock(elapsed), clock(p.total), clock(max(p.total-elapsed, 0)),
 		pr.ActiveUsers, p.users, pr.InFlight, pr.Requests, pr.Errors, pr.Cancelled, roundDur(pr.TTFTp95), roundDur(pr.ITLp95))
+	if !p.tty {
+		if p.printedFirst && now.Sub(p.printedAt) < runProgressEvery {
+			return
+		}
+		p.printedFirst, p.printedAt = true, now
+		fmt.Fprintln(p.w, strings.TrimSpace(line))
+		return
+	}
 	fmt.Fprint(p.w, "\r\033[K"+strings.TrimSpace(line))
 	p.shown = true
 }
 
 // clear removes the status line; a nil line does nothing.
 func (p *progressLine) clear() {
-	if p != nil && p.shown {
+	if p != nil && p.tty && p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 }

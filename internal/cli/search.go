@@ -182,7 +182,7 @@ baseline sweep spoc tune runs.`,
 			}
 			defer ev.Close(ctx)
 			if spec.Users == 0 {
-				res, err := capacity.BaselineSweep(ctx, ev)
+				res, err := capacity.BaselineSweep(ctx, ev, nil)
 				if err != nil {
 					return fmt.Errorf("baseline sweep: %w", err)
 				}

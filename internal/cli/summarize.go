@@ -21,7 +21,8 @@ func newSummarizeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "summarize RECORDS.jsonl",
 		Short: "Summarize a records file and judge it against the SLA (exit 3 with --check when not met)",
-		Long: `Summarize reads the JSON lines written by spoc run (or spoc sim run), leaves out
+		Long: `Summarize reads the JSON lines written by spoc run (or spoc sim run), plain or
+gzip-compressed (a plan's records/users-NNNNN.jsonl.gz), leaves out
 warm-up requests, and prints per-profile and overall latency percentiles,
 throughput, goodput, errors by class and the SLA verdict naming the violated
 clause. A truncated last line (a killed run) is skipped with a warning.`,

@@ -73,25 +73,14 @@ interval where a sweep with another seed would land.`,
 					return err
 				}
 			}
-			progress := cmd.ErrOrStderr()
 			run := capacity.SweepRun{Logger: logger}
 			if !quiet {
-				run.Progress = func(l capacity.Level, phase string) {
-					for i, r := range l.Repeats {
-						v := "pass"
-						switch {
-						case r.Insufficient:
-							v = "unjudged: too few samples (" + r.FailedClause + ")"
-						case !r.Pass:
-							v = "FAIL " + r.FailedClause
-						}
-						fmt.Fprintf(progress, "%-6s %5d users (repeat %d): %7.0f tok/s  TTFT p95 %6.0f ms  ITL p95 %5.1f ms  %s\n", phase, l.Users, i+1, r.OutputThroughput, r.TTFTP95*1000, r.ITLP95*1000, v)
-					}
-				}
-			}
-			if !quiet {
+				prog := stderrProgress(cmd.ErrOrStderr())
+				defer prog.Close()
+				prog.begin("sweep", 0, 0, 0, false)
+				run.Progress = prog.sweepLevels(setup.Sweep.SweepOptions)
 				run.SeedProgress = func(sc capacity.SeedCeiling) {
-					fmt.Fprintf(progress, "seed %d: ceiling %d users (first failing %d; %d levels)\n", sc.Seed, sc.Ceiling, sc.FirstFailing, sc.Runs)
+					fmt.Fprintf(cmd.ErrOrStderr(), "seed %d: ceiling %d users (first failing %d; %d levels)\n", sc.Seed, sc.Ceiling, sc.FirstFailing, sc.Runs)
 				}
 			}
 			if out != "" {

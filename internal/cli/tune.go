@@ -115,13 +115,18 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
-	progressOut := stdout
-	if f.asJSON {
-		progressOut = stderr
-	}
-	var progress func(tune.Progress)
+	// progress goes to stderr, results to stdout, with --json or without
+	opts := capacity.TuneOptions{Logger: logger}
 	if !f.quiet {
-		progress = func(p tune.Progress) { tune.WriteProgress(progressOut, p) }
+		prog := stderrProgress(stderr)
+		defer prog.Close()
+		opts.Progress = prog.trial
+		levels := prog.sweepLevels(capacity.CandidateSweepOptions(setup.Setup))
+		opts.BaselineLevel = func(l capacity.Level, phase string) {
+			prog.within("baseline")
+			levels(l, phase)
+		}
+		opts.Notify = prog.note
 	}
 	// A simulated trial is reproduced exactly by spoc sim run with its
 	// flags, so its records (megabytes per trial) are kept only on request;
@@ -131,12 +136,8 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		artifacts = ""
 	}
 	start := time.Now()
-	res, runErr := capacity.Tune(cmd.Context(), setup.Setup, capacity.TuneOptions{
-		ArtifactsRoot: artifacts,
-		Progress:      progress,
-		Notify:        func(line string) { fmt.Fprintln(progressOut, line) },
-		Logger:        logger,
-	})
+	opts.ArtifactsRoot = artifacts
+	res, runErr := capacity.Tune(cmd.Context(), setup.Setup, opts)
 	if res == nil {
 		if errors.Is(runErr, engine.ErrSetup) {
 			return usageError(runErr)

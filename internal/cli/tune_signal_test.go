@@ -94,7 +94,7 @@ telemetry:
 	if err != nil {
 		t.Fatalf("resumed tune: %v\n%s", err, b)
 	}
-	if !strings.Contains(string(b), "trial 2/2") || !strings.Contains(string(b), `study "default": 3 trials (COMPLETE 2, FAIL 1)`) {
+	if !strings.Contains(string(b), "2/2 ETA 0:00 #") || !strings.Contains(string(b), `study "default": 3 trials (COMPLETE 2, FAIL 1)`) {
 		t.Errorf("resumed study did not complete its budget:\n%s", b)
 	}
 	if pids := processesWith(marker); len(pids) > 0 {

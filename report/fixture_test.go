@@ -39,7 +39,6 @@ func fixture(t testing.TB) *plan.Summary {
 	addKernels(t, &d)
 	addStraggler(&d)
 	addHypervolume(t, &d)
-	addCeiling(&d)
 	return &d
 }
 

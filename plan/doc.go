@@ -1,6 +1,6 @@
 // Package plan runs spoc's whole methodology for one deployment and owns its
 // answer, the Summary: inspect the workload, sweep the configured engine
-// flags as a baseline, tune the flags (an NSGA-II study), choose a
+// flags as a baseline, tune the flags (a TPE or NSGA-II study), choose a
 // configuration from the feasible front by short sweeps, sweep it to the
 // capacity ceiling, analyse a kernel trace when one is configured, and
 // compare hardware targets when asked.

@@ -28,7 +28,7 @@ func newPlanCmd() *cobra.Command {
 		Use:   "plan [-c FILE] [--out DIR] [--quick] [--compare]",
 		Short: "Run the whole methodology: workload → tune → choose → sweep → trace → report",
 		Long: `Plan answers "how many users?" end to end. It inspects the workload, runs the
-NSGA-II study over the engine flags, gives the best feasible Pareto-front members
+study over the engine flags (TPE or NSGA-II), gives the best feasible Pareto-front members
 a sweep and chooses the one with the highest ceiling, sweeps it to the
 capacity ceiling with its interval over workload seeds (sweep.seeds),
 compares it with the configured flags on the same seeds, analyses a kernel trace when one is configured, and writes

@@ -31,7 +31,7 @@ func newTuneCmd() *cobra.Command {
 	var f tuneFlags
 	cmd := &cobra.Command{
 		Use:   "tune -c FILE [--storage URL] [--study NAME] [--trials N] [--engine KIND] [--dry-run]",
-		Short: "Search engine flags with NSGA-II: one server per trial, Pareto front of throughput and latency under the SLA",
+		Short: "Search engine flags (TPE up to 100 trials, NSGA-II beyond): one server per trial, Pareto front under the SLA",
 		Long: `Tune runs the study of the search section: every trial starts the engine with
 flags sampled from search.space, loads it with the workload at search.users, and
 scores it on search.objectives with the SLA clauses as constraints. A server that

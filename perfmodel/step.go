@@ -105,6 +105,17 @@ func (t Terms) Sum() float64 {
 	return t.Attention + t.DenseGEMM + t.MoE + t.Communication + t.Overhead + t.Other
 }
 
+// ScaleGPU multiplies the GPU's terms (every kernel family) by k and leaves
+// Overhead, the engine's CPU time and launch gaps, as it is: a slower or
+// faster GPU, or a fitted correction of its kernels.
+func (t *Terms) ScaleGPU(k float64) {
+	t.Attention *= k
+	t.DenseGEMM *= k
+	t.MoE *= k
+	t.Communication *= k
+	t.Other *= k
+}
+
 // Plus returns t + o term by term (summing the costs of several steps).
 func (t Terms) Plus(o Terms) Terms {
 	return Terms{Attention: t.Attention + o.Attention, DenseGEMM: t.DenseGEMM + o.DenseGEMM, MoE: t.MoE + o.MoE,

@@ -92,11 +92,7 @@ func (cc correctedCost) Step(batch []perfmodel.Seq) perfmodel.StepCost {
 	}
 	k := (cc.c.Prefill*prefill + cc.c.Decode*decode) / (prefill + decode)
 	t := &c.Terms
-	t.Attention *= k
-	t.DenseGEMM *= k
-	t.MoE *= k
-	t.Communication *= k
-	t.Other *= k
+	t.ScaleGPU(k)
 	t.Overhead = max(t.Overhead+cc.c.StepSeconds, 0)
 	c.Seconds = t.Sum()
 	return c

@@ -102,13 +102,7 @@ type stretchedCost struct {
 
 func (s stretchedCost) Step(batch []perfmodel.Seq) perfmodel.StepCost {
 	c := s.base.Step(batch)
-	k := 1 / s.clock
-	t := &c.Terms
-	t.Attention *= k
-	t.DenseGEMM *= k
-	t.MoE *= k
-	t.Communication *= k
-	t.Other *= k
-	c.Seconds = t.Sum()
+	c.Terms.ScaleGPU(1 / s.clock)
+	c.Seconds = c.Terms.Sum()
 	return c
 }

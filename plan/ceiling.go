@@ -138,8 +138,10 @@ func verdict(tv *TunedVsDefault) (bool, string) {
 		if tv.KeptDefault {
 			name = fmt.Sprintf("the plan keeps engine.params; the best tuned candidate (trial #%d)", tv.TunedTrial)
 		}
-		head := fmt.Sprintf("%s %s vs engine.params %s: %+d users; over %d seeds %+.1f users [%+.1f, %+.1f] (95 %%)",
-			name, ceilingText(tun.Users, tun.Interval), ceilingText(def.Users, def.Interval), tv.DifferenceUsers, d.Seeds, d.MeanUsers, d.Lo, d.Hi)
+		// two numbers: the difference on the seed that chose, and the paired
+		// mean over every seed with its interval (which decides "noise")
+		head := fmt.Sprintf("%s %s vs engine.params %s: %+d users on the configured seed, %+.1f [%+.1f, %+.1f] on average over %d paired seeds (95 %%)",
+			name, ceilingText(tun.Users, tun.Interval), ceilingText(def.Users, def.Interval), tv.DifferenceUsers, d.MeanUsers, d.Lo, d.Hi, d.Seeds)
 		if d.WithinNoise() {
 			return true, head + ": within noise — tuning did not measurably raise the ceiling"
 		}

@@ -38,7 +38,7 @@ func addCeiling(d *plan.Summary) {
 		DifferenceUsers: 3,
 		Difference:      &capacity.Difference{Users: 3, MeanUsers: -0.6, Lo: -4.5, Hi: 3.3, Method: capacity.DifferenceMethod, Seeds: 5},
 		WithinNoise:     true,
-		Verdict:         "tuned 146 [122, 165] users vs engine.params 143 [124, 160] users: +3 users; over 5 seeds -0.6 users [-4.5, +3.3] (95 %): within noise — tuning did not measurably raise the ceiling",
+		Verdict:         "tuned 146 [122, 165] users vs engine.params 143 [124, 160] users: +3 users on the configured seed, -0.6 [-4.5, +3.3] on average over 5 paired seeds (95 %): within noise — tuning did not measurably raise the ceiling",
 	}
 }
 

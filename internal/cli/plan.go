@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -123,8 +124,13 @@ func planFormats(configured []string) []string {
 // for a server that did not come up, the end of its log. The previous
 // report in out is untouched either way.
 func planFailed(ctx context.Context, stderr io.Writer, out string, err error) error {
+	// say "unchanged" only of a report that exists
+	previous := "no report was written to " + out
+	if _, serr := os.Stat(filepath.Join(out, "report.html")); serr == nil {
+		previous = "the previous report in " + out + " is unchanged"
+	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		fmt.Fprintf(stderr, "spoc: plan interrupted (%v); no capacity established; the previous report in %s is unchanged\n", err, out)
+		fmt.Fprintf(stderr, "spoc: plan interrupted (%v); no capacity established; %s\n", err, previous)
 		return &ExitError{Code: ExitInterrupted}
 	}
 	var f *engine.Failure
@@ -133,5 +139,5 @@ func planFailed(ctx context.Context, stderr io.Writer, out string, err error) er
 			err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, f.Log, tail)
 		}
 	}
-	return fmt.Errorf("plan failed, no capacity established (the previous report in %s is unchanged): %w", out, err)
+	return fmt.Errorf("plan failed, no capacity established (%s): %w", previous, err)
 }

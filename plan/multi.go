@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/perfmodel/calibrate"
 	"github.com/spoc-project/spoc/sim"
 )
 
@@ -643,7 +644,7 @@ func (p *planner) fitCorrection(ctx context.Context, start sim.Correction, idx [
 		}
 		return sum / float64(n)
 	}
-	x, err := minimize(ctx, objective, x0, 0.3, 1e-3, FitEvaluations)
+	x, _, _, err := calibrate.NelderMead(ctx, objective, x0, 0.3, 1e-3, FitEvaluations)
 	if err != nil {
 		return sim.Correction{}, fmt.Errorf("fit the correction: %w", err)
 	}

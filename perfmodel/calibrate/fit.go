@@ -124,7 +124,7 @@ func Fit(ctx context.Context, points []Point, opts Options) (Result, error) {
 	evals := 0
 	nmBudget := opts.MaxEvaluations / 2
 	for step := opts.SimplexStep; evals < nmBudget; step = math.Max(step/2, 0.01) {
-		nx, v, n, err := nelderMead(ctx, objective, x, step, 0, min(nmBudget-evals, 40*(len(names)+1)))
+		nx, v, n, err := NelderMead(ctx, objective, x, step, 0, min(nmBudget-evals, 40*(len(names)+1)))
 		evals += n
 		if evalErr != nil {
 			return Result{}, fmt.Errorf("calibrate: %w", evalErr)

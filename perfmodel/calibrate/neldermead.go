@@ -5,12 +5,12 @@ import (
 	"sort"
 )
 
-// nelderMead minimises f from x0 with the standard Nelder–Mead simplex
+// NelderMead minimises f from x0 with the standard Nelder–Mead simplex
 // (reflection 1, expansion 2, contraction ½, shrink ½), starting from a
 // simplex of x0 and x0 + step·eᵢ. It stops after maxEvals evaluations, when
 // the best and worst vertex values differ by less than tol, or when ctx is
 // done. It returns the best vertex, its value and the evaluations used.
-func nelderMead(ctx context.Context, f func([]float64) float64, x0 []float64, step, tol float64, maxEvals int) ([]float64, float64, int, error) {
+func NelderMead(ctx context.Context, f func([]float64) float64, x0 []float64, step, tol float64, maxEvals int) ([]float64, float64, int, error) {
 	n := len(x0)
 	type vertex struct {
 		x []float64

@@ -12,7 +12,7 @@ func TestNelderMeadRosenbrock(t *testing.T) {
 	rosen := func(x []float64) float64 {
 		return 100*math.Pow(x[1]-x[0]*x[0], 2) + math.Pow(1-x[0], 2)
 	}
-	x, v, evals, err := nelderMead(context.Background(), rosen, []float64{-1.2, 1}, 0.5, 1e-14, 5000)
+	x, v, evals, err := NelderMead(context.Background(), rosen, []float64{-1.2, 1}, 0.5, 1e-14, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestNelderMeadRosenbrock(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, _, err := nelderMead(ctx, rosen, []float64{0, 0}, 0.5, 0, 100); err == nil {
+	if _, _, _, err := NelderMead(ctx, rosen, []float64{0, 0}, 0.5, 0, 100); err == nil {
 		t.Error("cancelled context ignored")
 	}
 }

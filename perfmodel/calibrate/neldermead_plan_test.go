@@ -1,4 +1,4 @@
-package plan
+package calibrate
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestMinimizeFindsTheMinimum(t *testing.T) {
+func TestNelderMeadFindsTheMinimum(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		f    func(x []float64) float64
@@ -18,7 +18,7 @@ func TestMinimizeFindsTheMinimum(t *testing.T) {
 		}, []float64{1, 1}},
 		{"kink", func(x []float64) float64 { return math.Abs(x[0]-1) + math.Abs(x[1]) }, []float64{1, 0}},
 	} {
-		x, err := minimize(context.Background(), tc.f, []float64{0, 0}, 0.3, 1e-12, 2000)
+		x, _, _, err := NelderMead(context.Background(), tc.f, []float64{0, 0}, 0.3, 1e-12, 2000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,9 +31,9 @@ func TestMinimizeFindsTheMinimum(t *testing.T) {
 	}
 }
 
-func TestMinimizeStopsAtTheBound(t *testing.T) {
+func TestNelderMeadStopsAtTheBound(t *testing.T) {
 	n := 0
-	_, err := minimize(context.Background(), func(x []float64) float64 { n++; return x[0] * x[0] }, []float64{5}, 0.1, 0, 25)
+	_, _, _, err := NelderMead(context.Background(), func(x []float64) float64 { n++; return x[0] * x[0] }, []float64{5}, 0.1, 0, 25)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestMinimizeStopsAtTheBound(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := minimize(ctx, func(x []float64) float64 { return x[0] }, []float64{0}, 1, 0, 100); err == nil {
+	if _, _, _, err := NelderMead(ctx, func(x []float64) float64 { return x[0] }, []float64{0}, 1, 0, 100); err == nil {
 		t.Error("a cancelled context did not stop the search")
 	}
 }

@@ -54,7 +54,7 @@ type Target struct {
 // SimEngine configures the built-in simulator.
 type SimEngine struct {
 	Calibration string     `yaml:"calibration,omitempty" doc:"Calibration file from spoc sim calibrate; empty uses the built-in factors."`
-	Correction  string     `yaml:"correction,omitempty" doc:"Correction file from spoc sim calibrate --records: prefill, decode and per-step multipliers of the cost model fitted to live runs of one deployment (docs/fidelity.md); empty: none."`
+	Correction  string     `yaml:"correction,omitempty" doc:"Correction file from spoc sim calibrate --records: compute and memory multipliers and a per-step term of the cost model, fitted to live runs of one deployment (docs/fidelity.md); empty: none."`
 	TimeScale   float64    `yaml:"time_scale" doc:"Wall-clock speed of spoc sim serve: 1 is real time, 10 runs ten times faster."`
 	ErrorRate   float64    `yaml:"error_rate" doc:"Fault injection: fraction of requests answered with HTTP 500."`
 	Throttle    []Throttle `yaml:"throttle,omitempty" doc:"Fault injection: GPUs running at a reduced clock."`

@@ -132,9 +132,15 @@ type ProbePoint struct {
 	Live     Latencies `json:"live"`
 	// Uncalibrated and Calibrated are the simulator's numbers for the same
 	// run with the built-in cost model and with the correction.
-	Uncalibrated Latencies  `json:"uncalibrated"`
-	Calibrated   Latencies  `json:"calibrated"`
-	Provenance   Provenance `json:"provenance"`
+	// The held-back probe's Calibrated is the prediction of the fit that
+	// did not see it.
+	Uncalibrated Latencies `json:"uncalibrated"`
+	Calibrated   Latencies `json:"calibrated"`
+	// UncalibratedError and CalibratedError are the RMS relative errors of
+	// those against Live over the fit's metrics.
+	UncalibratedError float64    `json:"uncalibrated_rms_relative_error"`
+	CalibratedError   float64    `json:"calibrated_rms_relative_error"`
+	Provenance        Provenance `json:"provenance"`
 }
 
 // Latencies are the numbers a probe compares.
@@ -158,6 +164,12 @@ type FitReport struct {
 	// HeldBackError is nil when there was no held-back probe or it
 	// measured nothing comparable.
 	HeldBackError *float64 `json:"held_back_rms_relative_error,omitempty"`
+	// HeldBackCorrection is the correction of the first fit (without the
+	// held-back probe), whose error HeldBackError is.
+	HeldBackCorrection *sim.Correction `json:"held_back_fit_correction,omitempty"`
+	// Terms are the final fit's terms: value and whether the runs
+	// identified it.
+	Terms []FitTerm `json:"terms,omitempty"`
 	// Evaluations is the number of simulated replays the fits took.
 	Evaluations int `json:"evaluations"`
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
-	"github.com/spoc-project/spoc/perfmodel/calibrate"
+	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 )
 
@@ -110,6 +110,17 @@ type liveRun struct {
 	load    capacity.Load
 	live    Latencies
 	records string
+	// window is the run's measured window: the records' summary is taken
+	// over it (the records file holds the warm-up too)
+	window result.Window
+}
+
+// measuredWindow is the window ev's summary measured.
+func measuredWindow(ev *capacity.Evaluation) result.Window {
+	if ev == nil || ev.Summary == nil {
+		return result.Window{}
+	}
+	return result.Window{Start: ev.Summary.Window.Start, End: ev.Summary.Window.End}
 }
 
 // multiSteps are the phases of a multi plan.
@@ -192,7 +203,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 		if heldBack {
 			m.heldBack = len(m.runs)
 		}
-		m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(ev), records: rec})
+		m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(ev), records: rec, window: measuredWindow(ev)})
 		pt := ProbePoint{Users: users, Params: withBase(p.s.Deployment.Params, params), Why: why, HeldBack: heldBack,
 			Attempts: attempts, Live: latencies(ev), Provenance: ev.Provenance}
 		m.rep.Probes = append(m.rep.Probes, pt)
@@ -204,7 +215,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 		if k > 0 && !p.dryRun {
 			// aim at the ceiling as the probes so far correct it
 			evals := 0
-			corr, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
+			corr, _, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
 			if err != nil {
 				return "", err
 			}
@@ -212,7 +223,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 			if c, err = ceiling(); err != nil {
 				return "", err
 			}
-			p.logf("   after %d probe(s): prefill ×%.3f, decode ×%.3f: simulated ceiling %d users", len(m.runs), corr.Prefill, corr.Decode, c)
+			p.logf("   after %d probe(s): %s: simulated ceiling %d users", len(m.runs), DescribeCorrection(corr, nil), c)
 		}
 		u := max(int(math.Round(f*float64(c))), 1)
 		if seen[u] {
@@ -346,40 +357,79 @@ func (p *planner) calibrate(ctx context.Context) (string, error) {
 	if e, ok := p.fitError(ctx, start, seen, &fit.Evaluations); ok {
 		fit.UncalibratedError = e
 	}
-	c, err := p.fitCorrection(ctx, start, seen, &fit.Evaluations)
+	c, terms, err := p.fitCorrection(ctx, start, seen, &fit.Evaluations)
 	if err != nil {
 		return "", err
 	}
+	fit.Terms = terms
 	if e, ok := p.fitError(ctx, c, seen, &fit.Evaluations); ok {
 		fit.FittedError = e
 	}
+	var heldPrediction Latencies
 	if m.heldBack >= 0 {
-		if e, ok := p.fitError(ctx, c, []int{m.heldBack}, &fit.Evaluations); ok {
-			fit.HeldBackError = &e
+		hb := c
+		fit.HeldBackCorrection = &hb
+		r := m.runs[m.heldBack]
+		m.csim.set(c)
+		if ev, err := m.simEv.Evaluate(ctx, r.params, r.load, capacity.Outputs{}); err == nil {
+			heldPrediction = latencies(ev)
+			if e, ok := relativeError(heldPrediction, r.live); ok {
+				fit.HeldBackError = &e
+			}
 		}
-		if c, err = p.fitCorrection(ctx, c, seq(len(m.runs)), &fit.Evaluations); err != nil {
+		fit.Evaluations++
+		if c, terms, err = p.fitCorrection(ctx, c, seq(len(m.runs)), &fit.Evaluations); err != nil {
 			return "", err
 		}
+		fit.Terms = terms
 	}
 	m.csim.set(c)
 	m.rep.Correction, m.rep.Fit = &c, fit
 	for i := range m.rep.Probes {
 		pr := m.runs[i]
+		pp := &m.rep.Probes[i]
 		if ev, err := m.simEv.Evaluate(ctx, pr.params, pr.load, capacity.Outputs{}); err == nil {
-			m.rep.Probes[i].Calibrated = latencies(ev)
+			pp.Calibrated = latencies(ev)
+		}
+		if i == m.heldBack {
+			// what the fit that did not see it predicted
+			pp.Calibrated = heldPrediction
 		}
 		m.csim.set(start)
 		if ev, err := m.simEv.Evaluate(ctx, pr.params, pr.load, capacity.Outputs{}); err == nil {
-			m.rep.Probes[i].Uncalibrated = latencies(ev)
+			pp.Uncalibrated = latencies(ev)
 		}
 		m.csim.set(c)
+		if e, ok := relativeError(pp.Uncalibrated, pp.Live); ok {
+			pp.UncalibratedError = e
+		}
+		if e, ok := relativeError(pp.Calibrated, pp.Live); ok {
+			pp.CalibratedError = e
+		}
 	}
 	held := "no held-back probe"
 	if fit.HeldBackError != nil {
 		held = fmt.Sprintf("held-back probe %.1f%%", 100**fit.HeldBackError)
 	}
-	return fmt.Sprintf("correction prefill ×%.3f, decode ×%.3f, step %+.2f ms; RMS relative error %.1f%% uncalibrated → %.1f%% fitted; %s (%d replays)",
-		c.Prefill, c.Decode, 1000*c.StepSeconds, 100*fit.UncalibratedError, 100*fit.FittedError, held, fit.Evaluations), nil
+	return fmt.Sprintf("correction %s; RMS relative error %.1f%% uncalibrated → %.1f%% fitted; %s (%d replays)",
+		DescribeCorrection(c, fit.Terms), 100*fit.UncalibratedError, 100*fit.FittedError, held, fit.Evaluations), nil
+}
+
+// DescribeCorrection is the correction in words, each term marked when the
+// runs did not identify it (held at its start value).
+func DescribeCorrection(c sim.Correction, terms []FitTerm) string {
+	held := map[string]bool{}
+	for _, t := range terms {
+		held[t.Name] = !t.Identified
+	}
+	mark := func(name string) string {
+		if held[name] {
+			return " (not identified: held)"
+		}
+		return ""
+	}
+	c = c.Normal()
+	return fmt.Sprintf("compute ×%.3f%s, memory ×%.3f%s, step %+.2f ms%s", c.Compute, mark("compute"), c.Memory, mark("memory"), 1000*c.StepSeconds, mark("step_seconds"))
 }
 
 // searchCalibrated runs the plan's baseline, study and choice in the
@@ -396,7 +446,7 @@ func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 	// and correction, so a later live plan never resumes simulated trials
 	c := m.csim.correction()
 	sp.s.Search.Study = fmt.Sprintf("%s-multi-r%d-%s", p.s.Search.Study, m.rep.Rounds, fingerprintID(map[string]string{
-		"prefill": fmt.Sprint(c.Prefill), "decode": fmt.Sprint(c.Decode), "step": fmt.Sprint(c.StepSeconds)}))
+		"compute": fmt.Sprint(c.Compute), "memory": fmt.Sprint(c.Memory), "step": fmt.Sprint(c.StepSeconds)}))
 	p.sum.Search, p.sum.Pareto, p.sum.Candidates, p.sum.Trials = nil, nil, nil, 0
 	for _, ph := range []func(context.Context) (string, error){sp.baselineSweep, sp.tune, sp.choose} {
 		detail, err := ph(ctx)
@@ -448,7 +498,7 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 					return "", fmt.Errorf("verify %d users live: %w", u, err)
 				}
 				m.known[u], m.knownRecords[u] = live, rec
-				m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(live), records: rec})
+				m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(live), records: rec, window: measuredWindow(live)})
 			}
 			vp := VerifyPoint{Round: m.rep.Rounds, Users: u, Params: withBase(p.s.Deployment.Params, params),
 				Predicted: latencies(pred), Measured: latencies(live), Agree: pred.Pass == live.Pass, Provenance: live.Provenance}
@@ -476,7 +526,7 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 		m.rep.Rounds++
 		p.logf("   live and predicted disagree: refit with %d live runs and search again (round %d)", len(m.runs), m.rep.Rounds)
 		evals := 0
-		c, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
+		c, terms, err := p.fitCorrection(ctx, m.csim.correction(), seq(len(m.runs)), &evals)
 		if err != nil {
 			return "", err
 		}
@@ -484,6 +534,7 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 		m.rep.Correction = &c
 		if m.rep.Fit != nil {
 			m.rep.Fit.Evaluations += evals
+			m.rep.Fit.Terms = terms
 		}
 		detail, err := p.searchCalibrated(ctx)
 		if err != nil {
@@ -563,101 +614,6 @@ func dedupeSorted(xs []int) []int {
 	}
 	return out
 }
-
-// fitMetrics are what the correction is fitted to: the latencies the SLA
-// judges and the output throughput (which an overloaded run that
-// completed few requests still measures).
-var fitMetrics = []string{"ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "output_throughput"}
-
-// pairs are the simulated and live values of fitMetrics with both sides
-// measured (a run without completed requests has no latencies).
-func pairs(simulated, live Latencies) [][2]float64 {
-	var out [][2]float64
-	for _, pr := range [][2]float64{{simulated.TTFTP50Ms, live.TTFTP50Ms}, {simulated.TTFTP95Ms, live.TTFTP95Ms},
-		{simulated.ITLP50Ms, live.ITLP50Ms}, {simulated.ITLP95Ms, live.ITLP95Ms}, {simulated.OutputThroughput, live.OutputThroughput}} {
-		if pr[0] > 0 && pr[1] > 0 {
-			out = append(out, pr)
-		}
-	}
-	return out
-}
-
-// replay runs the live runs idx in the simulator with correction c and
-// calls fn with each pair of values; false when a replay failed.
-func (p *planner) replay(ctx context.Context, c sim.Correction, idx []int, evals *int, fn func(pr [2]float64)) bool {
-	m := p.m
-	prev := m.csim.correction()
-	m.csim.set(c)
-	defer m.csim.set(prev)
-	for _, i := range idx {
-		r := m.runs[i]
-		ev, err := m.simEv.Evaluate(ctx, r.params, r.load, capacity.Outputs{})
-		*evals++
-		if err != nil {
-			return false
-		}
-		for _, pr := range pairs(latencies(ev), r.live) {
-			fn(pr)
-		}
-	}
-	return true
-}
-
-// fitError is the RMS relative error of the simulator with c against the
-// live runs idx over fitMetrics; false when nothing could be compared.
-func (p *planner) fitError(ctx context.Context, c sim.Correction, idx []int, evals *int) (float64, bool) {
-	var sum float64
-	n := 0
-	ok := p.replay(ctx, c, idx, evals, func(pr [2]float64) {
-		e := pr[0]/pr[1] - 1
-		sum += e * e
-		n++
-	})
-	if !ok || n == 0 {
-		return 0, false
-	}
-	return math.Sqrt(sum / float64(n)), true
-}
-
-// fitCorrection minimises the log-latency error of the simulator against
-// the live runs idx over the prefill and decode multipliers (in log
-// space, from start) with Nelder–Mead; the per-step term stays as it is
-// (a few probes cannot tell it from the decode multiplier).
-func (p *planner) fitCorrection(ctx context.Context, start sim.Correction, idx []int, evals *int) (sim.Correction, error) {
-	norm := func(v float64) float64 {
-		if v <= 0 {
-			return 1
-		}
-		return v
-	}
-	x0 := []float64{math.Log(norm(start.Prefill)), math.Log(norm(start.Decode))}
-	objective := func(x []float64) float64 {
-		c := sim.Correction{Prefill: math.Exp(x[0]), Decode: math.Exp(x[1]), StepSeconds: start.StepSeconds}
-		var sum float64
-		n := 0
-		if !p.replay(ctx, c, idx, evals, func(pr [2]float64) {
-			d := math.Log(pr[0] / pr[1])
-			sum += d * d
-			n++
-		}) || n == 0 {
-			return math.Inf(1)
-		}
-		return sum / float64(n)
-	}
-	x, _, _, err := calibrate.NelderMead(ctx, objective, x0, 0.3, 1e-3, FitEvaluations)
-	if err != nil {
-		return sim.Correction{}, fmt.Errorf("fit the correction: %w", err)
-	}
-	c := sim.Correction{Prefill: math.Exp(x[0]), Decode: math.Exp(x[1]), StepSeconds: start.StepSeconds}
-	if err := c.Validate(); err != nil {
-		return sim.Correction{}, fmt.Errorf("fit the correction: %w", err)
-	}
-	return c, nil
-}
-
-// FitEvaluations bounds the objective evaluations of one correction fit
-// (each replays every fitted run in the simulator).
-const FitEvaluations = 60
 
 // copyFile copies src to dst (created atomically).
 func copyFile(src, dst string) error {

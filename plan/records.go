@@ -33,6 +33,11 @@ type FitRun struct {
 	WarmupSeconds   float64        `json:"warmup_seconds"`
 	DurationSeconds float64        `json:"duration_seconds"`
 	ThinkTimeScale  float64        `json:"think_time_scale"`
+	// WindowStart and WindowEnd are the run's measured window (its records
+	// file holds the warm-up too): the summary the fit compares is taken
+	// over it, as the run's own was.
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
 	// HeldBack marks the run the first fit leaves out to measure its error.
 	HeldBack bool `json:"held_back,omitempty"`
 }
@@ -45,7 +50,7 @@ func (m *multiState) writeManifest(dir string) error {
 	for i, r := range m.runs {
 		runs[i] = FitRun{Records: r.records, Params: r.params, Users: r.load.Users, RampSeconds: r.load.Ramp.Seconds(),
 			WarmupSeconds: r.load.Warmup.Seconds(), DurationSeconds: r.load.Duration.Seconds(), ThinkTimeScale: r.load.ThinkTimeScale,
-			HeldBack: i == m.heldBack}
+			WindowStart: r.window.Start, WindowEnd: r.window.End, HeldBack: i == m.heldBack}
 	}
 	f, err := atomicfile.Create(filepath.Join(dir, RunsManifest))
 	if err != nil {
@@ -80,18 +85,22 @@ func readManifest(dir string) ([]FitRun, error) {
 		if r.Users < 1 || r.DurationSeconds <= 0 || r.Records == "" {
 			return nil, fmt.Errorf("%s: run %d: needs records, users ≥ 1 and a positive duration_seconds", path, i+1)
 		}
+		if r.WindowStart.IsZero() || !r.WindowEnd.After(r.WindowStart) {
+			return nil, fmt.Errorf("%s: run %d: needs its measured window (window_start before window_end); a manifest written before spoc recorded it cannot be refitted, run the plan again", path, i+1)
+		}
 	}
 	return runs, nil
 }
 
-// liveLatencies summarises one records file against sla.
-func liveLatencies(path string, sla result.SLA) (Latencies, error) {
+// liveLatencies summarises one records file over its measured window
+// against sla.
+func liveLatencies(path string, sla result.SLA, w result.Window) (Latencies, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Latencies{}, err
 	}
 	defer f.Close()
-	sum := result.NewSummary(sla, result.Window{})
+	sum := result.NewSummary(sla, w)
 	n := 0
 	if _, err := result.ReadAll(f, path, func(r *result.Record) error { n++; return sum.Write(r) }); err != nil {
 		return Latencies{}, err
@@ -135,7 +144,7 @@ func CalibrateRecords(ctx context.Context, s Setup, dir string, o Options) (*Cor
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)
 		}
-		live, err := liveLatencies(path, s.SLA)
+		live, err := liveLatencies(path, s.SLA, result.Window{Start: r.WindowStart, End: r.WindowEnd})
 		if err != nil {
 			return nil, fmt.Errorf("run %d: %w", i+1, err)
 		}
@@ -143,7 +152,7 @@ func CalibrateRecords(ctx context.Context, s Setup, dir string, o Options) (*Cor
 		if r.HeldBack {
 			p.m.heldBack = i
 		}
-		p.m.runs = append(p.m.runs, liveRun{params: r.Params, load: load, live: live, records: r.Records})
+		p.m.runs = append(p.m.runs, liveRun{params: r.Params, load: load, live: live, records: r.Records, window: result.Window{Start: r.WindowStart, End: r.WindowEnd}})
 	}
 	if _, err := p.calibrate(ctx); err != nil {
 		return nil, err

@@ -62,8 +62,9 @@ func newFidelityView(f *plan.FidelityReport) *fidelityView {
 			f.PredictedCeiling, f.LiveEngineSeconds, f.GPUHours, f.SimulatedSeconds)
 	}
 	if c := f.Correction; c != nil && f.Fit != nil {
-		v.Correction = fmt.Sprintf("Correction: prefill ×%.3f, decode ×%.3f. RMS relative error of %v: built-in model %s, fitted %s",
-			c.Prefill, c.Decode, f.Fit.Metrics, fmtPct(f.Fit.UncalibratedError), fmtPct(f.Fit.FittedError))
+		n := c.Normal()
+		v.Correction = fmt.Sprintf("Correction: compute ×%.3f, memory ×%.3f, step %+.2f ms. RMS relative error of %v: built-in model %s, fitted %s",
+			n.Compute, n.Memory, 1000*n.StepSeconds, f.Fit.Metrics, fmtPct(f.Fit.UncalibratedError), fmtPct(f.Fit.FittedError))
 		if f.Fit.HeldBackError != nil {
 			v.Correction += ", on the held-back probe " + fmtPct(*f.Fit.HeldBackError)
 		}

@@ -150,7 +150,7 @@ func (d Deployment) Build() (*Cluster, error) {
 	if gpus%tp != 0 {
 		return nil, fmt.Errorf("deployment: tensor parallel size %d does not divide %d GPUs", tp, gpus)
 	}
-	if err := d.Correction.normal().Validate(); err != nil {
+	if err := d.Correction.Normal().Validate(); err != nil {
 		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	p := d.Params
@@ -199,6 +199,10 @@ func (d Deployment) Build() (*Cluster, error) {
 	slide := (sys.KVTokensForSeq(big) - (big+bs-1)/bs*bs + bs - 1) / bs
 	f := sys.Factors()
 	hidden := func(seqs int) float64 { return f.StepOverheadSeconds + f.PerSeqOverheadSeconds*float64(seqs) }
+	cost, err := corrected(sys, d.Correction)
+	if err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
+	}
 	c := &Cluster{dep: d, system: sys, kvTokens: kvTokens}
 	for r := range gpus / tp {
 		var th []Throttle
@@ -213,7 +217,7 @@ func (d Deployment) Build() (*Cluster, error) {
 		}
 		e, err := NewEngine(EngineConfig{
 			Params: p, MaxModelLen: maxLen, KVBlocks: kvTokens / bs, SlidingBlocksPerSeq: max(slide, 0),
-			Cost: corrected(sys, d.Correction), HiddenOverhead: hidden, TPSize: tp, Throttles: th,
+			Cost: cost, HiddenOverhead: hidden, TPSize: tp, Throttles: th,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("deployment: replica %d: %w", r, err)

@@ -118,7 +118,7 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 	// an H100 is slower than the H200 the configuration names: the fit
 	// slows the simulator down, and gets closer to the probes than the
 	// built-in model
-	if c := f.Correction; c.Prefill <= 1 && c.Decode <= 1 {
+	if c := f.Correction.Normal(); c.Memory <= 1 {
 		t.Errorf("correction %+v does not slow the H200 model towards the H100 server", c)
 	}
 	if f.Fit.FittedError >= f.Fit.UncalibratedError {
@@ -173,7 +173,7 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, plan.RunsManifest)); err != nil || json.Unmarshal(b, &manifest) != nil {
 		t.Fatalf("read %s: %v", plan.RunsManifest, err)
 	}
-	if fit.Runs != len(manifest) || fit.Runs < len(f.Probes)+2 || fit.Fit.HeldBackError == nil || fit.Correction.Decode <= 0 {
+	if fit.Runs != len(manifest) || fit.Runs < len(f.Probes)+2 || fit.Fit.HeldBackError == nil || fit.Correction.Memory <= 0 {
 		t.Errorf("fit by hand of %d runs: %+v", len(manifest), fit)
 	}
 	// a configuration names it: the simulator's sweep uses it

@@ -36,7 +36,7 @@ func simCalibrateRecords(ctx context.Context, w io.Writer, file, dir, out string
 		return plan.WriteCorrectionFit(w, fit)
 	}
 	c, f := fit.Correction, fit.Fit
-	fmt.Fprintf(w, "correction for %s from %d live runs: prefill ×%.3f, decode ×%.3f, step %+.2f ms\n", fit.Deployment, fit.Runs, c.Prefill, c.Decode, 1000*c.StepSeconds)
+	fmt.Fprintf(w, "correction for %s from %d live runs: %s\n", fit.Deployment, fit.Runs, plan.DescribeCorrection(c, f.Terms))
 	fmt.Fprintf(w, "RMS relative error (%v): built-in %.1f%%, fitted %.1f%%", f.Metrics, 100*f.UncalibratedError, 100*f.FittedError)
 	if f.HeldBackError != nil {
 		fmt.Fprintf(w, ", held-back run %.1f%%", 100**f.HeldBackError)

@@ -9,11 +9,11 @@ import (
 )
 
 func TestPlanFidelityResolves(t *testing.T) {
-	cfg, err := Load(strings.NewReader("plan:\n  fidelity: multi\n  budget: 2h\n  engine_startup: 90s\n"), "plan.yaml")
+	cfg, err := Load(strings.NewReader("plan:\n  fidelity: multi\n  budget: 2h\n  engine_startup: 90s\n  verify_top_k: 3\n"), "plan.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := plan.Fidelity{Mode: plan.FidelityMulti, Budget: 2 * time.Hour, Startup: 90 * time.Second}
+	want := plan.Fidelity{Mode: plan.FidelityMulti, Budget: 2 * time.Hour, Startup: 90 * time.Second, VerifyTopK: 3}
 	if got := cfg.Plan.fidelity(); got != want {
 		t.Errorf("fidelity() = %+v, want %+v", got, want)
 	}
@@ -27,6 +27,8 @@ func TestPlanFidelityRejected(t *testing.T) {
 		{"plan:\n  fidelity: exhaustive\n", `plan.fidelity: unknown fidelity "exhaustive"`},
 		{"plan:\n  budget: -1h\n", "plan.budget: must not be negative"},
 		{"plan:\n  engine_startup: -5s\n", "plan.engine_startup: must not be negative"},
+		{"plan:\n  verify_top_k: -1\n", "plan.verify_top_k: must be in [0, 8]"},
+		{"plan:\n  verify_top_k: 9\n", "plan.verify_top_k: must be in [0, 8]"},
 		{"engine:\n  sim:\n    correction: /no/such/correction.json\n", "engine.sim.correction"},
 	} {
 		cfg, err := Load(strings.NewReader(tc.yaml), "plan.yaml")

@@ -17,6 +17,7 @@ type Plan struct {
 	Fidelity        string             `yaml:"fidelity,omitempty" doc:"Where the plan spends engine time: live (every phase on the engine), simulated (every phase on the simulator of the deployment) or multi (live probes, calibrated simulator search, live verification and final sweep; docs/fidelity.md). Empty: multi on an engine spoc starts, live on an external server (its flags cannot change), simulated on the simulator."`
 	Budget          Duration           `yaml:"budget,omitempty" doc:"Engine time the plan may use, e.g. 2h (0: unbounded). A budget below the plan's minimum is refused before anything runs; spoc plan --estimate prints what each fidelity would take."`
 	EngineStartup   Duration           `yaml:"engine_startup,omitempty" doc:"Start-up time of one engine server for spoc plan --estimate (0: --estimate measures it by starting the engine once)."`
+	VerifyTopK      int                `yaml:"verify_top_k,omitempty" doc:"How many configurations of a multi plan's calibrated search are run live at and around their predicted ceilings; live keeps the one that passed the most users (docs/fidelity.md). 0: 2."`
 }
 
 // DefaultHeadroom is the fraction of the ceiling a deployment is sized to
@@ -73,6 +74,9 @@ func (pl *Plan) validate(p string, errs *Errors) {
 	if pl.EngineStartup < 0 {
 		errs.Addf(p+".engine_startup", "must not be negative, got %s", pl.EngineStartup.D())
 	}
+	if pl.VerifyTopK < 0 || pl.VerifyTopK > plan.MaxVerifyTopK {
+		errs.Addf(p+".verify_top_k", "must be in [0, %d] (0: %d), got %d", plan.MaxVerifyTopK, plan.DefaultVerifyTopK, pl.VerifyTopK)
+	}
 	if !(pl.Headroom > 0 && pl.Headroom <= 1) {
 		errs.Addf(p+".headroom", "must be in (0, 1], got %g", pl.Headroom)
 	}
@@ -110,5 +114,5 @@ func (pl *Plan) demand() plan.Demand {
 
 // fidelity resolves the fidelity keys for plan.Setup.
 func (pl *Plan) fidelity() plan.Fidelity {
-	return plan.Fidelity{Mode: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D()}
+	return plan.Fidelity{Mode: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D(), VerifyTopK: pl.VerifyTopK}
 }

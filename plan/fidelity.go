@@ -39,16 +39,33 @@ type Fidelity struct {
 	// Startup is the engine start-up time estimates use; 0 means spoc
 	// plan --estimate measures it by starting the engine once.
 	Startup time.Duration
+	// VerifyTopK is how many configurations of the calibrated search a
+	// multi plan verifies live (0: DefaultVerifyTopK).
+	VerifyTopK int
 }
 
 // Multi plan constants: the documented choices of docs/fidelity.md.
 const (
-	// VerifyTopK configurations of the calibrated search are verified live.
-	VerifyTopK = 1
+	// DefaultVerifyTopK configurations of the calibrated search are
+	// verified live unless plan.verify_top_k says otherwise: the
+	// simulator's choice and its runner-up, so that live decides between
+	// two configurations the corrected simulator ranked close.
+	DefaultVerifyTopK = 2
+	// MaxVerifyTopK bounds plan.verify_top_k: each verified configuration
+	// costs two live runs and a server start.
+	MaxVerifyTopK = 8
 	// RefitRounds bounds how often verify refits the correction and
 	// searches again when live and predicted disagree.
 	RefitRounds = 1
 )
+
+// verifyTopK is VerifyTopK, or DefaultVerifyTopK when it is 0.
+func (f Fidelity) verifyTopK() int {
+	if f.VerifyTopK > 0 {
+		return f.VerifyTopK
+	}
+	return DefaultVerifyTopK
+}
 
 // ProbeLoads are the configured flags' probe loads, in order, as
 // fractions of the simulator's ceiling for them: the first of the
@@ -107,6 +124,10 @@ type FidelityReport struct {
 	Verified []VerifyPoint `json:"verified,omitempty"`
 	// Rounds is how many times verify refitted and searched again.
 	Rounds int `json:"refit_rounds"`
+	// VerifyTopK is how many configurations verify ran live; KeptTrial
+	// the one live kept (-1: the configured flags; nil before verify).
+	VerifyTopK int  `json:"verify_top_k,omitempty"`
+	KeptTrial  *int `json:"kept_trial,omitempty"`
 	// EngineSeconds is live engine time by phase; LiveEngineSeconds their
 	// sum and GPUHours that times the deployment's GPUs.
 	EngineSeconds     map[string]float64 `json:"engine_seconds_by_phase,omitempty"`
@@ -177,7 +198,10 @@ type FitReport struct {
 // VerifyPoint is one configuration run live at one load the calibrated
 // simulator had judged.
 type VerifyPoint struct {
-	Round     int            `json:"round"`
+	Round int `json:"round"`
+	// Trial is the study trial of the configuration (-1: the configured
+	// flags).
+	Trial     int            `json:"trial"`
 	Users     int            `json:"users"`
 	Params    map[string]any `json:"params"`
 	Predicted Latencies      `json:"predicted"`

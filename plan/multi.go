@@ -95,11 +95,11 @@ type multiState struct {
 	// resolution the sweep's step there.
 	predicted, resolution, predictedFail int
 	rep                                  *FidelityReport
-	// known are the verified live runs of the configuration knownKey,
-	// by user count: levels of the final sweep.
-	known        map[int]*capacity.Evaluation
-	knownRecords map[int]string
-	knownKey     string
+	// known are the verified live runs by configuration
+	// (describeParams) and user count: the kept one's are levels of the
+	// final sweep.
+	known        map[string]map[int]*capacity.Evaluation
+	knownRecords map[string]map[int]string
 }
 
 // liveRun is one live run kept for fitting: its configuration, load,
@@ -464,64 +464,102 @@ func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 	return fmt.Sprintf("calibrated simulator: chose %s, predicted ceiling %d users (first failing %d)", describeParams(p.sum.Capacity.Config), res.Ceiling, res.FirstFailing), nil
 }
 
-// verify runs the chosen configuration live, with the sweep's windows, at
-// its predicted ceiling and at the first count the simulator judged
-// failing. When a verdict disagrees with the prediction and rounds are
-// left, the verified runs join the fit, the correction is refitted and
-// the search runs again. The verified runs are levels of the final sweep
-// (same configuration, windows and server): it does not run them again.
+// verifyCandidate is one configuration verify runs live: a top-k
+// candidate of the calibrated search, with the calibrated simulator's
+// ceiling for it.
+type verifyCandidate struct {
+	trial                                int
+	params                               map[string]any
+	predicted, predictedFail, resolution int
+	// bestPass is the largest verified count that passed live (0: none)
+	bestPass int
+}
+
+// verifyCandidates are the top VerifyTopK configurations of the
+// calibrated search: the simulator's choice first, then the other
+// candidates by their candidate-sweep ceiling, each with a full simulated
+// sweep's prediction (the choice's is searchCalibrated's).
+func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, error) {
+	m := p.m
+	k := p.s.Fidelity.verifyTopK()
+	m.rep.VerifyTopK = k
+	out := []*verifyCandidate{{trial: p.sum.Capacity.ChosenTrial, params: p.sum.Capacity.Config, predicted: m.predicted,
+		predictedFail: m.predictedFail, resolution: m.resolution}}
+	seen := map[string]bool{describeParams(p.sum.Capacity.Config): true}
+	others := append([]Candidate(nil), p.sum.Candidates...)
+	sort.SliceStable(others, func(i, j int) bool { return others[i].Ceiling > others[j].Ceiling })
+	for _, c := range others {
+		if len(out) >= k {
+			break
+		}
+		key := describeParams(c.Params)
+		if seen[key] || c.Ceiling <= 0 {
+			continue
+		}
+		seen[key] = true
+		res, err := capacity.SweepConfig(ctx, m.simEv, c.Params, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+		if err != nil {
+			return nil, fmt.Errorf("simulated sweep of candidate %s: %w", trialName(c.Trial), err)
+		}
+		out = append(out, &verifyCandidate{trial: c.Trial, params: c.Params, predicted: res.Ceiling, predictedFail: res.FirstFailing, resolution: max(res.Resolution, 1)})
+	}
+	return out, nil
+}
+
+// verify runs the top VerifyTopK configurations of the calibrated search
+// live, with the sweep's windows, each at its predicted ceiling and at the
+// first count the simulator judged failing above it. Live decides among
+// them: the one with the largest count that passed live is kept (ties: the
+// simulator's order). When a verdict disagrees with the prediction and
+// rounds are left, the verified runs join the fit, the correction is
+// refitted and the search runs again. The kept configuration's verified
+// runs are levels of the final sweep (same configuration, windows and
+// server): it does not run them again.
 func (p *planner) verify(ctx context.Context) (string, error) {
 	m := p.m
+	if m.known == nil {
+		m.known, m.knownRecords = map[string]map[int]*capacity.Evaluation{}, map[string]map[int]string{}
+	}
 	for {
-		params := p.sum.Capacity.Config
-		key := describeParams(params)
-		if key != m.knownKey {
-			// another configuration was chosen: its levels are not this one's
-			m.known, m.knownRecords, m.knownKey = map[int]*capacity.Evaluation{}, map[int]string{}, key
+		cands, err := p.verifyCandidates(ctx)
+		if err != nil {
+			return "", err
 		}
-		above := m.predicted + m.resolution
-		if m.predictedFail > m.predicted {
-			above = m.predictedFail
-		}
-		points := []int{max(m.predicted, 1), above}
 		agreeAll := true
-		for _, u := range points {
-			load := p.s.Windows.Sweep.At(u)
-			pred, err := m.simEv.Evaluate(ctx, params, load, capacity.Outputs{})
+		var disagree []int
+		// the simulator's choice last: its server stays up for the final
+		// sweep when live keeps it
+		for i := len(cands) - 1; i >= 0; i-- {
+			c := cands[i]
+			agree, err := p.verifyOne(ctx, c, &disagree)
 			if err != nil {
-				return "", fmt.Errorf("predict %d users: %w", u, err)
+				return "", err
 			}
-			live := m.known[u]
-			if live == nil {
-				rec := filepath.Join("probes", fmt.Sprintf("verify-%d.jsonl", len(m.rep.Verified)+1))
-				if live, err = p.evaluateKept(ctx, params, load, filepath.Join(p.s.OutDir, rec)); err != nil {
-					return "", fmt.Errorf("verify %d users live: %w", u, err)
-				}
-				m.known[u], m.knownRecords[u] = live, rec
-				m.runs = append(m.runs, liveRun{params: params, load: load, live: latencies(live), records: rec, window: measuredWindow(live)})
+			agreeAll = agreeAll && agree
+		}
+		pick := cands[0]
+		for _, c := range cands[1:] {
+			if c.bestPass > pick.bestPass {
+				pick = c
 			}
-			vp := VerifyPoint{Round: m.rep.Rounds, Users: u, Params: withBase(p.s.Deployment.Params, params),
-				Predicted: latencies(pred), Measured: latencies(live), Agree: pred.Pass == live.Pass, Provenance: live.Provenance}
-			m.rep.Verified = append(m.rep.Verified, vp)
-			agreeAll = agreeAll && vp.Agree
-			p.logf("   verify %3d users: predicted %s (ITL p95 %.1f ms), live %s (ITL p95 %.1f ms)", u, verdictWord(pred.Pass), vp.Predicted.ITLP95Ms, verdictWord(live.Pass), vp.Measured.ITLP95Ms)
 		}
 		if agreeAll {
-			return fmt.Sprintf("live agrees with the prediction at %v users (round %d); %s", points, m.rep.Rounds, p.engineSoFar()), nil
+			return p.keep(cands, pick, fmt.Sprintf("live agrees with the prediction for the top %d (round %d)", len(cands), m.rep.Rounds)), nil
 		}
 		if b := p.s.Fidelity.Budget; b > 0 && !p.dryRun && m.rep.Rounds < RefitRounds {
-			// another round verifies two more points; the final sweep
-			// still needs its levels: refit only while the budget allows
+			// another round verifies as many points again; the final
+			// sweep still needs its levels: refit only while the budget
+			// allows
 			w := p.s.Windows.Sweep
-			next := 4 * (max(w.Ramp, w.Warmup) + w.Duration + RunOverhead).Seconds()
+			next := float64(2*len(cands)+2) * (max(w.Ramp, w.Warmup) + w.Duration + RunOverhead).Seconds()
 			if used := p.ev.Usage().Seconds; used+next > b.Seconds() {
-				p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live and predicted disagreed at %v users, but plan.budget (%s, %.0f s used) leaves no room for a refit round; the final live sweep decides the ceiling.", points, b, used))
-				return "live and predicted disagree; no budget for a refit round: the final live sweep decides", nil
+				p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live and predicted disagreed at %v users, but plan.budget (%s, %.0f s used) leaves no room for a refit round; the final live sweep decides the ceiling.", disagree, b, used))
+				return p.keep(cands, pick, "live and predicted disagree; no budget for a refit round: the final live sweep decides"), nil
 			}
 		}
 		if m.rep.Rounds >= RefitRounds || p.dryRun {
-			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: after %d refit round(s) the calibrated simulator still disagreed with live runs at %v users; the final live sweep decides the ceiling.", m.rep.Rounds, points))
-			return "live and predicted still disagree; the final live sweep decides", nil
+			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: after %d refit round(s) the calibrated simulator still disagreed with live runs at %v users; the final live sweep decides the ceiling.", m.rep.Rounds, disagree))
+			return p.keep(cands, pick, "live and predicted still disagree; the final live sweep decides"), nil
 		}
 		m.rep.Rounds++
 		p.logf("   live and predicted disagree: refit with %d live runs and search again (round %d)", len(m.runs), m.rep.Rounds)
@@ -542,6 +580,70 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 		}
 		p.logf("   %s", detail)
 	}
+}
+
+// verifyOne runs c live at its predicted ceiling and at the first count
+// the simulator judged failing (runs of the same configuration and count
+// verified before are reused) and reports whether every verdict agreed;
+// the counts that disagreed are added to disagree.
+func (p *planner) verifyOne(ctx context.Context, c *verifyCandidate, disagree *[]int) (bool, error) {
+	m := p.m
+	key := describeParams(c.params)
+	if m.known[key] == nil {
+		m.known[key], m.knownRecords[key] = map[int]*capacity.Evaluation{}, map[int]string{}
+	}
+	above := c.predicted + c.resolution
+	if c.predictedFail > c.predicted {
+		above = c.predictedFail
+	}
+	agreeAll := true
+	for _, u := range []int{max(c.predicted, 1), above} {
+		load := p.s.Windows.Sweep.At(u)
+		pred, err := m.simEv.Evaluate(ctx, c.params, load, capacity.Outputs{})
+		if err != nil {
+			return false, fmt.Errorf("predict %s at %d users: %w", trialName(c.trial), u, err)
+		}
+		live := m.known[key][u]
+		if live == nil {
+			rec := filepath.Join("probes", fmt.Sprintf("verify-%d.jsonl", len(m.rep.Verified)+1))
+			if live, err = p.evaluateKept(ctx, c.params, load, filepath.Join(p.s.OutDir, rec)); err != nil {
+				return false, fmt.Errorf("verify %s at %d users live: %w", trialName(c.trial), u, err)
+			}
+			m.known[key][u], m.knownRecords[key][u] = live, rec
+			m.runs = append(m.runs, liveRun{params: c.params, load: load, live: latencies(live), records: rec, window: measuredWindow(live)})
+		}
+		vp := VerifyPoint{Round: m.rep.Rounds, Trial: c.trial, Users: u, Params: withBase(p.s.Deployment.Params, c.params),
+			Predicted: latencies(pred), Measured: latencies(live), Agree: pred.Pass == live.Pass, Provenance: live.Provenance}
+		m.rep.Verified = append(m.rep.Verified, vp)
+		if live.Pass {
+			c.bestPass = max(c.bestPass, u)
+		}
+		if !vp.Agree {
+			agreeAll = false
+			*disagree = append(*disagree, u)
+		}
+		p.logf("   verify %s %3d users: predicted %s (ITL p95 %.1f ms), live %s (ITL p95 %.1f ms)", trialName(c.trial), u, verdictWord(pred.Pass), vp.Predicted.ITLP95Ms, verdictWord(live.Pass), vp.Measured.ITLP95Ms)
+	}
+	return agreeAll, nil
+}
+
+// keep makes pick the plan's configuration (live decided among the
+// verified candidates) and returns the phase's detail.
+func (p *planner) keep(cands []*verifyCandidate, pick *verifyCandidate, detail string) string {
+	m := p.m
+	if pick != cands[0] {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live verification kept %s (passed %d users live) over the calibrated simulator's choice, %s (passed %d).",
+			trialName(pick.trial), pick.bestPass, trialName(cands[0].trial), cands[0].bestPass))
+		p.sum.Capacity.Config, p.sum.Capacity.ChosenTrial = pick.params, pick.trial
+		for i := range p.sum.Candidates {
+			p.sum.Candidates[i].Chosen = describeParams(p.sum.Candidates[i].Params) == describeParams(pick.params)
+		}
+		m.predicted, m.predictedFail, m.resolution = pick.predicted, pick.predictedFail, pick.resolution
+	}
+	m.rep.PredictedCeiling = m.predicted
+	kept := pick.trial
+	m.rep.KeptTrial = &kept
+	return fmt.Sprintf("%s; kept %s (largest count passed live %d, predicted ceiling %d); %s", detail, trialName(pick.trial), pick.bestPass, pick.predicted, p.engineSoFar())
 }
 
 func seq(n int) []int {
@@ -567,9 +669,10 @@ func (p *planner) finalSweep(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", err
 	}
-	for u, ev := range m.known {
+	key := describeParams(p.sum.Capacity.Config)
+	for u, ev := range m.known[key] {
 		// the verified run is this level: its records are the level's
-		if err := copyFile(filepath.Join(p.s.OutDir, m.knownRecords[u]), filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", u))); err != nil {
+		if err := copyFile(filepath.Join(p.s.OutDir, m.knownRecords[key][u]), filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl", u))); err != nil {
 			return "", err
 		}
 		known[u] = ev.Repeat()

@@ -131,11 +131,16 @@ type FidelityReport struct {
 	// EngineSeconds is live engine time by phase; LiveEngineSeconds their
 	// sum and GPUHours that times the deployment's GPUs.
 	EngineSeconds     map[string]float64 `json:"engine_seconds_by_phase,omitempty"`
+	EngineStarts      map[string]int     `json:"engine_starts_by_phase,omitempty"`
 	LiveEngineSeconds float64            `json:"live_engine_seconds"`
 	GPUHours          float64            `json:"gpu_hours"`
 	// SimulatedSeconds is the wall time of the phases that ran only in the
 	// simulator (no engine time).
 	SimulatedSeconds float64 `json:"simulated_wall_seconds"`
+	// FinalCeiling and FinalProvenance are the plan's capacity ceiling and
+	// where it was measured (a multi plan's is its final live sweep's).
+	FinalCeiling    int        `json:"final_ceiling_users"`
+	FinalProvenance Provenance `json:"final_ceiling_provenance"`
 }
 
 // ProbePoint is one probe: a live run and what the simulator predicted for
@@ -273,16 +278,18 @@ func finishFidelity(sum *Summary, gpus int) {
 	if f == nil {
 		return
 	}
-	f.EngineSeconds = map[string]float64{}
+	f.EngineSeconds, f.EngineStarts = map[string]float64{}, map[string]int{}
 	for _, ph := range sum.Phases {
 		// a phase that only stopped the last server (a few milliseconds)
 		// is a simulator phase
 		if ph.EngineSeconds >= 0.5 {
 			f.EngineSeconds[ph.Name] += ph.EngineSeconds
+			f.EngineStarts[ph.Name] += ph.EngineStarts
 			f.LiveEngineSeconds += ph.EngineSeconds
 		} else {
 			f.SimulatedSeconds += ph.Seconds
 		}
 	}
 	f.GPUHours = f.LiveEngineSeconds * float64(max(gpus, 1)) / 3600
+	f.FinalCeiling, f.FinalProvenance = sum.Capacity.Users, sum.Capacity.Provenance
 }

@@ -175,6 +175,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString("\n")
 	}
 	writeCostMarkdown(&b, d.Cost)
+	writeFidelityMarkdown(&b, d.Fidelity)
 	writeCalibrationMarkdown(&b, d.Envelope)
 	if len(d.Assumptions) > 0 {
 		b.WriteString("## Assumptions\n\n| field | value | note |\n|---|---|---|\n")

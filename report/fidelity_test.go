@@ -31,7 +31,7 @@ func TestFidelitySectionRenders(t *testing.T) {
 				Uncalibrated: plan.Latencies{ITLP95Ms: 7.1, TTFTP95Ms: 200}, Calibrated: plan.Latencies{ITLP95Ms: 9.5, TTFTP95Ms: 310}, CalibratedError: 0.031},
 			{Users: 80, Why: "the flag", HeldBack: true, Params: map[string]any{"max-num-seqs": 64}, Live: plan.Latencies{TTFTP50Ms: 90, TTFTP95Ms: 700, ITLP95Ms: 19.2},
 				Calibrated: plan.Latencies{ITLP95Ms: 20.1, TTFTP95Ms: 650}, CalibratedError: 0.083}},
-		Verified: []plan.VerifyPoint{{Users: 80, Trial: 3, Predicted: plan.Latencies{Pass: true, ITLP95Ms: 21.3, TTFTP95Ms: 800}, Measured: plan.Latencies{Pass: false, ITLP95Ms: 26.4, TTFTP95Ms: 900}}},
+		Verified:      []plan.VerifyPoint{{Users: 80, Trial: 3, Predicted: plan.Latencies{Pass: true, ITLP95Ms: 21.3, TTFTP95Ms: 800}, Measured: plan.Latencies{Pass: false, ITLP95Ms: 26.4, TTFTP95Ms: 900}}},
 		EngineSeconds: map[string]float64{"probe": 23.4, "verify": 15.1, "sweep": 23}, EngineStarts: map[string]int{"probe": 2, "verify": 1, "sweep": 0}}
 	html := render(t, d)
 	for _, want := range []string{`<section id="fidelity">`, "Fidelity: multi", "compute ×1.234, memory ×1.456", "held-back probe", "8.3%", "built-in model 41",

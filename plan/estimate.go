@@ -71,11 +71,14 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 	case s.Fidelity.Startup > 0:
 		est.StartupSeconds, est.StartupSource = s.Fidelity.Startup.Seconds(), "configured (plan.engine_startup)"
 	default:
+		progressf(o.Progress, "estimate: plan.engine_startup is not set, so the %s engine is started once with the configured flags to time its start-up (the only engine time --estimate spends; set plan.engine_startup to skip it)", s.Deployment.Kind)
+		t0 := time.Now()
 		d, err := measureStartup(ctx, s)
 		if err != nil {
 			return nil, fmt.Errorf("estimate: measure the engine's start-up (set plan.engine_startup to skip): %w", err)
 		}
 		est.StartupSeconds, est.StartupSource = d.Seconds(), "measured (one start of the engine with the configured flags)"
+		progressf(o.Progress, "estimate: the engine answered after %.1fs and was stopped (%.1fs in all)", d.Seconds(), time.Since(t0).Seconds())
 	}
 	tmp, err := os.MkdirTemp("", "spoc-estimate-*")
 	if err != nil {
@@ -93,6 +96,7 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			est.Rows = append(est.Rows, row)
 			continue
 		}
+		progressf(o.Progress, "estimate %s: running the plan's control flow on the simulator, counting the live runs it stands for (seconds to minutes of CPU, no engine time)", mode)
 		u, err := dryRun(ctx, s, o, dep, mode, filepath.Join(tmp, mode))
 		if err != nil {
 			return nil, fmt.Errorf("estimate %s: %w", mode, err)
@@ -145,12 +149,24 @@ func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, d
 		}
 		steps = p.multiSteps()[1:6] // probe … sweep
 	}
-	for _, st := range steps {
+	start := time.Now()
+	for i, st := range steps {
+		t0 := time.Now()
 		if _, err := st.fn(ctx); err != nil {
 			return capacity.WouldUse{}, fmt.Errorf("%s: %w", st.name, err)
 		}
+		u := ev.WouldUse()
+		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %d runs, %d starts, %.0fs of windows (%.0fs elapsed)",
+			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), u.Runs, u.Starts, u.WindowSeconds, time.Since(start).Seconds())
 	}
 	return ev.WouldUse(), nil
+}
+
+// progressf writes one progress line to w (nil: nowhere).
+func progressf(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
 }
 
 // measureStartup starts the engine once with the configured flags and

@@ -67,6 +67,7 @@ sweep:
   resolution_users: 2
   resolution_fraction: 0.1
   top_k: 1
+  seeds: 2
 telemetry:
   enabled: false
 plan:
@@ -209,6 +210,14 @@ func TestMultiPlanBudgetAndEstimate(t *testing.T) {
 	code, stdout, stderr = runSpoc(t, spoc, "plan", "-c", cfg, "--estimate", "--out", out, "--json")
 	if code != 0 {
 		t.Fatalf("--estimate: exit %d\n%s", code, stderr)
+	}
+	// it says that it starts the engine once and why, then a line per
+	// phase of each fidelity's count
+	for _, want := range []string{"plan.engine_startup is not set, so the process engine is started once", "the engine answered after",
+		"estimate live: running the plan's control flow on the simulator", "estimate live: phase 1/5 baseline", "estimate multi: phase 4/5 verify"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--estimate's progress lacks %q:\n%s", want, stderr)
+		}
 	}
 	var est plan.Estimate
 	if err := json.Unmarshal([]byte(stdout), &est); err != nil {

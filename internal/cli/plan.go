@@ -54,7 +54,7 @@ sweep's records. With no configuration it plans the reference case
 				return usageError(err)
 			}
 			if estimate {
-				return planEstimate(cmd.Context(), cmd.OutOrStdout(), setup, logger, asJSON)
+				return planEstimate(cmd.Context(), cmd.OutOrStdout(), estimateProgress(quiet, cmd.ErrOrStderr()), setup, logger, asJSON)
 			}
 			d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
 			if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {

@@ -20,11 +20,10 @@ var fitMetrics = []string{"ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "output_
 const FitEvaluations = 90
 
 // Identification of a fitted term: a term is identified by the runs when
-// moving it from the fit by its identification step raises the fit's RMS
-// log error by at least IdentifyRise and by at least half the fit's own
-// RMS log error (what the terms leave unexplained: measurement noise and
-// whatever the correction's form misses); otherwise it is held at its
-// starting value and the others are fitted again (docs/fidelity.md).
+// moving it from the fit by its identification step (either way) raises
+// the fit's RMS log error by at least IdentifyRise; otherwise it is held
+// at its starting value and the others are fitted again
+// (docs/fidelity.md).
 const (
 	IdentifyRise = 0.01
 	// IdentifyMultiplierStep is the relative move of a multiplier (20 %).
@@ -228,7 +227,7 @@ func (p *planner) identify(ctx context.Context, x []float64, free []bool, idx []
 			y[i] += sgn * d
 			rise = math.Min(rise, math.Sqrt(p.logError(ctx, vectorTerms(y), idx, evals))-f0)
 		}
-		terms[i].Rise, terms[i].Identified = rise, rise >= IdentifyRise && rise >= f0/2
+		terms[i].Rise, terms[i].Identified = rise, rise >= IdentifyRise
 	}
 	return terms
 }

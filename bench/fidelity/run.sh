@@ -25,12 +25,20 @@ s = json.load(open(sys.argv[1]))
 c = s["capacity"]
 spoc = sum(p["engine_seconds"] for p in s["phases"])
 starts = sum(p["engine_starts"] for p in s["phases"])
-print(f'ceiling {c["users"]} users (first failing {c["first_failing_users"]}, resolution {c["resolution_users"]}), '
+iv = c.get("ceiling_interval") or {}
+print(f'ceiling {c["users"]} users [{iv.get("lo")}, {iv.get("hi")}] over the seeds (first failing {c["first_failing_users"]} on {c.get("failed_clause")}, resolution {c["resolution_users"]}), '
       f'engine-seconds spoc {spoc:.1f} / servers {sys.argv[2]} on {starts} starts; server loop lag {sys.argv[3]}')
-print("phases:", ", ".join(f'{p["name"]} {p["engine_seconds"]:.1f}s' for p in s["phases"] if p["engine_seconds"] > 0))
+print("phases:", ", ".join(f'{p["name"]} {p["engine_seconds"]:.1f}s/{p["engine_starts"]}' for p in s["phases"] if p["engine_seconds"] > 0))
+print("per-seed ceilings:", [x["users"] for x in iv.get("seeds", [])], "chosen:", c.get("config"))
 f = s.get("fidelity") or {}
 if f.get("correction"):
     fit = f["fit"]
     print(f'correction {f["correction"]}, fit error {fit["uncalibrated_rms_relative_error"]:.3f} -> {fit["fitted_rms_relative_error"]:.3f}, '
-          f'held back {fit.get("held_back_rms_relative_error")}, predicted ceiling {f.get("predicted_ceiling_users")}, refit rounds {f.get("refit_rounds")}')
+          f'held back {fit.get("held_back_rms_relative_error")} (first fit {fit.get("held_back_fit_correction")}), predicted ceiling {f.get("predicted_ceiling_users")}, '
+          f'refit rounds {f.get("refit_rounds")}, kept trial {f.get("kept_trial")}')
+    print("terms:", ", ".join(f'{t["name"]}={t["value"]:.4g} ({"identified" if t["identified"] else "held"}, rise {t["rms_log_error_rise"]:.3f})' for t in fit.get("terms", [])))
+    for p in f.get("probes", []):
+        print(f'  probe {p["users"]:4d} held_back={p.get("held_back", False)!s:5} live ttft95 {p["live"]["ttft_p95_ms"]:.0f} itl95 {p["live"]["itl_p95_ms"]:.1f} | calibrated ttft95 {p["calibrated"]["ttft_p95_ms"]:.0f} itl95 {p["calibrated"]["itl_p95_ms"]:.1f} err {p["calibrated_rms_relative_error"]:.3f}')
+    for v in f.get("verified", []):
+        print(f'  verify r{v["round"]} trial {v["trial"]} {v["users"]:4d}: predicted {v["predicted"]["pass"]} ttft95 {v["predicted"]["ttft_p95_ms"]:.0f} | live {v["measured"]["pass"]} ttft95 {v["measured"]["ttft_p95_ms"]:.0f}')
 PY

@@ -20,6 +20,8 @@ func TestReadManifestRejectsBadInput(t *testing.T) {
 		{`[{"records": "probes/probe-1.jsonl", "users": 0, "duration_seconds": 5}]`, "run 1: needs records, users ≥ 1"},
 		{`[{"records": "", "users": 4, "duration_seconds": 5}]`, "run 1: needs records"},
 		{`{"records": "x"}`, "cannot unmarshal"},
+		{`[{"records": "probes/probe-1.jsonl", "users": 8, "duration_seconds": 5}]`, "run 1: needs its measured window"},
+		{`[{"records": "probes/probe-1.jsonl", "users": 8, "duration_seconds": 5, "window_start": "2026-12-01T10:00:05Z", "window_end": "2026-12-01T10:00:05Z"}]`, "run 1: needs its measured window"},
 	} {
 		if err := os.WriteFile(filepath.Join(dir, RunsManifest), []byte(tc.body), 0o644); err != nil {
 			t.Fatal(err)
@@ -29,7 +31,7 @@ func TestReadManifestRejectsBadInput(t *testing.T) {
 			t.Errorf("%s: err %v, want %q naming %s", tc.body, err, tc.want, RunsManifest)
 		}
 	}
-	good := `[{"records": "probes/probe-1.jsonl", "params": {}, "users": 8, "ramp_seconds": 1, "warmup_seconds": 2, "duration_seconds": 5, "think_time_scale": 1, "held_back": true}]`
+	good := `[{"records": "probes/probe-1.jsonl", "params": {}, "users": 8, "ramp_seconds": 1, "warmup_seconds": 2, "duration_seconds": 5, "think_time_scale": 1, "window_start": "2026-12-01T10:00:02Z", "window_end": "2026-12-01T10:00:07Z", "held_back": true}]`
 	if err := os.WriteFile(filepath.Join(dir, RunsManifest), []byte(good), 0o644); err != nil {
 		t.Fatal(err)
 	}

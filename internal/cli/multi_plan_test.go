@@ -52,7 +52,7 @@ run:
   users: 8
   ramp: 1s
   warmup: 2s
-  duration: 4s
+  duration: 3s
   mid_session_start: false
 search:
   trials: 4

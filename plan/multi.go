@@ -537,12 +537,7 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 			}
 			agreeAll = agreeAll && agree
 		}
-		pick := cands[0]
-		for _, c := range cands[1:] {
-			if c.bestPass > pick.bestPass {
-				pick = c
-			}
-		}
+		pick := pickVerified(cands)
 		if agreeAll {
 			return p.keep(cands, pick, fmt.Sprintf("live agrees with the prediction for the top %d (round %d)", len(cands), m.rep.Rounds)), nil
 		}
@@ -627,9 +622,29 @@ func (p *planner) verifyOne(ctx context.Context, c *verifyCandidate, disagree *[
 	return agreeAll, nil
 }
 
+// pickVerified is the verified configuration live keeps: the one with
+// the largest count that passed live; on a tie the earlier (the
+// simulator's order, its choice first).
+func pickVerified(cands []*verifyCandidate) *verifyCandidate {
+	pick := cands[0]
+	for _, c := range cands[1:] {
+		if c.bestPass > pick.bestPass {
+			pick = c
+		}
+	}
+	return pick
+}
+
 // keep makes pick the plan's configuration (live decided among the
 // verified candidates) and returns the phase's detail.
 func (p *planner) keep(cands []*verifyCandidate, pick *verifyCandidate, detail string) string {
+	return p.kept(cands, pick, detail) + "; " + p.engineSoFar()
+}
+
+// kept records pick as the plan's configuration: the summary's chosen
+// configuration and candidate, the prediction the final sweep starts
+// from, and a note when live overruled the simulator's choice.
+func (p *planner) kept(cands []*verifyCandidate, pick *verifyCandidate, detail string) string {
 	m := p.m
 	if pick != cands[0] {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live verification kept %s (passed %d users live) over the calibrated simulator's choice, %s (passed %d).",
@@ -643,7 +658,7 @@ func (p *planner) keep(cands []*verifyCandidate, pick *verifyCandidate, detail s
 	m.rep.PredictedCeiling = m.predicted
 	kept := pick.trial
 	m.rep.KeptTrial = &kept
-	return fmt.Sprintf("%s; kept %s (largest count passed live %d, predicted ceiling %d); %s", detail, trialName(pick.trial), pick.bestPass, pick.predicted, p.engineSoFar())
+	return fmt.Sprintf("%s; kept %s (largest count passed live %d, predicted ceiling %d)", detail, trialName(pick.trial), pick.bestPass, pick.predicted)
 }
 
 func seq(n int) []int {

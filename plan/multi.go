@@ -475,10 +475,12 @@ type verifyCandidate struct {
 	bestPass int
 }
 
-// verifyCandidates are the top VerifyTopK configurations of the
-// calibrated search: the simulator's choice first, then the other
-// candidates by their candidate-sweep ceiling, each with a full simulated
-// sweep's prediction (the choice's is searchCalibrated's).
+// verifyCandidates are the VerifyTopK configurations verify runs live:
+// the calibrated simulator's choice first; then the configured flags when
+// they are not the choice (a tuned configuration must beat what the user
+// runs today live, as in choose, not only in the simulator); then the
+// other candidates by their candidate-sweep ceiling. Each comes with a
+// full simulated sweep's prediction (the choice's is searchCalibrated's).
 func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, error) {
 	m := p.m
 	k := p.s.Fidelity.verifyTopK()
@@ -487,7 +489,13 @@ func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, err
 		predictedFail: m.predictedFail, resolution: m.resolution}}
 	seen := map[string]bool{describeParams(p.sum.Capacity.Config): true}
 	others := append([]Candidate(nil), p.sum.Candidates...)
-	sort.SliceStable(others, func(i, j int) bool { return others[i].Ceiling > others[j].Ceiling })
+	sort.SliceStable(others, func(i, j int) bool {
+		// the configured flags first, then by ceiling
+		if (others[i].Trial < 0) != (others[j].Trial < 0) {
+			return others[i].Trial < 0
+		}
+		return others[i].Ceiling > others[j].Ceiling
+	})
 	for _, c := range others {
 		if len(out) >= k {
 			break
@@ -506,11 +514,11 @@ func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, err
 	return out, nil
 }
 
-// verify runs the top VerifyTopK configurations of the calibrated search
-// live, with the sweep's windows, each at its predicted ceiling and at the
-// first count the simulator judged failing above it. Live decides among
-// them: the one with the largest count that passed live is kept (ties: the
-// simulator's order). When a verdict disagrees with the prediction and
+// verify runs VerifyTopK configurations (verifyCandidates) live, with
+// the sweep's windows, each at its predicted ceiling and at the first
+// count the simulator judged failing above it. Live decides among them:
+// the one with the largest count that passed live is kept (ties: the
+// configured flags, then the simulator's order). When a verdict disagrees with the prediction and
 // rounds are left, the verified runs join the fit, the correction is
 // refitted and the search runs again. The kept configuration's verified
 // runs are levels of the final sweep (same configuration, windows and
@@ -623,12 +631,13 @@ func (p *planner) verifyOne(ctx context.Context, c *verifyCandidate, disagree *[
 }
 
 // pickVerified is the verified configuration live keeps: the one with
-// the largest count that passed live; on a tie the earlier (the
-// simulator's order, its choice first).
+// the largest count that passed live; on a tie the configured flags (as in
+// choose: a tuned configuration must beat them), else the earlier in the
+// simulator's order.
 func pickVerified(cands []*verifyCandidate) *verifyCandidate {
 	pick := cands[0]
 	for _, c := range cands[1:] {
-		if c.bestPass > pick.bestPass {
+		if c.bestPass > pick.bestPass || c.bestPass == pick.bestPass && c.trial < 0 && pick.trial >= 0 {
 			pick = c
 		}
 	}

@@ -6,17 +6,22 @@ import (
 )
 
 // Live decides among the verified configurations: the one with the
-// largest count that passed live is kept, a tie keeps the simulator's
-// order, and when live overrules the simulator's choice the summary's
-// configuration, chosen candidate, prediction and notes follow.
+// largest count that passed live is kept, a tie keeps the configured
+// flags, then the simulator's order, and when live overrules the
+// simulator's choice the summary's configuration, chosen candidate,
+// prediction and notes follow.
 func TestLiveDecidesAmongVerified(t *testing.T) {
 	choice := &verifyCandidate{trial: 4, params: map[string]any{"max-num-batched-tokens": 8192}, predicted: 80, predictedFail: 88, resolution: 8, bestPass: 80}
 	runnerUp := &verifyCandidate{trial: 7, params: map[string]any{"max-num-batched-tokens": 2048}, predicted: 72, predictedFail: 80, resolution: 8, bestPass: 80}
 	if got := pickVerified([]*verifyCandidate{choice, runnerUp}); got != choice {
 		t.Errorf("a tie kept trial %d, want the simulator's choice", got.trial)
 	}
+	configured := &verifyCandidate{trial: -1, params: map[string]any{}, predicted: 72, bestPass: 80}
+	if got := pickVerified([]*verifyCandidate{choice, configured, runnerUp}); got != configured {
+		t.Errorf("a tie with the configured flags kept trial %d, want the configured flags", got.trial)
+	}
 	runnerUp.bestPass = 88
-	if got := pickVerified([]*verifyCandidate{choice, runnerUp}); got != runnerUp {
+	if got := pickVerified([]*verifyCandidate{choice, configured, runnerUp}); got != runnerUp {
 		t.Errorf("kept trial %d, want the one that passed 88 users live", got.trial)
 	}
 

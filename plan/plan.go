@@ -177,6 +177,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}
 	finishFidelity(p.sum, s.Deployment.GPUs)
+	autoAssumptions(p.sum, s)
 	if sum.Engine.Calibration != "" {
 		env, note := checkEnvelope(s, p.sum)
 		p.sum.Envelope = env
@@ -208,6 +209,21 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}
 	return p.sum, nil
+}
+
+// autoAssumptions replaces the value of an assumption spoc resolved itself
+// (search.users: 0, "tune at the baseline's ceiling") with the value the
+// plan used, marked automatic: the configured 0 is no load anyone tuned at.
+func autoAssumptions(sum *Summary, s Setup) {
+	if s.Search.Users != 0 || sum.Search == nil || sum.Search.Users <= 0 {
+		return
+	}
+	for i, a := range sum.Assumptions {
+		if a.Field == "search.users" {
+			sum.Assumptions[i].Value = fmt.Sprint(sum.Search.Users)
+			sum.Assumptions[i].Automatic = "set automatically: the configuration says 0, so the study tuned at the baseline's ceiling"
+		}
+	}
 }
 
 // stagingRecords is the folder under OutDir the sweep writes its records

@@ -299,8 +299,11 @@ type CompareRow struct {
 // Assumption is one default that was not a published fact.
 type Assumption struct {
 	Field string `json:"field"`
-	Value string `json:"value"`
-	Note  string `json:"note"`
+	// Value is the value the plan used: for a setting spoc resolves itself
+	// (search.users: 0), the value it chose, and Automatic says how.
+	Value     string `json:"value"`
+	Automatic string `json:"automatic,omitempty"`
+	Note      string `json:"note"`
 }
 
 // Phase is one step of the plan and its wall time.

@@ -256,7 +256,11 @@ func TestHTMLSize(t *testing.T) {
 func TestHTMLAssumptionsAndNotes(t *testing.T) {
 	d := fixture(t)
 	d.Notes = append(d.Notes, "a note the reader must see")
+	d.Assumptions = append(d.Assumptions, plan.Assumption{Field: "search.users", Value: "162", Automatic: "set automatically: the baseline's ceiling", Note: "not published"})
 	page := render(t, d)
+	if want := `<td class="l">162 (automatic)</td><td class="wrap">not published; set automatically: the baseline&#39;s ceiling</td>`; !strings.Contains(page, want) {
+		t.Errorf("the automatic search.users is not shown as %s", want)
+	}
 	for _, a := range d.Assumptions {
 		if !strings.Contains(page, "<code>"+a.Field+"</code>") {
 			t.Errorf("assumption %s not printed", a.Field)

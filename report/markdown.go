@@ -179,7 +179,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	if len(d.Assumptions) > 0 {
 		b.WriteString("## Assumptions\n\n| field | value | note |\n|---|---|---|\n")
 		for _, a := range d.Assumptions {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(a.Field), mdEscape(a.Value), mdEscape(a.Note))
+			value, note := a.Value, a.Note
+			if a.Automatic != "" {
+				value, note = value+" (automatic)", note+"; "+a.Automatic
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(a.Field), mdEscape(value), mdEscape(note))
 		}
 		b.WriteString("\n")
 	}

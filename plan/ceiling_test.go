@@ -33,3 +33,39 @@ func TestChangedFlagsShowEffectiveValues(t *testing.T) {
 		t.Errorf("changedFlags, tuned unset:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// A tie on the ceiling is explained on the chosen candidate and on each
+// one it tied with; candidates that did not tie say nothing.
+func TestExplainTies(t *testing.T) {
+	cands := []Candidate{
+		{Trial: -1, Ceiling: 162},
+		{Trial: 28, Ceiling: 156, StudyThroughput: 9100},
+		{Trial: 27, Ceiling: 165, StudyThroughput: 9050},
+		{Trial: 58, Ceiling: 165, StudyThroughput: 8800},
+	}
+	explainTies("max-ceiling", cands, 2)
+	for i, want := range []string{
+		"", "",
+		"chosen on a tie at 165 users with trial #58: a tie goes to the higher study throughput",
+		"tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s)",
+	} {
+		if cands[i].TieBreak != want {
+			t.Errorf("candidate %d: tie-break %q, want %q", cands[i].Trial, cands[i].TieBreak, want)
+		}
+	}
+	// engine.params win a tie
+	cands = []Candidate{{Trial: -1, Ceiling: 150}, {Trial: 3, Ceiling: 150, StudyThroughput: 9000}}
+	explainTies("max-ceiling", cands, 0)
+	if want := "chosen on a tie at 150 users with trial #3: a tie keeps the configured flags"; cands[0].TieBreak != want {
+		t.Errorf("baseline tie-break %q, want %q", cands[0].TieBreak, want)
+	}
+	if want := "tied with engine.params (baseline) at 150 users; not chosen: a tie keeps the configured flags"; cands[1].TieBreak != want {
+		t.Errorf("trial tie-break %q, want %q", cands[1].TieBreak, want)
+	}
+	// no tie, nothing said
+	cands = []Candidate{{Trial: -1, Ceiling: 150}, {Trial: 3, Ceiling: 156}}
+	explainTies("max-ceiling", cands, 1)
+	if cands[0].TieBreak != "" || cands[1].TieBreak != "" {
+		t.Errorf("tie-breaks without a tie: %+v", cands)
+	}
+}

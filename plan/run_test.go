@@ -106,6 +106,18 @@ func TestQuickPlan(t *testing.T) {
 	}
 	// search.users: 0 is resolved to the baseline's ceiling: the
 	// assumption shows the load the study ran at, marked automatic
+	// a candidate with the chosen one's ceiling says how the tie was broken
+	var chosen *plan.Candidate
+	for i := range s.Candidates {
+		if s.Candidates[i].Chosen {
+			chosen = &s.Candidates[i]
+		}
+	}
+	for _, cd := range s.Candidates {
+		if tied := chosen != nil && cd.Trial != chosen.Trial && cd.Ceiling == chosen.Ceiling; tied != (cd.TieBreak != "") || tied && chosen.TieBreak == "" {
+			t.Errorf("candidate %d (ceiling %d, chosen %+v): tie-break %q", cd.Trial, cd.Ceiling, chosen, cd.TieBreak)
+		}
+	}
 	autoUsers := 0
 	for _, a := range s.Assumptions {
 		if a.Field == "search.users" {

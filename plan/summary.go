@@ -187,6 +187,14 @@ type Candidate struct {
 	FullCeiling      int    `json:"full_ceiling,omitempty"`
 	FullFailedClause string `json:"full_failed_clause,omitempty"`
 	Chosen           bool   `json:"chosen"`
+	// StudyThroughput is the candidate's output tokens/s in the study (0:
+	// engine.params, not a study trial): candidates are ranked by it
+	// before their sweeps, and a tie on the ceiling keeps the earlier one.
+	StudyThroughput float64 `json:"study_output_throughput,omitempty"`
+	// TieBreak says how a tie on the ceiling with the chosen candidate was
+	// broken, on the chosen candidate and on each it tied with; empty
+	// when the candidate tied with none.
+	TieBreak string `json:"tie_break,omitempty"`
 	// Provenance is where the candidate's short sweep ran.
 	Provenance Provenance `json:"provenance"`
 }

@@ -68,6 +68,14 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 		}
 		return ""
 	},
+	"anyTie": func(cs []plan.Candidate) bool {
+		for _, c := range cs {
+			if c.TieBreak != "" {
+				return true
+			}
+		}
+		return false
+	},
 	"trialLabel": func(n int) string {
 		if n < 0 {
 			return "baseline"

@@ -314,3 +314,35 @@ func headline(page string) string {
 	}
 	return page[i:min(len(page), i+600)]
 }
+
+// TestCandidatesTieBreak: a tie on the ceiling is explained in the
+// Candidates table (HTML and Markdown); without one the column is absent.
+func TestCandidatesTieBreak(t *testing.T) {
+	d := fixture(t)
+	d.Candidates = []plan.Candidate{
+		{Trial: -1, Ceiling: 162},
+		{Trial: 27, Ceiling: 165, Chosen: true, TieBreak: "chosen on a tie at 165 users with trial #58: a tie goes to the higher study throughput"},
+		{Trial: 58, Ceiling: 165, TieBreak: "tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s)"},
+	}
+	page := render(t, d)
+	for _, want := range []string{`<th class="l">tie-break</th>`,
+		`<td class="wrap">tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s)</td>`,
+		`<td class="wrap">chosen on a tie at 165 users with trial #58: a tie goes to the higher study throughput</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| trial #58 | 165 |  | tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s) |"; !strings.Contains(md.String(), want) {
+		t.Errorf("summary.md lacks %s\n%s", want, md.String())
+	}
+	for i := range d.Candidates {
+		d.Candidates[i].TieBreak = ""
+	}
+	if page := render(t, d); strings.Contains(page, "tie-break") {
+		t.Error("a tie-break column without a tie")
+	}
+}

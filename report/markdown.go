@@ -95,7 +95,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString("\n")
 	}
 	if len(d.Candidates) > 0 {
-		b.WriteString("## Candidates\n\n| candidate | short-sweep ceiling | fails first on | full-sweep ceiling (tie-break) |\n|---|---:|---|---:|\n")
+		b.WriteString("## Candidates\n\n| candidate | ceiling | fails first on | tie-break |\n|---|---:|---|---|\n")
 		for _, cd := range d.Candidates {
 			label := fmt.Sprintf("trial #%d", cd.Trial)
 			if cd.Trial < 0 {
@@ -104,11 +104,15 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 			if cd.Chosen {
 				label += " (chosen)"
 			}
-			full := "–"
-			if cd.FullCeiling > 0 {
-				full = strconv.Itoa(cd.FullCeiling)
+			tie := "–"
+			switch {
+			case cd.TieBreak != "":
+				tie = mdEscape(cd.TieBreak)
+			case cd.FullCeiling > 0:
+				// summaries of plans that broke ties with full sweeps
+				tie = "full-sweep ceiling " + strconv.Itoa(cd.FullCeiling)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause), full)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause), tie)
 		}
 		b.WriteString("\n")
 	}

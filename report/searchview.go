@@ -261,6 +261,9 @@ func newSearchView(d *plan.Summary) *searchView {
 			if cd.FullCeiling > 0 {
 				note += fmt.Sprintf("; tied, full sweep: %d users", cd.FullCeiling)
 			}
+			if cd.TieBreak != "" {
+				note += "; " + cd.TieBreak
+			}
 			c.Rows = append(c.Rows, BarRow{Label: label, Values: []float64{float64(cd.Ceiling)}, Note: note})
 		}
 		v.Candidates = c.SVG()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/result"
@@ -344,5 +345,37 @@ func TestCandidatesTieBreak(t *testing.T) {
 	}
 	if page := render(t, d); strings.Contains(page, "tie-break") {
 		t.Error("a tie-break column without a tie")
+	}
+}
+
+// TestSweepBindingColumn: the sweep table's latency columns say they are
+// over all profiles, and a per-profile binding clause (P2 ttft p95) gets a
+// column with that profile's value at each level; an overall clause
+// needs none.
+func TestSweepBindingColumn(t *testing.T) {
+	d := fixture(t)
+	d.Capacity.BindingMargin = &capacity.Margin{Scope: "P2", Clause: "ttft p95", Limit: 2, AtCeiling: 1.7, AtFirstFailing: 2.1}
+	d.Sweep = []plan.SweepPoint{{Users: 165, Pass: true, TTFTP95Ms: 900,
+		Profiles: []plan.ProfilePoint{{Name: "P0", Requests: 10, TTFTP95Ms: 700}, {Name: "P2", Requests: 4, TTFTP95Ms: 1702}}}}
+	page := render(t, d)
+	for _, want := range []string{"<th>P2 TTFT p95 (binding)</th><th>TTFT p50 all</th><th>TTFT p95 all</th>",
+		"<td>1.70 s</td><td>", "<td>900 ms</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| users | verdict | output tok/s | P2 TTFT p95 (binding) | TTFT p95 all |"; !strings.Contains(md.String(), want) {
+		t.Errorf("summary.md lacks %s", want)
+	}
+	if want := "| 165 | pass | 0 | 1.70 s | 900 ms |"; !strings.Contains(md.String(), want) {
+		t.Errorf("summary.md lacks %s", want)
+	}
+	d.Capacity.BindingMargin.Scope = "overall"
+	if page := render(t, d); strings.Contains(page, "(binding)</th>") || !strings.Contains(page, "<th>TTFT p95 all</th>") {
+		t.Error("an overall clause gets a binding column, or the all-profile columns lost their label")
 	}
 }

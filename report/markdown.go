@@ -117,8 +117,15 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString("\n")
 	}
 	if len(d.Sweep) > 0 {
-		b.WriteString("## Sweep\n\n| users | verdict | output tok/s | TTFT p95 | ITL p95 | KV usage | prefix hits |\n|---:|---|---:|---:|---:|---:|---:|\n")
-		for _, s := range d.Sweep {
+		// the latency columns are over all profiles; a per-profile binding
+		// clause gets its own column
+		head, cells := bindingColumn(d)
+		bh, bsep := "", ""
+		if head != "" {
+			bh, bsep = " "+mdEscape(head)+" (binding) |", "---:|"
+		}
+		fmt.Fprintf(&b, "## Sweep\n\n| users | verdict | output tok/s |%s TTFT p95 all | ITL p95 all | KV usage | prefix hits |\n|---:|---|---:|%s---:|---:|---:|---:|\n", bh, bsep)
+		for i, s := range d.Sweep {
 			v := "pass"
 			if !s.Pass {
 				v = "fail: " + mdEscape(s.FailedClause)
@@ -127,7 +134,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 			if s.HasEngineTelemetry() {
 				kv, hits = fmtPct(s.KVCacheUsageMean), fmtPct(s.PrefixCacheHitRate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), kv, hits)
+			bc := ""
+			if head != "" {
+				bc = " " + cells[i] + " |"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.0f |%s %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, bc, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), kv, hits)
 		}
 		b.WriteString("\n")
 	}

@@ -237,6 +237,12 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 	} else {
 		ev, err = e.evaluateLive(ctx, params, load, out)
 	}
+	if err != nil && ev != nil && ev.Interrupted {
+		// what was measured before Ctrl-C travels with the error (spoc
+		// run prints it); it is no verdict
+		ev.Wall = time.Since(start)
+		return ev, err
+	}
 	if err != nil {
 		if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
 			err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
@@ -407,12 +413,24 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	ep := srv.Endpoint()
 	defer func() {
 		// A run that failed may have killed the server: the next
-		// evaluation must not reuse it blindly.
-		if err != nil {
+		// evaluation must not reuse it blindly. Say what really happens to
+		// it: spoc stops only a server it started.
+		if err == nil {
+			return
+		}
+		interrupted := ctx.Err() != nil
+		switch owned := ownsServers(e.launcher); {
+		case !owned && interrupted:
+			e.logger.Warn("interrupted: the run's requests were cancelled; the external server keeps running (spoc never stops a server it did not start)", "endpoint", ep.BaseURL)
+		case !owned:
+			e.logger.Warn("the run failed; the external server is left as it is (spoc never stops a server it did not start): the next run checks it again", "endpoint", ep.BaseURL, "err", err)
+		case interrupted:
+			e.logger.Warn("interrupted: stopping the server spoc started", "err", err)
+		default:
 			e.logger.Warn("stopping the server after a failed run; the next run starts a new one", "err", err)
-			if serr := e.stopLocked(ctx); serr != nil {
-				e.logger.Warn("stop engine after a failed run", "err", serr)
-			}
+		}
+		if serr := e.stopLocked(ctx); serr != nil {
+			e.logger.Warn("stop engine after a failed run", "err", serr)
 		}
 	}()
 
@@ -528,6 +546,13 @@ func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) 
 // name, else the model.
 func (e *Evaluator) model() string {
 	return e.setup.Deployment.RequestModel()
+}
+
+// ownsServers reports whether the launcher's servers are spoc's to stop:
+// every launcher's but the external engine's, whose Stop does nothing.
+func ownsServers(l engine.Launcher) bool {
+	_, external := l.(*engine.External)
+	return !external
 }
 
 // watchProgress calls fn with the runner's counters every second until the

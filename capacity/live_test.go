@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -200,5 +201,42 @@ func TestEvaluatorReusesServerPerFlagSet(t *testing.T) {
 	}
 	if u := ev.Usage(); u.Starts != 2 || u.Resets != 3 || u.Seconds <= 0 {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// Ctrl-C during a run on an external engine cancels the run's requests
+// and says so; it does not claim to stop a server spoc never started, and
+// the server keeps serving.
+func TestEvaluateLiveInterruptedLeavesExternalServer(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = srv.URL
+	cfg.Telemetry.Enabled = false
+	setup, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	ev, err := capacity.NewEvaluator(setup.Setup, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	load := capacity.Load{Users: 2, Duration: time.Minute, ThinkTimeScale: 0.001}
+	got, err := ev.Evaluate(ctx, nil, load, capacity.Outputs{})
+	if !errors.Is(err, context.Canceled) || got == nil || !got.Interrupted {
+		t.Fatalf("Evaluate after Ctrl-C = %+v, %v; want the partial run and context.Canceled", got, err)
+	}
+	msg := log.String()
+	if strings.Contains(msg, "stopping the server") || !strings.Contains(msg, "the external server keeps running (spoc never stops a server it did not start)") {
+		t.Errorf("log on interrupt:\n%s", msg)
+	}
+	// the server is still there, and the next evaluation uses it
+	if _, err := ev.Evaluate(context.Background(), nil, capacity.Load{Users: 1, Duration: 300 * time.Millisecond, ThinkTimeScale: 0.001}, capacity.Outputs{}); err != nil {
+		t.Errorf("the next run on the external server: %v", err)
 	}
 }

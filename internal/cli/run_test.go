@@ -177,3 +177,31 @@ func TestRunHintsWhenWindowIsEmpty(t *testing.T) {
 		t.Fatalf("run exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// Ctrl-C during spoc run (an external server: spoc does not own it) stops
+// the run, prints what was measured and exits 130; the log says the server
+// keeps running and never that spoc stops it.
+func TestRunInterruptedSaysTheServerKeepsRunning(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	if err := os.WriteFile(cfg, []byte(smallWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "-c", cfg, "--target", srv.URL, "--users", "2", "--duration", "1m", "--warmup", "100ms", "--ramp", "50ms",
+		"--out", filepath.Join(dir, "r.jsonl"), "--quiet"}, &stdout, &stderr)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d after Ctrl-C, want %d\n%s", code, ExitInterrupted, stderr.String())
+	}
+	msg := stderr.String()
+	if strings.Contains(msg, "stopping the server") || !strings.Contains(msg, "the external server keeps running") || !strings.Contains(msg, "spoc: interrupted; ") {
+		t.Errorf("stderr after Ctrl-C:\n%s", msg)
+	}
+	if !strings.Contains(stdout.String(), "measured: live on the external engine") {
+		t.Errorf("what was measured before Ctrl-C is not printed:\n%s", stdout.String())
+	}
+}

@@ -28,11 +28,20 @@ import (
 // the process engine's argv template; gpu the configured GPU.
 func livePlanConfig(t *testing.T, dir, kind, gpu string, command []string) string {
 	t.Helper()
+	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
+	if err := os.WriteFile(path, []byte(livePlanYAML(kind, gpu, command)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// livePlanYAML is livePlanConfig's file.
+func livePlanYAML(kind, gpu string, command []string) string {
 	quoted := make([]string, len(command))
 	for i, a := range command {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	body := fmt.Sprintf(`engine:
+	return fmt.Sprintf(`engine:
   kind: %s
   model: gpt-oss-20b
   gpu: %s
@@ -85,11 +94,6 @@ telemetry:
 plan:
   fidelity: live
 `, kind, gpu, time.Now().UnixNano(), strings.Join(quoted, ", "))
-	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // simServe is the process engine's command: spoc sim serve as vLLM, on an
@@ -147,6 +151,12 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 		t.Fatalf("live plan exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, out)
+
+	// the first run of minutes on a real server is not silent: the server's
+	// start and the run's counters are shown before its level is done
+	if _, base, ok := strings.Cut(stderr, "== baseline"); !ok || !regexp.MustCompile(`^ \(phase 2/\d+\)\n 0:0\d starting the server for the run at 8 users\n 0:\d\d run at 8 users 0:0\d/0:0\d: \d+ active`).MatchString(base) {
+		t.Errorf("the baseline's first run shows no progress before its level is done:\n%s", stderr)
+	}
 
 	// provenance: live everywhere, on this process, at its endpoint
 	isLive := func(what string, p plan.Provenance) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
@@ -132,6 +133,43 @@ type Evaluator struct {
 	warnedReset bool
 	// dry counts what virtual evaluations would cost live (dryrun.go).
 	dry dryCount
+	// watch, when set, receives every live evaluation's status (WatchRuns).
+	watch atomic.Pointer[func(RunStatus)]
+}
+
+// RunStatus is a live evaluation in progress: the server starting for it,
+// or the load running on it with the client's counters so far.
+type RunStatus struct {
+	Load Load
+	// Starting is set when spoc starts a server for the run (nothing sent
+	// yet; never for an external server); Elapsed and Progress then are
+	// zero.
+	Starting bool
+	// Elapsed is the time since the first user started; Length is the
+	// run's planned length (warm-up plus the measured window).
+	Elapsed, Length time.Duration
+	Progress        loadgen.Progress
+}
+
+// WatchRuns makes every later live evaluation report its status to fn:
+// once when a server is started for it, then about once a second while
+// its load runs, so that a caller can show progress from the first second
+// of a run of minutes (a virtual evaluation reports nothing: it takes
+// milliseconds). fn is called from another goroutine than Evaluate's; nil
+// stops the reports.
+func (e *Evaluator) WatchRuns(fn func(RunStatus)) {
+	if fn == nil {
+		e.watch.Store(nil)
+		return
+	}
+	e.watch.Store(&fn)
+}
+
+func (e *Evaluator) watcher() func(RunStatus) {
+	if fn := e.watch.Load(); fn != nil {
+		return *fn
+	}
+	return nil
 }
 
 // EngineUsage counts what live evaluations cost on the engine.
@@ -281,7 +319,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // server returns a running server configured with params: the current one
 // when its flags are the same (prefix cache reset), else a new one. The
 // caller holds e.mu.
-func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
+func (e *Evaluator) server(ctx context.Context, params map[string]any, load Load) (engine.Server, error) {
 	flags, err := vllm.Flags(vllm.Merge(e.setup.Search.BaseParams, params)) // the command line, not how it was spelt
 	if err != nil {
 		return nil, err
@@ -306,6 +344,9 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.S
 	}
 	if err := e.stopLocked(ctx); err != nil {
 		return nil, err
+	}
+	if watch := e.watcher(); watch != nil && ownsServers(e.launcher) {
+		watch(RunStatus{Load: load, Starting: true})
 	}
 	srv, err := e.launcher.Start(ctx, engine.Params(params))
 	if err != nil {
@@ -406,7 +447,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	srv, err := e.server(ctx, params)
+	srv, err := e.server(ctx, params, load)
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +525,17 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		w = result.NewWriter(out.Records)
 		sinks = append(sinks, w)
 	}
-	stopProgress := watchProgress(runner, out.Progress)
+	report := out.Progress
+	if watch := e.watcher(); watch != nil {
+		started, length := time.Now(), load.Warmup+load.Duration
+		report = func(pr loadgen.Progress) {
+			if out.Progress != nil {
+				out.Progress(pr)
+			}
+			watch(RunStatus{Load: load, Elapsed: time.Since(started), Length: length, Progress: pr})
+		}
+	}
+	stopProgress := watchProgress(runner, report)
 	rep, err := runner.Run(ctx, gen, result.Tee(sinks...))
 	stopProgress()
 	if w != nil {

@@ -140,6 +140,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}()
 	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
+	p.watchRuns(ev)
 	steps := []phaseStep{
 		{"workload", p.inspect},
 		{"baseline", p.baselineSweep},

@@ -142,6 +142,7 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process for about a minute and a half")
 	}
+	t.Parallel() // mostly waits on real-time load windows: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := livePlanConfig(t, dir, "process", "B200", simServe(spoc))
@@ -275,14 +276,37 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	}
 	simUsers, simStep := sweep("H200-SXM")
 	step := max(simStep, s.Capacity.ResolutionUsers)
-	if d := s.Capacity.Users - simUsers; d > step || d < -step {
-		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d with the same flags (step %d)", s.Capacity.Users, simUsers, step)
+	// Machine load only lowers a live ceiling: the client and the server
+	// share this machine's CPUs, so a busy machine delays tokens and the
+	// SLA fails sooner (32 against 48 simulated once, on two shared
+	// cores). So the live ceiling is held tightly from above, at most one
+	// step over the simulation of the server's hardware: a plan that fell
+	// back to simulating the configured B200 (about twice the users), or a
+	// client that under-measures latency, breaks that. From below it is
+	// held loosely: under half the simulation the live path lost requests
+	// or time, which load alone has not done.
+	live := s.Capacity.Users
+	if live > simUsers+step || live < simUsers/2 {
+		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d with the same flags (step %d): want within [%d, %d]; load average %s",
+			live, simUsers, step, simUsers/2, simUsers+step, loadAverage())
 	}
-	// and a silent fallback to the configured hardware would not agree
-	if fb, _ := sweep("B200"); fb-s.Capacity.Users <= step {
-		t.Errorf("the configured B200 simulated gives %d users, the live H200 %d: the test cannot tell a fallback", fb, s.Capacity.Users)
+	// and a silent fallback to the configured hardware would break the
+	// upper bound
+	if fb, _ := sweep("B200"); fb <= simUsers+step {
+		t.Errorf("the configured B200 simulated gives %d users, the server's H200 %d (step %d): the test cannot tell a fallback", fb, simUsers, step)
 	}
-	t.Logf("live %d users; in process on an H200 %d (step %d); %d servers, %d requests served", s.Capacity.Users, simUsers, step, len(logs), served)
+	t.Logf("live %d users; in process on an H200 %d (step %d); %d servers, %d requests served; load average %s", live, simUsers, step, len(logs), served, loadAverage())
+}
+
+// loadAverage is the machine's load average (Linux), for messages about
+// timing under load.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // previousReport puts a marked report in out, as an earlier plan left it.
@@ -313,6 +337,7 @@ func TestLivePlanEngineNeverHealthy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the spoc binary")
 	}
+	t.Parallel()
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := livePlanConfig(t, dir, "process", "B200", []string{"/bin/false", "{{.Port}}"})
@@ -338,6 +363,7 @@ func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process for about half a minute")
 	}
+	t.Parallel() // mostly waits on real-time load windows: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := livePlanConfig(t, dir, "process", "B200", simServe(spoc))

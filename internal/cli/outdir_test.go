@@ -16,6 +16,7 @@ import (
 // log its error quotes) and never touches what was there before, empty
 // folders included.
 func TestFailedPlanRemovesOnlyTheEmptyFoldersItCreated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := testserver.Start(testserver.Config{})
 	nothing := srv.URL // nothing listens there once closed

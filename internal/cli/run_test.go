@@ -182,6 +182,7 @@ func TestRunHintsWhenWindowIsEmpty(t *testing.T) {
 // the run, prints what was measured and exits 130; the log says the server
 // keeps running and never that spoc stops it.
 func TestRunInterruptedSaysTheServerKeepsRunning(t *testing.T) {
+	t.Parallel() // a run of real seconds against its own server
 	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
 	defer srv.Close()
 	dir := t.TempDir()

@@ -27,6 +27,7 @@ func TestTuneInterruptedLeavesNoServerAndResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/spoc and runs real servers; skipped with -short")
 	}
+	t.Parallel() // real servers and a real signal: waits more than it computes
 	dir := t.TempDir()
 	spoc := spocBinary(t)
 	marker := fmt.Sprintf("tune-sigint-%d", time.Now().UnixNano())

@@ -46,7 +46,7 @@ func TestFailedPlanRemovesOnlyTheEmptyFoldersItCreated(t *testing.T) {
 	process := filepath.Join(dir, "process.yaml")
 	writeFile(t, process, livePlanYAML("process", "B200", []string{"/bin/false", "{{.Port}}"}))
 	out = filepath.Join(dir, "logs")
-	if _, stderr := plan(t, process, out); !strings.Contains(stderr, out+" keeps only what the failed plan logged there") {
+	if _, stderr := plan(t, process, out); !strings.Contains(stderr, out+" keeps only what this plan logged there") {
 		t.Errorf("stderr does not say what was kept:\n%s", stderr)
 	}
 	logs, _ := filepath.Glob(filepath.Join(out, "servers", "server-*", "server.log"))

@@ -134,7 +134,7 @@ func planFailed(ctx context.Context, stderr io.Writer, out string, created, remo
 	case removed:
 		previous = "no report was written, and the empty folder " + out + " this plan created was removed"
 	case created:
-		previous = "no report was written; " + out + " keeps only what the failed plan logged there (server logs, the study)"
+		previous = "no report was written; " + out + " keeps only what this plan logged there (server logs, the study)"
 	case serr == nil:
 		previous = "the previous report in " + out + " is unchanged"
 	}

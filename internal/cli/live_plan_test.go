@@ -72,8 +72,8 @@ sla:
 run:
   users: 8
   ramp: 1s
-  warmup: 2s
-  duration: 5s
+  warmup: 1s
+  duration: 4s
   mid_session_start: false
 search:
   trials: 2
@@ -83,7 +83,7 @@ search:
   space:
     - {name: max-num-batched-tokens, type: int, low: 1024, high: 8192, log: true}
 sweep:
-  start: 8
+  start: 16
   max: 128
   resolution_users: 2
   resolution_fraction: 0.25
@@ -155,7 +155,7 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 
 	// the first run of minutes on a real server is not silent: the server's
 	// start and the run's counters are shown before its level is done
-	if _, base, ok := strings.Cut(stderr, "== baseline"); !ok || !regexp.MustCompile(`^ \(phase 2/\d+\)\n 0:0\d starting the server for the run at 8 users\n 0:\d\d run at 8 users 0:0\d/0:0\d: \d+ active`).MatchString(base) {
+	if _, base, ok := strings.Cut(stderr, "== baseline"); !ok || !regexp.MustCompile(`^ \(phase 2/\d+\)\n 0:0\d starting the server for the run at 16 users\n 0:\d\d run at 16 users 0:0\d/0:0\d: \d+ active`).MatchString(base) {
 		t.Errorf("the baseline's first run shows no progress before its level is done:\n%s", stderr)
 	}
 
@@ -409,7 +409,7 @@ func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
 			}
 			if inSweep && strings.Contains(line, " users ") {
 				if levels++; levels == 1 {
-					// the second level runs for 7 s from now: kill its
+					// the second level runs for 5 s from now: kill its
 					// server in the middle of it (a server found dead
 					// between levels is restarted instead)
 					time.Sleep(2 * time.Second)

@@ -151,6 +151,39 @@ type RunStatus struct {
 	Progress        loadgen.Progress
 }
 
+// Line is the status as one line of progress: the server's start, or the
+// run's elapsed time of its length and the client's counters so far.
+func (st RunStatus) Line() string {
+	users := fmt.Sprintf("%d users", st.Load.Users)
+	if st.Load.SeedOffset > 0 {
+		users += fmt.Sprintf(" (seed +%d)", st.Load.SeedOffset)
+	}
+	if st.Starting {
+		return "starting the server for the run at " + users
+	}
+	pr := st.Progress
+	return fmt.Sprintf("run at %s %s/%s: %d active %d in flight %d done %d errors ttft95 %s itl95 %s",
+		users, minSec(st.Elapsed), minSec(st.Length), pr.ActiveUsers, pr.InFlight, pr.Requests, pr.Errors, shortDuration(pr.TTFTp95), shortDuration(pr.ITLp95))
+}
+
+// minSec prints d as m:ss.
+func minSec(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d/time.Minute), int(d/time.Second)%60)
+}
+
+// shortDuration prints a latency with three significant digits or so; "-"
+// for none yet.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(100 * time.Microsecond).String()
+}
+
 // WatchRuns makes every later live evaluation report its status to fn:
 // once when a server is started for it, then about once a second while
 // its load runs, so that a caller can show progress from the first second

@@ -105,7 +105,10 @@ type TuneOptions struct {
 	// BaselineLevel, when set, is called after every level of the baseline
 	// sweep that finds the tuning load (search.users 0, a new study).
 	BaselineLevel func(l Level, phase string)
-	Logger        *slog.Logger
+	// Runs, when set, receives each live run's status about once a second
+	// (Evaluator.WatchRuns): a trial of minutes shows progress.
+	Runs   func(RunStatus)
+	Logger *slog.Logger
 }
 
 // Tune runs the study of s.Search on s's engine: the `spoc tune` use case.
@@ -131,6 +134,9 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		return nil, err
 	}
 	defer ev.Close(ctx)
+	if o.Runs != nil {
+		ev.WatchRuns(o.Runs)
+	}
 	spec := s.Search
 	if spec.Users == 0 {
 		users, err := tune.StudyUsers(ctx, spec.Storage, spec.Study)

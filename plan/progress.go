@@ -91,39 +91,9 @@ func (p *planner) watchRuns(ev *capacity.Evaluator) {
 	ev.WatchRuns(func(st capacity.RunStatus) {
 		if st.Starting {
 			// an event of its own (a server's start takes minutes), not a tick
-			p.logf("%s", runText(st))
+			p.logf("%s", st.Line())
 			return
 		}
-		p.emit(Event{Kind: Running, Text: runText(st)})
+		p.emit(Event{Kind: Running, Text: st.Line()})
 	})
-}
-
-// runText is one line on a live run in progress.
-func runText(st capacity.RunStatus) string {
-	users := fmt.Sprintf("%d users", st.Load.Users)
-	if st.Load.SeedOffset > 0 {
-		users += fmt.Sprintf(" (seed +%d)", st.Load.SeedOffset)
-	}
-	if st.Starting {
-		return "starting the server for the run at " + users
-	}
-	pr := st.Progress
-	return fmt.Sprintf("run at %s %s/%s: %d active %d in flight %d done %d errors ttft95 %s itl95 %s",
-		users, clockText(st.Elapsed), clockText(st.Length), pr.ActiveUsers, pr.InFlight, pr.Requests, pr.Errors, durText(pr.TTFTp95), durText(pr.ITLp95))
-}
-
-// clockText prints d as m:ss.
-func clockText(d time.Duration) string {
-	d = d.Round(time.Second)
-	return fmt.Sprintf("%d:%02d", int(d/time.Minute), int(d/time.Second)%60)
-}
-
-func durText(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "-"
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(100 * time.Microsecond).String()
 }

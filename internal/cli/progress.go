@@ -185,6 +185,17 @@ func (p *progress) running(text string) {
 	p.println(fit(fmt.Sprintf(" %s %s", clock(now.Sub(start)), text), progressWidth))
 }
 
+// liveRun renders a live run's status for verbs that watch their
+// evaluator themselves (spoc sweep, spoc tune): a server's start as a
+// line, the run's counters as running does.
+func (p *progress) liveRun(st capacity.RunStatus) {
+	if st.Starting {
+		p.note(st.Line())
+		return
+	}
+	p.running(st.Line())
+}
+
 // note prints a line of the phase that counts nothing.
 func (p *progress) note(text string) { p.step(text, 0, 0, false) }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,38 @@ func TestRunInterruptedSaysTheServerKeepsRunning(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "measured: live on the external engine") {
 		t.Errorf("what was measured before Ctrl-C is not printed:\n%s", stdout.String())
+	}
+}
+
+// spoc sweep against an external server shows each level's run from its
+// first second, before the level's line: a sweep of minute-long levels is
+// not silent.
+func TestSweepShowsLiveRunsFromTheFirstSecond(t *testing.T) {
+	t.Parallel() // real seconds against its own server
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	writeFile(t, cfg, smallWorkload+`engine:
+  kind: external
+  external:
+    url: `+srv.URL+`
+run:
+  ramp: 100ms
+  warmup: 500ms
+  duration: 1500ms
+sweep:
+  start: 2
+  max: 2
+  seeds: 1
+telemetry:
+  enabled: false
+`)
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"sweep", "-c", cfg}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !regexp.MustCompile(`\n 0:0\d run at 2 users 0:01/0:02: \d+ active \d+ in flight \d+ done 0 errors ttft95 \S+ itl95 \S+\n[^\n]* grid 2 users `).MatchString(stderr.String()) {
+		t.Errorf("no progress line before the level's:\n%s", stderr.String())
 	}
 }

@@ -133,6 +133,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 			levels(l, phase)
 		}
 		opts.Notify = prog.note
+		opts.Runs = prog.liveRun
 	}
 	// A simulated trial is reproduced exactly by spoc sim run with its
 	// flags, so its records (megabytes per trial) are kept only on request;

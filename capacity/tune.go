@@ -181,7 +181,11 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		}
 		spec.Users = users
 	}
-	notify(fmt.Sprintf("study %q in %s: %d trials, %s engine, %d users per trial", spec.Study, spec.Storage, spec.Trials, s.Deployment.Kind, spec.Users))
+	line := fmt.Sprintf("study %q in %s: %d trials, %s engine, %d users per trial", spec.Study, spec.Storage, spec.Trials, s.Deployment.Kind, spec.Users)
+	if spec.Parallel > 1 {
+		line += fmt.Sprintf(", %d at once", spec.Parallel)
+	}
+	notify(line)
 	workers, closeWorkers := ev.TuneWorkers(s.Windows.Tune.At(spec.Users), spec.Parallel)
 	defer func() {
 		if err := closeWorkers(ctx); err != nil {

@@ -240,7 +240,12 @@ func (k *Kubernetes) kubectl(args ...string) []string {
 }
 
 func (k *Kubernetes) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	return k.opts.Runner.Run(ctx, stdin, k.kubectl(args...)...)
+	out, err := k.opts.Runner.Run(ctx, stdin, k.kubectl(args...)...)
+	if err != nil && ctx.Err() != nil {
+		// kubectl killed by Ctrl-C: the caller sees the interruption
+		return out, fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return out, err
 }
 
 // Start applies the trial's Deployment and Service, waits until every

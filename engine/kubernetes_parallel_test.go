@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -80,6 +82,81 @@ func TestKubernetesMaxServers(t *testing.T) {
 		t.Fatalf("Start after one Stop: %v", err)
 	}
 	for _, s := range append(srvs[1:], s) {
+		stop(t, s)
+	}
+}
+
+// TestKubernetesUnconfirmedCreate: a create that failed otherwise than
+// AlreadyExists (a lost connection, Ctrl-C) may still have created the
+// Deployment; the launcher deletes it only when it bears its own mark,
+// never another worker's.
+func TestKubernetesUnconfirmedCreate(t *testing.T) {
+	for _, mine := range []bool{true, false} {
+		r := &fakeRunner{pods: []string{podsReady}, createErr: errors.New("kubectl create -f -: unexpected EOF")}
+		o := kubeOptions(t, r)
+		k, err := NewKubernetes(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mine {
+			r.holder = k.instance
+		} else {
+			r.holder = "0123456789abcdef"
+		}
+		if _, err := k.Start(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+			t.Fatalf("Start = %v, want the create's error", err)
+		}
+		deleted := false
+		for _, c := range r.calls {
+			deleted = deleted || strings.Contains(c, " delete deployment/spoc-default-s1 ")
+		}
+		if deleted != mine {
+			t.Errorf("Deployment marked by this launcher: %v; deleted: %v (calls %q)", mine, deleted, r.calls)
+		}
+		// the slot is free again either way
+		if s, err := k.Start(context.Background(), nil); err == nil {
+			s.Stop(context.Background())
+		} else if strings.Contains(err.Error(), "already running") {
+			t.Errorf("a failed Start kept the launcher's slot: %v", err)
+		}
+	}
+}
+
+// TestKubernetesConcurrentStarts: parallel trials start their servers at
+// the same moment; each gets its own name, folder and slot (run with
+// -race).
+func TestKubernetesConcurrentStarts(t *testing.T) {
+	r := &fakeRunner{pods: []string{podsReady}}
+	o := kubeOptions(t, r)
+	o.ContainerPort = fakeServicePort(t)
+	o.MaxServers = 3
+	k, err := NewKubernetes(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvs := make([]Server, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srvs[i], errs[i] = k.Start(context.Background(), Params{"max-num-seqs": 16 * (i + 1)})
+		}()
+	}
+	wg.Wait()
+	names, logs := map[string]bool{}, map[string]bool{}
+	for i, s := range srvs {
+		if errs[i] != nil {
+			t.Fatalf("Start %d: %v", i, errs[i])
+		}
+		names[s.(*kubeServer).t.name] = true
+		logs[s.Endpoint().Log] = true
+	}
+	if len(names) != 3 || len(logs) != 3 {
+		t.Errorf("names %v, logs %v: want 3 of each", names, logs)
+	}
+	for _, s := range srvs {
 		stop(t, s)
 	}
 }

@@ -37,6 +37,10 @@ type fakeRunner struct {
 	// taken are Deployment names another worker holds: creating one
 	// fails with AlreadyExists, as the API server answers.
 	taken map[string]bool
+	// createErr fails every create; holder is the launcher mark that
+	// `get deployment` then finds ("" for none).
+	createErr error
+	holder    string
 }
 
 func (f *fakeRunner) Run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
@@ -52,11 +56,16 @@ func (f *fakeRunner) Run(ctx context.Context, stdin []byte, args ...string) ([]b
 	joined := strings.Join(args, " ")
 	switch {
 	case strings.Contains(joined, " create -f -"):
+		if f.createErr != nil {
+			return nil, f.createErr
+		}
 		for name := range f.taken {
 			if bytes.Contains(stdin, []byte("\n  name: "+name+"\n")) {
 				return nil, fmt.Errorf("kubectl %s: exit status 1: Error from server (AlreadyExists): error when creating \"STDIN\": deployments.apps %q already exists", joined, name)
 			}
 		}
+	case strings.Contains(joined, " get deployment/"):
+		return []byte(f.holder), nil
 	case strings.Contains(joined, " get pods "):
 		p := f.pods[0]
 		if len(f.pods) > 1 {

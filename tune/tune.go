@@ -187,8 +187,10 @@ func droppedText(ds []Dropped) string {
 
 // Run creates or resumes the study spec.Study in spec.Storage and runs
 // trials until the budget (spec.Trials) is spent or ctx ends.
-// On Ctrl-C the trial in flight is re-queued, its server stopped, and Run
-// returns ctx's error with the study's state; running it again continues.
+// With Spec.Parallel N it runs N trials at once, one per Options.Workers
+// entry. On Ctrl-C the trials in flight are re-queued, their servers
+// stopped, and Run returns ctx's error with the study's state; running it
+// again continues.
 func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	workers, err := o.workers(spec)
 	if err != nil {

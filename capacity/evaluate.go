@@ -135,6 +135,9 @@ type Evaluator struct {
 	dry dryCount
 	// watch, when set, receives every live evaluation's status (WatchRuns).
 	watch atomic.Pointer[func(RunStatus)]
+	// parent is the Evaluator this one was forked from (a parallel
+	// study's worker): Close adds this one's engine usage to it.
+	parent *Evaluator
 }
 
 // EngineUsage counts what live evaluations cost on the engine.
@@ -353,8 +356,20 @@ func (e *Evaluator) stopLocked(ctx context.Context) error {
 // again afterwards (the next evaluation starts a server).
 func (e *Evaluator) Close(ctx context.Context) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stopLocked(ctx)
+	err := e.stopLocked(ctx)
+	var u EngineUsage
+	if e.parent != nil {
+		u, e.usage = e.usage, EngineUsage{}
+	}
+	e.mu.Unlock()
+	if e.parent != nil {
+		e.parent.mu.Lock()
+		e.parent.usage.Starts += u.Starts
+		e.parent.usage.Seconds += u.Seconds
+		e.parent.usage.Resets += u.Resets
+		e.parent.mu.Unlock()
+	}
+	return err
 }
 
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {

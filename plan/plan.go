@@ -337,8 +337,12 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 		// a live trial cannot be redone: keep its records and telemetry
 		artifacts = filepath.Join(p.s.OutDir, "trials")
 	}
+	// search.parallel: each trial running at once has its own evaluator
+	// (and server on a live engine)
+	workers, closeWorkers := p.ev.TuneWorkers(load, spec.Parallel)
+	defer closeWorkers(ctx)
 	res, err := tune.Run(ctx, spec, tune.Options{
-		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
+		Launcher: p.ev.Launcher(), Workers: workers, Logger: p.o.Logger,
 		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
 		Progress: func(pr tune.Progress) {
 			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))

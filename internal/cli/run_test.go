@@ -233,7 +233,7 @@ telemetry:
   enabled: false
 `)
 	var stdout, stderr bytes.Buffer
-	if code := Run(context.Background(), []string{"sweep", "-c", cfg}, &stdout, &stderr); code != 0 {
+	if code := Run(context.Background(), []string{"sweep", "-c", cfg, "--out", filepath.Join(dir, "out")}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	if !regexp.MustCompile(`\n 0:0\d run at 2 users 0:01/0:02: \d+ active \d+ in flight \d+ done 0 errors ttft95 \S+ itl95 \S+\n[^\n]* grid 2 users `).MatchString(stderr.String()) {

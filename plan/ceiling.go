@@ -198,11 +198,16 @@ func changedFlags(a, b map[string]any) []FlagChange {
 	for k := range b {
 		keys[k] = true
 	}
+	// equivalent settings (a long-prefill threshold at or above the batch
+	// budget is off, like 0) are no change; the table shows what was set
+	ca, cb := vllm.Canonical(a, nil), vllm.Canonical(b, nil)
 	var out []FlagChange
 	for k := range keys {
 		d, dEngine := effective(a, k)
 		t, tEngine := effective(b, k)
-		if d != nil && t != nil && fmt.Sprint(d) == fmt.Sprint(t) {
+		cd, _ := effective(ca, k)
+		ct, _ := effective(cb, k)
+		if cd != nil && ct != nil && fmt.Sprint(cd) == fmt.Sprint(ct) {
 			continue
 		}
 		out = append(out, FlagChange{Flag: k, Default: d, DefaultIsEngineDefault: dEngine, Tuned: t, TunedIsEngineDefault: tEngine})

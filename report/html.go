@@ -54,6 +54,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"f2":          func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"signed":      func(v float64) string { return fmt.Sprintf("%+.2f", v) },
 	"objlabel":    objectiveLabel,
+	"objname":     objectiveName,
 	"cmdlines":    commandLines,
 	"chosenLabel": func(c plan.Capacity) string { return choice(c) },
 	"provenance":  provenanceText,

@@ -379,3 +379,28 @@ func TestSweepBindingColumn(t *testing.T) {
 		t.Error("an overall clause gets a binding column, or the all-profile columns lost their label")
 	}
 }
+
+// The influence table holds rank correlations, which have no unit: its
+// column heads name the objective and its direction, never ms or s (the
+// values below them are not latencies).
+func TestInfluenceHeadsCarryNoUnit(t *testing.T) {
+	var b strings.Builder
+	if err := report.HTML(&b, fixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	i := strings.Index(page, `<table class="heat">`)
+	if i < 0 {
+		t.Fatal("no influence table in the fixture's report")
+	}
+	head := page[i:]
+	head = head[:strings.Index(head, "</thead>")]
+	if !strings.Contains(head, "ttft_p95 (↓ better)") {
+		t.Errorf("influence heads lack the objective and its direction: %s", head)
+	}
+	for _, unit := range []string{", ms", ", s "} {
+		if strings.Contains(head, unit) {
+			t.Errorf("influence heads carry a unit %q over unitless correlations: %s", unit, head)
+		}
+	}
+}

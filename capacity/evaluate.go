@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
@@ -132,6 +133,11 @@ type Evaluator struct {
 	warnedReset bool
 	// dry counts what virtual evaluations would cost live (dryrun.go).
 	dry dryCount
+	// watch, when set, receives every live evaluation's status (WatchRuns).
+	watch atomic.Pointer[func(RunStatus)]
+	// parent is the Evaluator this one was forked from (a parallel
+	// study's worker): Close adds this one's engine usage to it.
+	parent *Evaluator
 }
 
 // EngineUsage counts what live evaluations cost on the engine.
@@ -237,6 +243,12 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 	} else {
 		ev, err = e.evaluateLive(ctx, params, load, out)
 	}
+	if err != nil && ev != nil && ev.Interrupted {
+		// what was measured before Ctrl-C travels with the error (spoc
+		// run prints it); it is no verdict
+		ev.Wall = time.Since(start)
+		return ev, err
+	}
 	if err != nil {
 		if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
 			err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
@@ -275,7 +287,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // server returns a running server configured with params: the current one
 // when its flags are the same (prefix cache reset), else a new one. The
 // caller holds e.mu.
-func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.Server, error) {
+func (e *Evaluator) server(ctx context.Context, params map[string]any, load Load) (engine.Server, error) {
 	flags, err := vllm.Flags(vllm.Merge(e.setup.Search.BaseParams, params)) // the command line, not how it was spelt
 	if err != nil {
 		return nil, err
@@ -300,6 +312,9 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any) (engine.S
 	}
 	if err := e.stopLocked(ctx); err != nil {
 		return nil, err
+	}
+	if watch := e.watcher(); watch != nil && ownsServers(e.launcher) {
+		watch(RunStatus{Load: load, Starting: true})
 	}
 	srv, err := e.launcher.Start(ctx, engine.Params(params))
 	if err != nil {
@@ -341,8 +356,20 @@ func (e *Evaluator) stopLocked(ctx context.Context) error {
 // again afterwards (the next evaluation starts a server).
 func (e *Evaluator) Close(ctx context.Context) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stopLocked(ctx)
+	err := e.stopLocked(ctx)
+	var u EngineUsage
+	if e.parent != nil {
+		u, e.usage = e.usage, EngineUsage{}
+	}
+	e.mu.Unlock()
+	if e.parent != nil {
+		e.parent.mu.Lock()
+		e.parent.usage.Starts += u.Starts
+		e.parent.usage.Seconds += u.Seconds
+		e.parent.usage.Resets += u.Resets
+		e.parent.mu.Unlock()
+	}
+	return err
 }
 
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
@@ -400,19 +427,31 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	srv, err := e.server(ctx, params)
+	srv, err := e.server(ctx, params, load)
 	if err != nil {
 		return nil, err
 	}
 	ep := srv.Endpoint()
 	defer func() {
 		// A run that failed may have killed the server: the next
-		// evaluation must not reuse it blindly.
-		if err != nil {
+		// evaluation must not reuse it blindly. Say what really happens to
+		// it: spoc stops only a server it started.
+		if err == nil {
+			return
+		}
+		interrupted := ctx.Err() != nil
+		switch owned := ownsServers(e.launcher); {
+		case !owned && interrupted:
+			e.logger.Warn("interrupted: the run's requests were cancelled; the external server keeps running (spoc never stops a server it did not start)", "endpoint", ep.BaseURL)
+		case !owned:
+			e.logger.Warn("the run failed; the external server is left as it is (spoc never stops a server it did not start): the next run checks it again", "endpoint", ep.BaseURL, "err", err)
+		case interrupted:
+			e.logger.Warn("interrupted: stopping the server spoc started", "err", err)
+		default:
 			e.logger.Warn("stopping the server after a failed run; the next run starts a new one", "err", err)
-			if serr := e.stopLocked(ctx); serr != nil {
-				e.logger.Warn("stop engine after a failed run", "err", serr)
-			}
+		}
+		if serr := e.stopLocked(ctx); serr != nil {
+			e.logger.Warn("stop engine after a failed run", "err", serr)
 		}
 	}()
 
@@ -466,7 +505,17 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		w = result.NewWriter(out.Records)
 		sinks = append(sinks, w)
 	}
-	stopProgress := watchProgress(runner, out.Progress)
+	report := out.Progress
+	if watch := e.watcher(); watch != nil {
+		started, length := time.Now(), load.Warmup+load.Duration
+		report = func(pr loadgen.Progress) {
+			if out.Progress != nil {
+				out.Progress(pr)
+			}
+			watch(RunStatus{Load: load, Elapsed: time.Since(started), Length: length, Progress: pr})
+		}
+	}
+	stopProgress := watchProgress(runner, report)
 	rep, err := runner.Run(ctx, gen, result.Tee(sinks...))
 	stopProgress()
 	if w != nil {

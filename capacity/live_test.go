@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,5 +202,90 @@ func TestEvaluatorReusesServerPerFlagSet(t *testing.T) {
 	}
 	if u := ev.Usage(); u.Starts != 2 || u.Resets != 3 || u.Seconds <= 0 {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// Ctrl-C during a run on an external engine cancels the run's requests
+// and says so; it does not claim to stop a server spoc never started, and
+// the server keeps serving.
+func TestEvaluateLiveInterruptedLeavesExternalServer(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = srv.URL
+	cfg.Telemetry.Enabled = false
+	setup, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	ev, err := capacity.NewEvaluator(setup.Setup, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	load := capacity.Load{Users: 2, Duration: time.Minute, ThinkTimeScale: 0.001}
+	got, err := ev.Evaluate(ctx, nil, load, capacity.Outputs{})
+	if !errors.Is(err, context.Canceled) || got == nil || !got.Interrupted {
+		t.Fatalf("Evaluate after Ctrl-C = %+v, %v; want the partial run and context.Canceled", got, err)
+	}
+	msg := log.String()
+	if strings.Contains(msg, "stopping the server") || !strings.Contains(msg, "the external server keeps running (spoc never stops a server it did not start)") {
+		t.Errorf("log on interrupt:\n%s", msg)
+	}
+	// the server is still there, and the next evaluation uses it
+	if _, err := ev.Evaluate(context.Background(), nil, capacity.Load{Users: 1, Duration: 300 * time.Millisecond, ThinkTimeScale: 0.001}, capacity.Outputs{}); err != nil {
+		t.Errorf("the next run on the external server: %v", err)
+	}
+}
+
+// WatchRuns reports a live run from its first second, with the run's
+// planned length, and keeps reporting while it goes on; an external
+// server is never said to be started.
+func TestWatchRunsReportsFromTheFirstSecond(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = srv.URL
+	cfg.Telemetry.Enabled = false
+	setup, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := capacity.NewEvaluator(setup.Setup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close(context.Background())
+	var mu sync.Mutex
+	var got []capacity.RunStatus
+	ev.WatchRuns(func(st capacity.RunStatus) {
+		mu.Lock()
+		got = append(got, st)
+		mu.Unlock()
+	})
+	load := capacity.Load{Users: 2, Warmup: 500 * time.Millisecond, Duration: 2 * time.Second, ThinkTimeScale: 0.001}
+	if _, err := ev.Evaluate(context.Background(), nil, load, capacity.Outputs{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 2 {
+		t.Fatalf("%d reports during a 2.5 s run, want one a second", len(got))
+	}
+	for _, st := range got {
+		if st.Starting {
+			t.Errorf("an external server reported as started: %+v", st)
+		}
+	}
+	if first := got[0]; first.Elapsed <= 0 || first.Elapsed > 1500*time.Millisecond || first.Length != 2500*time.Millisecond || first.Load.Users != 2 {
+		t.Errorf("first report %+v: want it about a second into the 2.5 s run at 2 users", first)
+	}
+	if last := got[len(got)-1]; last.Progress.Requests == 0 {
+		t.Errorf("the reports never counted a finished request: %+v", last)
 	}
 }

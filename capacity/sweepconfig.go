@@ -129,7 +129,10 @@ type SweepRun struct {
 	Progress func(l Level, phase string)
 	// SeedProgress is called with each other seed's ceiling (sweep.seeds).
 	SeedProgress func(SeedCeiling)
-	Logger       *slog.Logger
+	// Runs, when set, receives each live run's status about once a second
+	// (Evaluator.WatchRuns): a level of minutes shows progress.
+	Runs   func(RunStatus)
+	Logger *slog.Logger
 }
 
 // ErrBadParams marks flags the engine refuses before anything runs.
@@ -145,6 +148,9 @@ func SweepOne(ctx context.Context, s Setup, params map[string]any, o SweepRun) (
 		return nil, err
 	}
 	defer ev.Close(ctx)
+	if o.Runs != nil {
+		ev.WatchRuns(o.Runs)
+	}
 	if ev.Virtual() {
 		if _, err := ev.Deployment(params); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadParams, err)

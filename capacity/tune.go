@@ -36,6 +36,39 @@ func (e *Evaluator) TuneEvaluator(load Load) tune.Evaluator {
 	}
 }
 
+// TuneWorkers returns the evaluators of a study that runs n trials at once
+// (search.parallel) and the function that closes them. On the simulator
+// every worker evaluates on e (virtual runs start no server and run
+// side by side); on a live engine worker 1 is e and each other worker a
+// fork of e with a server of its own (the launcher must run n at once:
+// kubernetes, one Deployment per trial), whose engine usage Close adds to
+// e's.
+func (e *Evaluator) TuneWorkers(load Load, n int) ([]tune.Worker, func(context.Context) error) {
+	evs := []*Evaluator{e}
+	for i := 1; i < max(n, 1); i++ {
+		if e.Virtual() {
+			evs = append(evs, e)
+			continue
+		}
+		fork := &Evaluator{setup: e.setup, gen: e.gen, launcher: e.launcher, logger: e.logger, parent: e}
+		fork.watch.Store(e.watch.Load()) // its runs show as e's do
+		evs = append(evs, fork)
+	}
+	ws := make([]tune.Worker, len(evs))
+	for i, ev := range evs {
+		ws[i] = tune.Worker{Evaluate: ev.TuneEvaluator(load), Capacity: ev.CapacityFunc()}
+	}
+	return ws, func(ctx context.Context) error {
+		var errs []error
+		for _, ev := range evs[1:] {
+			if ev != e {
+				errs = append(errs, ev.Close(ctx))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
 // CapacityFunc adapts a sweep to package tune's "capacity" objective: the
 // sweep's windows and warm-up, so that trials are ranked by the ceiling the
 // sweep will confirm (the tuning windows were optimistic: 175 users against
@@ -105,7 +138,10 @@ type TuneOptions struct {
 	// BaselineLevel, when set, is called after every level of the baseline
 	// sweep that finds the tuning load (search.users 0, a new study).
 	BaselineLevel func(l Level, phase string)
-	Logger        *slog.Logger
+	// Runs, when set, receives each live run's status about once a second
+	// (Evaluator.WatchRuns): a trial of minutes shows progress.
+	Runs   func(RunStatus)
+	Logger *slog.Logger
 }
 
 // Tune runs the study of s.Search on s's engine: the `spoc tune` use case.
@@ -131,6 +167,9 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		return nil, err
 	}
 	defer ev.Close(ctx)
+	if o.Runs != nil {
+		ev.WatchRuns(o.Runs)
+	}
 	spec := s.Search
 	if spec.Users == 0 {
 		users, err := tune.StudyUsers(ctx, spec.Storage, spec.Study)
@@ -150,11 +189,20 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		}
 		spec.Users = users
 	}
-	notify(fmt.Sprintf("study %q in %s: %d trials, %s engine, %d users per trial", spec.Study, spec.Storage, spec.Trials, s.Deployment.Kind, spec.Users))
+	line := fmt.Sprintf("study %q in %s: %d trials, %s engine, %d users per trial", spec.Study, spec.Storage, spec.Trials, s.Deployment.Kind, spec.Users)
+	if spec.Parallel > 1 {
+		line += fmt.Sprintf(", %d at once", spec.Parallel)
+	}
+	notify(line)
+	workers, closeWorkers := ev.TuneWorkers(s.Windows.Tune.At(spec.Users), spec.Parallel)
+	defer func() {
+		if err := closeWorkers(ctx); err != nil {
+			ev.logger.Warn("stop a parallel worker's server", "err", err)
+		}
+	}()
 	res, err := tune.Run(ctx, spec, tune.Options{
 		Launcher:      s.Launcher,
-		Evaluate:      ev.TuneEvaluator(s.Windows.Tune.At(spec.Users)),
-		Capacity:      ev.CapacityFunc(),
+		Workers:       workers,
 		ArtifactsRoot: o.ArtifactsRoot,
 		Progress:      o.Progress,
 		Logger:        o.Logger,

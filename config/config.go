@@ -46,6 +46,7 @@ func (c *Config) Validate() error {
 	validateWorkload(&c.Workload, "workload", errs, c.Engine.MaxModelLen)
 	c.SLA.validate("sla", errs)
 	c.Search.validate("search", errs)
+	c.Search.validateParallel("search", c.Engine, errs)
 	c.Run.validate("run", errs)
 	c.Sweep.validate("sweep", errs)
 	c.Telemetry.validate("telemetry", errs)

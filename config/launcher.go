@@ -17,6 +17,9 @@ type LauncherOptions struct {
 	NamePrefix string
 	// Study labels Kubernetes objects (spoc.dev/study), for `spoc k8s gc`.
 	Study string
+	// MaxServers is how many servers a kubernetes (or sim) launcher runs
+	// at once: search.parallel, one per trial running at the same time.
+	MaxServers int
 	// ExtraMetricsURLs (GPU exporters from the telemetry section) are added
 	// to every endpoint of process and external launchers.
 	ExtraMetricsURLs []string
@@ -110,6 +113,7 @@ func (e Engine) Launcher(o LauncherOptions) (engine.Launcher, error) {
 			StopTimeout:     time.Duration(e.Process.StopTimeout),
 			PortForward:     k.PortForward,
 			NamePrefix:      o.NamePrefix,
+			MaxServers:      o.MaxServers,
 			Dir:             o.Dir,
 			Runner:          runner,
 			Logger:          o.Logger,
@@ -130,5 +134,5 @@ func (e Engine) SimLauncher(o LauncherOptions) (*engine.Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim engine: %w", err)
 	}
-	return engine.NewSim(d, engine.SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, Dir: o.Dir, Logger: o.Logger})
+	return engine.NewSim(d, engine.SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, MaxServers: o.MaxServers, Dir: o.Dir, Logger: o.Logger})
 }

@@ -19,6 +19,7 @@ type Search struct {
 	CrossoverProb float64     `yaml:"crossover_prob" doc:"Probability that a child is produced by crossover (otherwise a copy of a parent, then mutated)."`
 	MutationProb  float64     `yaml:"mutation_prob" doc:"Per-parameter mutation probability; 0 means 1/number of parameters."`
 	Seed          uint64      `yaml:"seed" doc:"Sampler seed."`
+	Parallel      int         `yaml:"parallel" doc:"Trials this spoc tune (or plan) runs at once, each on its own server: on kubernetes its own Deployment on its own GPUs, in virtual time on the sim engine; the sampler proposes with the running trials known. Kind process and external run one server: use 1 there (several workers on other machines can share a postgres:// study)."`
 	Users         int         `yaml:"users" doc:"Concurrent users at which every trial is evaluated; 0 means auto: the ceiling of engine.params found by a coarse sweep before the study, so the SLA binds and the front separates configurations that serve more from those that serve fewer." assumption:"the study's tuning load was not published"`
 	Duration      Duration    `yaml:"duration" doc:"Measured window of each trial."`
 	Warmup        Duration    `yaml:"warmup" doc:"Warm-up before each trial's measured window."`
@@ -67,6 +68,7 @@ func DefaultSearch() Search {
 		Population:    12,
 		CrossoverProb: 0.9,
 		Seed:          1,
+		Parallel:      1,
 		Users:         0,
 		Duration:      Duration(5 * 60e9),
 		Warmup:        Duration(3 * 60e9),
@@ -101,6 +103,11 @@ func (s *Search) validate(p string, errs *Errors) {
 	}
 	if s.Trials < 1 {
 		errs.Addf(p+".trials", "must be at least 1, got %d", s.Trials)
+	}
+	if s.Parallel < 1 {
+		errs.Addf(p+".parallel", "must be at least 1, got %d", s.Parallel)
+	} else if s.Trials >= 1 && s.Parallel > s.Trials {
+		errs.Addf(p+".parallel", "must not exceed search.trials (%d), got %d", s.Trials, s.Parallel)
 	}
 	if s.Population < 2 {
 		errs.Addf(p+".population", "must be at least 2, got %d", s.Population)
@@ -162,5 +169,21 @@ func (s *Search) validate(p string, errs *Errors) {
 		default:
 			errs.Addf(qp+".type", "unknown parameter type %q (one of \"int\", \"float\", \"bool\", \"categorical\")", q.Type)
 		}
+	}
+}
+
+// validateParallel refuses parallel trials on an engine that runs one
+// server spoc cannot multiply: a local process owns this machine's GPUs
+// (N servers would need N disjoint GPU sets and ports), an external
+// server is one server whatever the flags.
+func (s *Search) validateParallel(p string, e Engine, errs *Errors) {
+	if s.Parallel <= 1 {
+		return
+	}
+	switch e.Kind {
+	case EngineProcess:
+		errs.Addf(p+".parallel", "is %d, but engine.kind process runs one vLLM on this machine's GPUs (%d trials at once would need %d disjoint GPU sets); use 1, kind kubernetes (each trial its own Deployment), or several spoc tune workers on other machines sharing a postgres:// search.storage", s.Parallel, s.Parallel, s.Parallel)
+	case EngineExternal:
+		errs.Addf(p+".parallel", "is %d, but engine.kind external is one server spoc does not start; a study needs kind sim, process or kubernetes", s.Parallel)
 	}
 }

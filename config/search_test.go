@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSearchStorageIn(t *testing.T) {
 	for _, tc := range []struct{ storage, out, want string }{
@@ -18,5 +21,41 @@ func TestSearchStorageIn(t *testing.T) {
 		if got := (Search{Storage: tc.storage}).StorageIn(tc.out); got != tc.want {
 			t.Errorf("Storage %q in %q = %q, want %q", tc.storage, tc.out, got, tc.want)
 		}
+	}
+}
+
+// TestSearchParallel: search.parallel is at least 1, at most the budget,
+// and refused (naming the key, its line and what to do instead) on the
+// engines that run one server spoc cannot multiply.
+func TestSearchParallel(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"zero", "search: {parallel: 0}\n", "par.yaml:1:10: search.parallel: must be at least 1, got 0"},
+		{"beyond the budget", "search: {trials: 4, parallel: 5}\n", "par.yaml:1:21: search.parallel: must not exceed search.trials (4), got 5"},
+		{"process", "engine: {kind: process, process: {command: [vllm, serve]}}\nsearch: {parallel: 2}\n",
+			"par.yaml:2:10: search.parallel: is 2, but engine.kind process runs one vLLM on this machine's GPUs (2 trials at once would need 2 disjoint GPU sets); use 1, kind kubernetes (each trial its own Deployment), or several spoc tune workers on other machines sharing a postgres:// search.storage"},
+		{"external", "engine: {kind: external, external: {url: \"http://127.0.0.1:8000\"}}\nsearch: {parallel: 3}\n",
+			"par.yaml:2:10: search.parallel: is 3, but engine.kind external is one server spoc does not start; a study needs kind sim, process or kubernetes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tc.in), "par.yaml")
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("Load = %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+	for _, in := range []string{"search: {parallel: 3}\n", "engine: {kind: kubernetes, kubernetes: {namespace: llm, image: vllm/vllm-openai}}\nsearch: {parallel: 4}\n"} {
+		c, err := Load(strings.NewReader(in), "par.yaml")
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if spec := c.TuneSpec(); spec.Parallel != c.Search.Parallel || spec.Parallel < 3 {
+			t.Errorf("%q: tune spec parallel %d", in, spec.Parallel)
+		}
+	}
+	if Default().Search.Parallel != 1 {
+		t.Errorf("default search.parallel = %d, want 1", Default().Search.Parallel)
 	}
 }

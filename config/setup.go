@@ -62,7 +62,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	if o.NamePrefix == "" {
 		o.NamePrefix = "spoc-" + c.Search.Study
 	}
-	lo := LauncherOptions{NamePrefix: o.NamePrefix, Study: c.Search.Study, Logger: o.Logger}
+	lo := LauncherOptions{NamePrefix: o.NamePrefix, Study: c.Search.Study, MaxServers: c.Search.Parallel, Logger: o.Logger}
 	if o.OutDir != "" {
 		lo.Dir = filepath.Join(o.OutDir, "servers")
 	}
@@ -174,6 +174,7 @@ func (c *Config) TuneSpec() tune.Spec {
 		CrossoverProb: s.CrossoverProb,
 		MutationProb:  s.MutationProb,
 		Seed:          s.Seed,
+		Parallel:      s.Parallel,
 		Trials:        s.Trials,
 		Storage:       s.Storage,
 		Study:         s.Study,
@@ -252,6 +253,7 @@ const (
 func (c *Config) ApplyQuick() {
 	c.Search.Trials = min(c.Search.Trials, quickTrials)
 	c.Search.Population = min(c.Search.Population, quickPopulation)
+	c.Search.Parallel = min(c.Search.Parallel, c.Search.Trials)
 	// Windows stay long enough for the cold prefill burst of mid-session
 	// starts (every user's history is uncached on its first request) to
 	// drain before measuring; in virtual time they cost little.

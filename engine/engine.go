@@ -20,8 +20,9 @@ import (
 type Params map[string]any
 
 // Launcher starts a server configured with a set of flags. A launcher runs
-// at most one server at a time: Start fails while a server it started is
-// still running (Stop it first).
+// at most one server at a time (a Kubernetes or simulator launcher built
+// with MaxServers n runs n, one per trial running at once): Start fails
+// while that many servers it started are still running (Stop one first).
 type Launcher interface {
 	// Start launches a server configured with p and returns once it is
 	// ready to serve. On error nothing is left running.
@@ -175,25 +176,32 @@ func (d *serverDirs) createServerLog(kind string) (path string, f *os.File, err 
 	return path, f, nil
 }
 
-// slot enforces one running server per launcher.
+// slot bounds the servers a launcher runs at once: one, or max when it is
+// more (parallel trials, each with its own server).
 type slot struct {
 	mu   sync.Mutex
-	busy bool
+	busy int
+	max  int
 }
 
 func (s *slot) take(kind string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.busy {
-		return fmt.Errorf("%s engine: a server is already running; Stop it first", kind)
+	if limit := max(s.max, 1); s.busy >= limit {
+		if limit == 1 {
+			return fmt.Errorf("%s engine: a server is already running; Stop it first", kind)
+		}
+		return fmt.Errorf("%s engine: %d servers are already running, the most this launcher runs at once; Stop one first", kind, limit)
 	}
-	s.busy = true
+	s.busy++
 	return nil
 }
 
 func (s *slot) release() {
 	s.mu.Lock()
-	s.busy = false
+	if s.busy > 0 {
+		s.busy--
+	}
 	s.mu.Unlock()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -96,8 +97,14 @@ type KubernetesOptions struct {
 	// when spoc itself runs in the cluster.
 	PortForward bool
 	// NamePrefix names the objects: NamePrefix-s<n> for the launcher's n-th
-	// server (see ObjectName).
+	// server (see ObjectName). A name another worker of the study already
+	// holds in the namespace is skipped: the Deployment is created, never
+	// applied over an existing one.
 	NamePrefix string
+	// MaxServers is how many servers (Deployments) the launcher runs at
+	// once: search.parallel, one per trial running at the same time; 1
+	// when 0.
+	MaxServers int
 	// Dir receives one folder per started server (manifests, server log,
 	// port-forward log); a temporary folder per server when empty.
 	Dir string
@@ -116,6 +123,9 @@ type Kubernetes struct {
 	slot slot
 	dirs *serverDirs
 	seq  atomic.Int64
+	// instance marks the Deployments this launcher created
+	// (AnnotationLauncher), random per launcher.
+	instance string
 }
 
 var _ Launcher = (*Kubernetes)(nil)
@@ -181,7 +191,11 @@ func NewKubernetes(opts KubernetesOptions) (*Kubernetes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes engine: args: %w", err)
 	}
-	k := &Kubernetes{opts: opts, argv: argv, dirs: &serverDirs{root: opts.Dir}}
+	if opts.MaxServers < 1 {
+		opts.MaxServers = 1
+	}
+	k := &Kubernetes{opts: opts, argv: argv, dirs: &serverDirs{root: opts.Dir}, slot: slot{max: opts.MaxServers},
+		instance: fmt.Sprintf("%016x", rand.Uint64())}
 	if len(opts.BaseManifest) > 0 {
 		src := opts.BaseManifestSource
 		if src == "" {
@@ -226,7 +240,12 @@ func (k *Kubernetes) kubectl(args ...string) []string {
 }
 
 func (k *Kubernetes) run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
-	return k.opts.Runner.Run(ctx, stdin, k.kubectl(args...)...)
+	out, err := k.opts.Runner.Run(ctx, stdin, k.kubectl(args...)...)
+	if err != nil && ctx.Err() != nil {
+		// kubectl killed by Ctrl-C: the caller sees the interruption
+		return out, fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return out, err
 }
 
 // Start applies the trial's Deployment and Service, waits until every
@@ -246,18 +265,68 @@ func (k *Kubernetes) Start(ctx context.Context, params Params) (Server, error) {
 	return srv, nil
 }
 
-func (k *Kubernetes) start(ctx context.Context, params Params) (*kubeServer, error) {
-	name := ObjectName(k.opts.NamePrefix, int(k.seq.Add(1)))
-	manifests, err := k.Manifests(name, params)
-	if err != nil {
-		return nil, err
+// maxNameClaims bounds the names a Start tries: each one taken is a
+// Deployment of another worker (or one a killed run left behind).
+const maxNameClaims = 100
+
+// claimName creates the Deployment of the launcher's next free name and
+// returns that name with the server's rendered Deployment and Service. The Deployment
+// is created, not applied: a name held by another worker sharing the
+// study (its own launcher counts from s1 too) or left by a killed run
+// makes the API server answer AlreadyExists, and the next number is tried,
+// so no worker ever reconfigures or deletes another's server.
+func (k *Kubernetes) claimName(ctx context.Context, params Params) (name string, dep, svc []byte, err error) {
+	for range maxNameClaims {
+		name = ObjectName(k.opts.NamePrefix, int(k.seq.Add(1)))
+		if dep, svc, err = k.render(name, params, true); err != nil {
+			return "", nil, nil, err
+		}
+		_, err = k.run(ctx, dep, "create", "-f", "-")
+		if err != nil && alreadyExists(err) {
+			k.opts.Logger.Info("object name taken, trying the next", "engine", "kubernetes", "name", name, "namespace", k.opts.Namespace)
+			continue
+		}
+		if err != nil {
+			err = fmt.Errorf("kubernetes engine: create deployment %s: %w", name, err)
+			// Interrupted or failed, the create may still have gone
+			// through: the name is this launcher's (to delete) only when
+			// the Deployment carries its mark.
+			if !k.holds(ctx, name) {
+				return "", nil, nil, err
+			}
+			return name, nil, nil, err
+		}
+		return name, dep, svc, nil
 	}
+	return "", nil, nil, fmt.Errorf("kubernetes engine: %d names %s-s<n> in a row are taken in namespace %s; delete leftovers with spoc k8s gc", maxNameClaims, k.opts.NamePrefix, k.opts.Namespace)
+}
+
+// holds reports whether the Deployment name exists and was created by
+// this launcher (AnnotationLauncher).
+func (k *Kubernetes) holds(ctx context.Context, name string) bool {
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	out, err := k.run(gctx, nil, "get", "deployment/"+name, "--ignore-not-found", "--output", `jsonpath={.metadata.annotations.spoc\.dev/launcher}`)
+	if err != nil {
+		k.opts.Logger.Warn("cannot tell whether a Deployment is this launcher's; leaving it (spoc k8s gc deletes leftovers)", "name", name, "err", err)
+		return false
+	}
+	return strings.TrimSpace(string(out)) == k.instance
+}
+
+// alreadyExists reports whether kubectl failed because the object exists.
+func alreadyExists(err error) bool {
+	return strings.Contains(err.Error(), "(AlreadyExists)")
+}
+
+func (k *Kubernetes) start(ctx context.Context, params Params) (*kubeServer, error) {
 	dir, err := k.dirs.next("kubernetes")
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifests.yaml"), manifests, 0o644); err != nil {
-		return nil, fmt.Errorf("kubernetes engine: save manifests: %w", err)
+	name, dep, svc, err := k.claimName(ctx, params)
+	if name == "" {
+		return nil, err
 	}
 	t := &kubeTrial{name: name, logPath: filepath.Join(dir, "server.log")}
 	srv := &kubeServer{k: k, t: t}
@@ -269,8 +338,18 @@ func (k *Kubernetes) start(ctx context.Context, params Params) (*kubeServer, err
 		}
 		return nil, err
 	}
-	if _, err := k.run(ctx, manifests, "apply", "-f", "-"); err != nil {
-		return fail(fmt.Errorf("kubernetes engine: apply %s: %w", name, err))
+	if err != nil {
+		// a create that failed otherwise (or was interrupted) may still
+		// have created the Deployment: the name is this launcher's to
+		// delete
+		return fail(err)
+	}
+	manifests := joinManifests(dep, svc)
+	if err := os.WriteFile(filepath.Join(dir, "manifests.yaml"), manifests, 0o644); err != nil {
+		return fail(fmt.Errorf("kubernetes engine: save manifests: %w", err))
+	}
+	if _, err := k.run(ctx, svc, "apply", "-f", "-"); err != nil {
+		return fail(fmt.Errorf("kubernetes engine: apply service %s: %w", name, err))
 	}
 	k.opts.Logger.Info("server applied", "engine", "kubernetes", "name", name, "namespace", k.opts.Namespace)
 	pods, err := k.awaitReady(ctx, t)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -363,7 +365,7 @@ run:
 		}
 	})
 
-	t.Run("spoc run as the documented Job against a trial's Service: every record kept", func(t *testing.T) {
+	t.Run("spoc run as the documented Job against a trial's Service: every record kept on the claim, read back by another pod", func(t *testing.T) {
 		k := launcher(t, "job", func(o *KubernetesOptions) {
 			o.Replicas = 1
 			o.Args = []string{"--model", "{{.Model}}", "--port", "{{.Port}}", "--time-scale", "20"}
@@ -373,15 +375,26 @@ run:
 			t.Fatal(err)
 		}
 		defer stop(t, srv)
+		// the claim the manifest mounts, as its header says to create; the
+		// test node maps it to a folder every pod mounting it shares
+		pvc := &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "spoc-records"},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims("job").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		var job batchv1.Job
 		if err := yaml.UnmarshalStrict(readFile(t, "../deploy/kubernetes/spoc-run-job.yaml"), &job); err != nil {
 			t.Fatalf("deploy/kubernetes/spoc-run-job.yaml: %v", err)
 		}
-		// the test node mounts no volumes and does not isolate files: the
-		// records go to the pod's own working folder, never a host path
-		job.Spec.Template.Spec.Volumes = nil
+		// the manifest as documented: its claim, its mount, --out on the
+		// claim; only the target and a short run are set here
 		ctr := &job.Spec.Template.Spec.Containers[0]
-		ctr.VolumeMounts = nil
+		var out string
 		for i := range ctr.Args {
 			switch ctr.Args[i] {
 			case "--target":
@@ -391,14 +404,13 @@ run:
 			case "--duration":
 				ctr.Args[i+1] = "3s"
 			case "--out":
-				ctr.Args[i+1] = "run.jsonl"
+				out = ctr.Args[i+1]
 			}
 		}
-		ctr.Args = append(ctr.Args, "--warmup", "0s", "--ramp", "0s", "--think-time-scale", "0")
-		created, err := c.Client.BatchV1().Jobs("job").Create(ctx, &job, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
+		if !strings.HasPrefix(out, ctr.VolumeMounts[0].MountPath+"/") {
+			t.Fatalf("the manifest's --out %q is not on its volume mount %q", out, ctr.VolumeMounts[0].MountPath)
 		}
+		ctr.Args = append(ctr.Args, "--warmup", "0s", "--ramp", "0s", "--think-time-scale", "0")
 		kubectl := func(args ...string) string {
 			out, err := exec.CommandContext(ctx, c.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig, "--namespace", "job"}, args...)...).CombinedOutput()
 			if err != nil {
@@ -406,44 +418,59 @@ run:
 			}
 			return string(out)
 		}
-		for {
-			j, err := c.Client.BatchV1().Jobs("job").Get(ctx, created.Name, metav1.GetOptions{})
+		// runJob runs j to completion and returns its log
+		runJob := func(j *batchv1.Job) string {
+			created, err := c.Client.BatchV1().Jobs("job").Create(ctx, j, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j.Status.Succeeded == 1 {
-				break
+			for {
+				got, err := c.Client.BatchV1().Jobs("job").Get(ctx, created.Name, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status.Succeeded == 1 {
+					break
+				}
+				if got.Status.Failed > 0 || ctx.Err() != nil {
+					t.Fatalf("Job %s failed:\n%s", created.Name, kubectl("logs", "job/"+created.Name))
+				}
+				time.Sleep(200 * time.Millisecond)
 			}
-			if j.Status.Failed > 0 || ctx.Err() != nil {
-				t.Fatalf("Job failed:\n%s", kubectl("logs", "job/"+created.Name))
+			log := kubectl("logs", "job/"+created.Name)
+			if err := c.Client.BatchV1().Jobs("job").Delete(ctx, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}); err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(200 * time.Millisecond)
+			return log
+		}
+		overallRow := func(log string) []string {
+			var overall []string
+			for _, line := range strings.Split(log, "\n") {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == "overall" {
+					overall = f
+				}
+			}
+			return overall
 		}
 		// the summary through the pod's log, as `kubectl logs job/spoc-run`
-		var overall []string
-		for _, line := range strings.Split(kubectl("logs", "job/"+created.Name), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "overall" {
-				overall = f
-			}
-		}
-		pods, err := c.Client.CoreV1().Pods("job").List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + created.Name})
-		if err != nil || len(pods.Items) != 1 {
-			t.Fatalf("the Job's pod: %v %v", pods, err)
-		}
-		p := pods.Items[0]
-		records := filepath.Join(c.Dir, "node", "pods", p.Namespace+"_"+p.Name+"_"+string(p.UID), "run.jsonl")
+		overall := overallRow(runJob(job.DeepCopy()))
+		// the records on the claim: the node's folder for it
+		records := filepath.Join(c.Dir, "node", "claims", "job", "spoc-records", strings.TrimPrefix(out, ctr.VolumeMounts[0].MountPath+"/"))
 		n := strings.Count(string(readFile(t, records)), "\n")
 		if overall == nil || overall[1] != fmt.Sprint(n) {
-			t.Fatalf("%d records written, the Job's summary row %q: want one record per request", n, overall)
+			t.Fatalf("%d records written to the claim, the Job's summary row %q: want one record per request", n, overall)
 		}
-		sum, err := exec.CommandContext(ctx, spoc, "summarize", records).CombinedOutput()
-		if err != nil || !regexp.MustCompile(`overall\s+`+overall[1]+`\s`).Match(sum) {
-			t.Errorf("spoc summarize of the Job's %d records: %v\n%s", n, err, sum)
+		// another pod mounting the claim reads them back: the same Job
+		// manifest running spoc summarize on the claim's file
+		reader := job.DeepCopy()
+		reader.Name = "spoc-summarize"
+		rc := &reader.Spec.Template.Spec.Containers[0]
+		rc.Command, rc.Args = []string{"spoc", "summarize"}, []string{out}
+		again := overallRow(runJob(reader))
+		if again == nil || again[1] != overall[1] {
+			t.Errorf("spoc summarize in a second pod on the claim: overall %q, want %s requests", again, overall[1])
 		}
-		t.Logf("Job: %d requests, %d records", n, n)
-		if err := c.Client.BatchV1().Jobs("job").Delete(ctx, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}); err != nil {
-			t.Fatal(err)
-		}
+		t.Logf("Job: %d requests, %d records on the claim, %s read back by another pod", n, n, again[1])
 	})
 
 	t.Run("spoc tune: a pod killed mid-trial fails that trial, the study goes on, nothing is left", func(t *testing.T) {

@@ -34,6 +34,13 @@ type fakeRunner struct {
 	// pods are the successive answers to "get pods"; the last repeats.
 	pods []string
 	logs map[string]string // by "previous" or "all"
+	// taken are Deployment names another worker holds: creating one
+	// fails with AlreadyExists, as the API server answers.
+	taken map[string]bool
+	// createErr fails every create; holder is the launcher mark that
+	// `get deployment` then finds ("" for none).
+	createErr error
+	holder    string
 }
 
 func (f *fakeRunner) Run(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
@@ -48,6 +55,17 @@ func (f *fakeRunner) Run(ctx context.Context, stdin []byte, args ...string) ([]b
 	f.calls = append(f.calls, strings.Join(args, " "))
 	joined := strings.Join(args, " ")
 	switch {
+	case strings.Contains(joined, " create -f -"):
+		if f.createErr != nil {
+			return nil, f.createErr
+		}
+		for name := range f.taken {
+			if bytes.Contains(stdin, []byte("\n  name: "+name+"\n")) {
+				return nil, fmt.Errorf("kubectl %s: exit status 1: Error from server (AlreadyExists): error when creating \"STDIN\": deployments.apps %q already exists", joined, name)
+			}
+		}
+	case strings.Contains(joined, " get deployment/"):
+		return []byte(f.holder), nil
 	case strings.Contains(joined, " get pods "):
 		p := f.pods[0]
 		if len(f.pods) > 1 {
@@ -225,7 +243,7 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 			}
 			pre := "--context gpu --namespace spoc "
 			get := pre + "get pods --selector spoc.dev/trial=spoc-default-s1 --output json"
-			want := []string{pre + "apply -f -", get, get, get}
+			want := []string{pre + "create -f -", pre + "apply -f -", get, get, get}
 			if forward {
 				local := strings.TrimPrefix(ep.BaseURL, "http://127.0.0.1:")
 				podLocal := strings.TrimSuffix(strings.TrimPrefix(ep.MetricsURLs[0], "http://127.0.0.1:"), "/metrics")
@@ -243,13 +261,19 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 			if !reflect.DeepEqual(r.calls, want) {
 				t.Errorf("kubectl calls:\n got %q\nwant %q", r.calls, want)
 			}
-			wantManifests, _ := k.Manifests("spoc-default-s1", params)
-			if !bytes.Equal(r.stdin[0], wantManifests) {
-				t.Errorf("apply stdin is not the rendered manifests:\n%s", r.stdin[0])
+			// the Deployment is created with the launcher's mark, the
+			// Service applied; otherwise both are what DryRun showed
+			dep, svc, _ := k.render("spoc-default-s1", params, true)
+			if !bytes.Equal(r.stdin[0], dep) || !bytes.Equal(r.stdin[1], svc) {
+				t.Errorf("create and apply stdin are not the rendered manifests:\n%s\n---\n%s", r.stdin[0], r.stdin[1])
 			}
-			if dry != string(wantManifests) {
+			if !bytes.Contains(dep, []byte(AnnotationLauncher+": "+k.instance)) {
+				t.Errorf("the created Deployment has no launcher mark:\n%s", dep)
+			}
+			if unmarked, _ := k.Manifests("spoc-default-s1", params); dry != string(unmarked) {
 				t.Errorf("DryRun before the first Start is not what it applied:\n%s", dry)
 			}
+			wantManifests := joinManifests(dep, svc)
 			dir := serverDir(o.Dir, 1)
 			if saved, _ := os.ReadFile(filepath.Join(dir, "manifests.yaml")); !bytes.Equal(saved, wantManifests) {
 				t.Error("manifests.yaml in the server folder differs from what was applied")
@@ -280,13 +304,17 @@ func TestKubernetesStartStopCommands(t *testing.T) {
 				t.Fatalf("restart: %v", err)
 			}
 			stop(t, srv)
-			if !strings.Contains(r.calls[0], "apply") || string(r.stdin[0]) != next {
-				t.Errorf("restart applied:\n%s\nwant the dry run's\n%s", r.stdin[0], next)
+			dep2, svc2, _ := k.render("spoc-default-s2", params, true)
+			if !strings.Contains(r.calls[0], "create") || !bytes.Equal(r.stdin[0], dep2) || !bytes.Equal(r.stdin[1], svc2) {
+				t.Errorf("restart created:\n%s\nwant the second server's", r.stdin[0])
+			}
+			if unmarked, _ := k.Manifests("spoc-default-s2", params); next != string(unmarked) {
+				t.Errorf("DryRun does not name the second server's objects:\n%s", next)
 			}
 			if last := r.calls[len(r.calls)-1]; !strings.Contains(last, " delete deployment/spoc-default-s2 service/spoc-default-s2 ") {
 				t.Errorf("last call %q is not the delete of the second server", last)
 			}
-			if saved, _ := os.ReadFile(filepath.Join(serverDir(o.Dir, 2), "manifests.yaml")); string(saved) != next {
+			if saved, _ := os.ReadFile(filepath.Join(serverDir(o.Dir, 2), "manifests.yaml")); !bytes.Equal(saved, joinManifests(dep2, svc2)) {
 				t.Error("server-002/manifests.yaml is not the second server's manifests")
 			}
 			if got := srv.Endpoint().Log; got != filepath.Join(serverDir(o.Dir, 2), "server.log") {
@@ -313,17 +341,17 @@ func TestKubernetesFailures(t *testing.T) {
 			name: "crash with CUDA OOM", pods: []string{podsLoading, podsCrash},
 			logs:   map[string]string{"previous": "INFO loading\ntorch.OutOfMemoryError: CUDA out of memory.\n"},
 			reason: ReasonOutOfMemory, infeasible: true, exitCode: 1,
-			calls: []string{pre + "apply -f -", get, get, pre + "logs pod/p1 --container server --tail -1 --previous", del},
+			calls: []string{pre + "create -f -", pre + "apply -f -", get, get, pre + "logs pod/p1 --container server --tail -1 --previous", del},
 		},
 		{
 			name: "plain crash", pods: []string{podsCrash},
 			logs:   map[string]string{"previous": "RuntimeError: boom\n"},
 			reason: ReasonExited, exitCode: 1,
-			calls: []string{pre + "apply -f -", get, pre + "logs pod/p1 --container server --tail -1 --previous", del},
+			calls: []string{pre + "create -f -", pre + "apply -f -", get, pre + "logs pod/p1 --container server --tail -1 --previous", del},
 		},
 		{
 			name: "image pull", pods: []string{podsPull},
-			calls: []string{pre + "apply -f -", get, pre + "logs --selector spoc.dev/trial=spoc-default-s1 --all-containers --prefix --tail -1", del},
+			calls: []string{pre + "create -f -", pre + "apply -f -", get, pre + "logs --selector spoc.dev/trial=spoc-default-s1 --all-containers --prefix --tail -1", del},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

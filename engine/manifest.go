@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -28,6 +27,11 @@ const (
 	LabelStudy     = "spoc.dev/study"
 	LabelTrial     = "spoc.dev/trial"
 )
+
+// AnnotationLauncher marks a Deployment with the launcher instance that
+// created it (random per launcher): a worker deletes a Deployment whose
+// create it cannot confirm only when the mark is its own.
+const AnnotationLauncher = "spoc.dev/launcher"
 
 // ManagedBy is the value of LabelManagedBy on spoc's objects.
 const ManagedBy = "spoc"
@@ -128,22 +132,36 @@ func locate(source string, data []byte, err error) string {
 // (a DNS label; see ObjectName) configured with params, as one YAML stream.
 // The Deployment is the base manifest patched, or spoc's own.
 func (k *Kubernetes) Manifests(name string, params Params) ([]byte, error) {
-	d, s, err := k.objects(name, params)
+	dep, svc, err := k.render(name, params, false)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	for i, obj := range []any{d, s} {
-		b, err := renderObject(obj)
-		if err != nil {
-			return nil, fmt.Errorf("kubernetes engine: render manifests: %w", err)
-		}
-		if i > 0 {
-			buf.WriteString("---\n")
-		}
-		buf.Write(b)
+	return joinManifests(dep, svc), nil
+}
+
+// joinManifests is the YAML stream of a Deployment and a Service.
+func joinManifests(dep, svc []byte) []byte {
+	return append(append(append([]byte(nil), dep...), "---\n"...), svc...)
+}
+
+// render renders the trial's Deployment and Service; with mark the
+// Deployment carries this launcher's AnnotationLauncher (what Start
+// creates; a dry run cannot know the mark of a later run).
+func (k *Kubernetes) render(name string, params Params, mark bool) (dep, svc []byte, err error) {
+	d, s, err := k.objects(name, params)
+	if err != nil {
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	if mark {
+		d.Annotations = mergeLabels(d.Annotations, map[string]string{AnnotationLauncher: k.instance})
+	}
+	if dep, err = renderObject(d); err != nil {
+		return nil, nil, fmt.Errorf("kubernetes engine: render manifests: %w", err)
+	}
+	if svc, err = renderObject(s); err != nil {
+		return nil, nil, fmt.Errorf("kubernetes engine: render manifests: %w", err)
+	}
+	return dep, svc, nil
 }
 
 // objects builds the trial's Deployment and Service.

@@ -37,6 +37,9 @@ type SimOptions struct {
 	// ErrorRate injects HTTP 500s (engine.sim.error_rate); Seed draws them.
 	ErrorRate float64
 	Seed      uint64
+	// MaxServers is how many HTTP servers the launcher runs at once
+	// (search.parallel); 1 when 0. Virtual-time evaluations start none.
+	MaxServers int
 	// Dir receives one folder per started server with its log; a
 	// temporary folder per server when empty.
 	Dir    string
@@ -64,7 +67,7 @@ func NewSim(base sim.Deployment, o SimOptions) (*Sim, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sim{base: base, opts: o, dirs: &serverDirs{root: o.Dir}}, nil
+	return &Sim{base: base, opts: o, dirs: &serverDirs{root: o.Dir}, slot: slot{max: o.MaxServers}}, nil
 }
 
 // Kind returns "sim".

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // TunedVsDefault is the answer to "what did tuning gain?": the configured
@@ -50,12 +51,17 @@ type CeilingEstimate struct {
 }
 
 // FlagChange is one engine flag the chosen configuration sets differently
-// from engine.params; Default is absent when engine.params leaves the
-// flag to the engine's default.
+// from engine.params. A side that leaves the flag unset runs with the
+// engine's default: its value is vLLM's default (vllm.Defaults) and the
+// matching ...IsEngineDefault field says so. A value is absent only when
+// the flag is unset and spoc knows no default for it (and in summaries
+// written before the effective value was recorded).
 type FlagChange struct {
-	Flag    string `json:"flag"`
-	Default any    `json:"default,omitempty"`
-	Tuned   any    `json:"tuned"`
+	Flag                   string `json:"flag"`
+	Default                any    `json:"default,omitempty"`
+	DefaultIsEngineDefault bool   `json:"default_is_engine_default,omitempty"`
+	Tuned                  any    `json:"tuned"`
+	TunedIsEngineDefault   bool   `json:"tuned_is_engine_default,omitempty"`
 }
 
 func estimate(r *capacity.SweepResult) CeilingEstimate {
@@ -170,17 +176,41 @@ func ceilingText(users int, iv *capacity.Interval) string {
 }
 
 // changedFlags lists the flags whose values differ between a and b.
+// changedFlags compares the flags two configurations run with: a flag one
+// of them leaves unset runs at the engine's default, so that is the value
+// compared (and shown); a flag set to the engine's default on one side and
+// unset on the other is no change.
 func changedFlags(a, b map[string]any) []FlagChange {
-	var out []FlagChange
-	for k, v := range b {
-		if d, ok := a[k]; !ok || fmt.Sprint(d) != fmt.Sprint(v) {
-			out = append(out, FlagChange{Flag: k, Default: a[k], Tuned: v})
+	defaults := vllm.Defaults()
+	effective := func(m map[string]any, k string) (v any, engineDefault bool) {
+		if v, ok := m[k]; ok {
+			return v, false
 		}
+		if v, ok := defaults[vllm.FlagName(k)]; ok {
+			return v, true
+		}
+		return nil, false
 	}
-	for k, v := range a {
-		if _, ok := b[k]; !ok {
-			out = append(out, FlagChange{Flag: k, Default: v})
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	// equivalent settings (a long-prefill threshold at or above the batch
+	// budget is off, like 0) are no change; the table shows what was set
+	ca, cb := vllm.Canonical(a, nil), vllm.Canonical(b, nil)
+	var out []FlagChange
+	for k := range keys {
+		d, dEngine := effective(a, k)
+		t, tEngine := effective(b, k)
+		cd, _ := effective(ca, k)
+		ct, _ := effective(cb, k)
+		if cd != nil && ct != nil && fmt.Sprint(cd) == fmt.Sprint(ct) {
+			continue
 		}
+		out = append(out, FlagChange{Flag: k, Default: d, DefaultIsEngineDefault: dEngine, Tuned: t, TunedIsEngineDefault: tEngine})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Flag < out[j].Flag })
 	return out

@@ -57,7 +57,7 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			return "", err
 		}
 		rc := Candidate{Trial: c.trial, Params: withBase(p.s.Deployment.Params, c.params), Ceiling: res.Ceiling, FailedClause: res.FailedClause,
-			Provenance: res.Provenance()}
+			StudyThroughput: c.tput, Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
 		p.stepf(n+1, len(cands), false, "candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
 		if c.trial >= 0 && (p.bestTuned == nil || res.Ceiling > p.bestTuned.res.Ceiling) {
@@ -72,11 +72,45 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 		return "", errors.New("no candidate configuration could run")
 	}
 	p.sum.Candidates[best].Chosen = true
+	explainTies(sw.Choose, p.sum.Candidates, best)
 	ch := p.sum.Candidates[best]
 	p.sum.Capacity.Config = ch.Params
 	p.sum.Capacity.ChosenTrial = ch.Trial
 	p.sum.Capacity.ChosenBy = sw.Choose
 	return fmt.Sprintf("chose %s (candidate-sweep ceiling %d users)", trialName(ch.Trial), ch.Ceiling), nil
+}
+
+// explainTies writes on the chosen candidate (index best) and on every
+// candidate with the same ceiling how the tie was broken: candidates are
+// swept in order (engine.params first, then the study's throughput,
+// highest first) and a tie keeps the earlier one. Under max-throughput
+// the ceiling decides nothing, so there is no tie to explain.
+func explainTies(rule string, cands []Candidate, best int) {
+	if rule == "max-throughput" {
+		return
+	}
+	ch := cands[best]
+	var tied []string
+	for i := range cands {
+		c := &cands[i]
+		if i == best || c.Ceiling != ch.Ceiling {
+			continue
+		}
+		tied = append(tied, trialName(c.Trial))
+		why := "a tie keeps the configured flags"
+		if ch.Trial >= 0 {
+			why = fmt.Sprintf("a tie goes to the higher study throughput (%.0f vs %.0f tok/s)", ch.StudyThroughput, c.StudyThroughput)
+		}
+		c.TieBreak = fmt.Sprintf("tied with %s at %d users; not chosen: %s", trialName(ch.Trial), ch.Ceiling, why)
+	}
+	if len(tied) == 0 {
+		return
+	}
+	why := "a tie keeps the configured flags"
+	if ch.Trial >= 0 {
+		why = "a tie goes to the higher study throughput"
+	}
+	cands[best].TieBreak = fmt.Sprintf("chosen on a tie at %d users with %s: %s", ch.Ceiling, strings.Join(tied, ", "), why)
 }
 
 // better reports whether a beats b under the choice rule; ties on the

@@ -67,6 +67,7 @@ func (p *planner) peak(ctx context.Context) (string, error) {
 			return CompareRow{}, fmt.Errorf("%s: %w", name, err)
 		}
 		defer ev.Close(ctx)
+		p.watchRuns(ev)
 		opts := s.Sweep.SweepOptions
 		opts.Progress = p.levels(opts)
 		res, err := capacity.SweepConfig(ctx, ev, p.sum.Capacity.Config, s.Windows.Sweep.At, opts, nil)

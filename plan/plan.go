@@ -140,6 +140,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}()
 	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
+	p.watchRuns(ev)
 	steps := []phaseStep{
 		{"workload", p.inspect},
 		{"baseline", p.baselineSweep},
@@ -177,6 +178,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}
 	finishFidelity(p.sum, s.Deployment.GPUs)
+	autoAssumptions(p.sum, s)
 	if sum.Engine.Calibration != "" {
 		env, note := checkEnvelope(s, p.sum)
 		p.sum.Envelope = env
@@ -208,6 +210,21 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		}
 	}
 	return p.sum, nil
+}
+
+// autoAssumptions replaces the value of an assumption spoc resolved itself
+// (search.users: 0, "tune at the baseline's ceiling") with the value the
+// plan used, marked automatic: the configured 0 is no load anyone tuned at.
+func autoAssumptions(sum *Summary, s Setup) {
+	if s.Search.Users != 0 || sum.Search == nil || sum.Search.Users <= 0 {
+		return
+	}
+	for i, a := range sum.Assumptions {
+		if a.Field == "search.users" {
+			sum.Assumptions[i].Value = fmt.Sprint(sum.Search.Users)
+			sum.Assumptions[i].Automatic = "set automatically: the configuration says 0, so the study tuned at the baseline's ceiling"
+		}
+	}
 }
 
 // stagingRecords is the folder under OutDir the sweep writes its records
@@ -320,8 +337,12 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 		// a live trial cannot be redone: keep its records and telemetry
 		artifacts = filepath.Join(p.s.OutDir, "trials")
 	}
+	// search.parallel: each trial running at once has its own evaluator
+	// (and server on a live engine)
+	workers, closeWorkers := p.ev.TuneWorkers(load, spec.Parallel)
+	defer closeWorkers(ctx)
 	res, err := tune.Run(ctx, spec, tune.Options{
-		Launcher: p.ev.Launcher(), Evaluate: p.ev.TuneEvaluator(load), Capacity: p.ev.CapacityFunc(), Logger: p.o.Logger,
+		Launcher: p.ev.Launcher(), Workers: workers, Logger: p.o.Logger,
 		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
 		Progress: func(pr tune.Progress) {
 			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))

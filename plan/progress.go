@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/spoc-project/spoc/capacity"
 )
 
 // EventKind says what an Event marks in a plan's progress.
@@ -18,6 +20,11 @@ const (
 	Step
 	// PhaseDone closes a phase; Text says what it found.
 	PhaseDone
+	// Running reports a live run in progress, about once a second, with
+	// the client's counters (a server's start is a Step note).
+	// It counts no step (Done and Total are zero) and only Options.Events
+	// receives it: a plain Progress writer would get a line a second.
+	Running
 )
 
 // Event is one item of a plan's progress stream. The plan says what
@@ -60,7 +67,7 @@ func (p *planner) emit(e Event) {
 		p.o.Events(e)
 		return
 	}
-	if p.o.Progress != nil {
+	if p.o.Progress != nil && e.Kind != Running {
 		fmt.Fprintln(p.o.Progress, e.String())
 	}
 }
@@ -73,4 +80,20 @@ func (p *planner) logf(format string, args ...any) {
 // stepf is a counted step: done of total (total 0: unknown; bound: at most).
 func (p *planner) stepf(done, total int, bound bool, format string, args ...any) {
 	p.emit(Event{Kind: Step, Text: fmt.Sprintf(format, args...), Done: done, Total: total, TotalIsBound: bound})
+}
+
+// watchRuns makes ev's live runs report as Running events: a run of
+// minutes on a real server shows progress from its first second.
+func (p *planner) watchRuns(ev *capacity.Evaluator) {
+	if p.o.Events == nil || ev.Virtual() {
+		return
+	}
+	ev.WatchRuns(func(st capacity.RunStatus) {
+		if st.Starting {
+			// an event of its own (a server's start takes minutes), not a tick
+			p.logf("%s", st.Line())
+			return
+		}
+		p.emit(Event{Kind: Running, Text: st.Line()})
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -102,6 +103,32 @@ func TestQuickPlan(t *testing.T) {
 	if s.Workload == nil || len(s.Sweep) == 0 || len(s.Assumptions) == 0 || s.Search == nil || len(s.Candidates) == 0 || s.Engine.Model == "" {
 		t.Errorf("a section is missing: workload %v, sweep %d, assumptions %d, search %v, candidates %d, engine %+v",
 			s.Workload != nil, len(s.Sweep), len(s.Assumptions), s.Search != nil, len(s.Candidates), s.Engine)
+	}
+	// search.users: 0 is resolved to the baseline's ceiling: the
+	// assumption shows the load the study ran at, marked automatic
+	// a candidate with the chosen one's ceiling says how the tie was broken
+	var chosen *plan.Candidate
+	for i := range s.Candidates {
+		if s.Candidates[i].Chosen {
+			chosen = &s.Candidates[i]
+		}
+	}
+	for _, cd := range s.Candidates {
+		if tied := chosen != nil && cd.Trial != chosen.Trial && cd.Ceiling == chosen.Ceiling; tied != (cd.TieBreak != "") || tied && chosen.TieBreak == "" {
+			t.Errorf("candidate %d (ceiling %d, chosen %+v): tie-break %q", cd.Trial, cd.Ceiling, chosen, cd.TieBreak)
+		}
+	}
+	autoUsers := 0
+	for _, a := range s.Assumptions {
+		if a.Field == "search.users" {
+			autoUsers++
+			if s.Search == nil || a.Value != fmt.Sprint(s.Search.Users) || s.Search.Users == 0 || a.Automatic == "" {
+				t.Errorf("assumption search.users = %+v; the study tuned at %+v users", a, s.Search)
+			}
+		}
+	}
+	if autoUsers != 1 {
+		t.Errorf("search.users is listed %d times among the assumptions, want once", autoUsers)
 	}
 	if s.Trials != config.Default().Search.Trials && s.Trials != 12 {
 		t.Errorf("trials = %d", s.Trials)

@@ -187,6 +187,14 @@ type Candidate struct {
 	FullCeiling      int    `json:"full_ceiling,omitempty"`
 	FullFailedClause string `json:"full_failed_clause,omitempty"`
 	Chosen           bool   `json:"chosen"`
+	// StudyThroughput is the candidate's output tokens/s in the study (0:
+	// engine.params, not a study trial): candidates are ranked by it
+	// before their sweeps, and a tie on the ceiling keeps the earlier one.
+	StudyThroughput float64 `json:"study_output_throughput,omitempty"`
+	// TieBreak says how a tie on the ceiling with the chosen candidate was
+	// broken, on the chosen candidate and on each it tied with; empty
+	// when the candidate tied with none.
+	TieBreak string `json:"tie_break,omitempty"`
 	// Provenance is where the candidate's short sweep ran.
 	Provenance Provenance `json:"provenance"`
 }
@@ -299,8 +307,11 @@ type CompareRow struct {
 // Assumption is one default that was not a published fact.
 type Assumption struct {
 	Field string `json:"field"`
-	Value string `json:"value"`
-	Note  string `json:"note"`
+	// Value is the value the plan used: for a setting spoc resolves itself
+	// (search.users: 0), the value it chose, and Automatic says how.
+	Value     string `json:"value"`
+	Automatic string `json:"automatic,omitempty"`
+	Note      string `json:"note"`
 }
 
 // Phase is one step of the plan and its wall time.

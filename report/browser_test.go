@@ -135,6 +135,15 @@ func TestBrowserDefaultPlanReport(t *testing.T) {
 			if rep.Desktop.ScrollWidth > rep.Desktop.InnerWidth+1 {
 				t.Errorf("at laptop width the page scrolls sideways: scrollWidth %d > %d", rep.Desktop.ScrollWidth, rep.Desktop.InnerWidth)
 			}
+			// the workload, telemetry and calibration tables fit a laptop's
+			// width; wider ones (the sweep's 18 columns) scroll inside
+			// their box
+			for _, sc := range rep.Desktop.Scrolling {
+				if strings.HasPrefix(sc, "workload:") || strings.HasPrefix(sc, "telemetry:") || strings.HasPrefix(sc, "calibration:") {
+					t.Errorf("at laptop width a table scrolls sideways: %s", sc)
+				}
+			}
+			t.Logf("tables that scroll sideways at 1280 px: %v", rep.Desktop.Scrolling)
 			if rep.Desktop.NavDisplay == "none" || rep.Print.NavDisplay != "none" {
 				t.Errorf("navigation display: %q on screen, %q in print; want it shown on screen and hidden in print", rep.Desktop.NavDisplay, rep.Print.NavDisplay)
 			}

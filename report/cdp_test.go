@@ -208,12 +208,17 @@ type probe struct {
 	// NavDisplay is the computed display of the navigation bar (none when
 	// printing).
 	NavDisplay string `json:"nav"`
+	// Scrolling names the tables that scroll sideways inside their box,
+	// as "section: first header".
+	Scrolling []string `json:"scrolling"`
 }
 
 const probeJS = `JSON.stringify({scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
  sections: Array.from(document.querySelectorAll('section')).map(s => s.id),
  svgs: document.querySelectorAll('svg').length, height: document.documentElement.scrollHeight,
- nav: (document.querySelector('nav') ? getComputedStyle(document.querySelector('nav')).display : '')})`
+ nav: (document.querySelector('nav') ? getComputedStyle(document.querySelector('nav')).display : ''),
+ scrolling: Array.from(document.querySelectorAll('.scroll')).filter(e => e.scrollWidth > e.clientWidth + 1)
+   .map(e => (e.closest('section') ? e.closest('section').id : '') + ': ' + (e.querySelector('th') ? e.querySelector('th').textContent : ''))})`
 
 // load opens file in a new tab with the network emulated offline, waits
 // for the load event, probes and screenshots it at a laptop's and a

@@ -31,9 +31,11 @@ func addCeiling(d *plan.Summary) {
 	d.Capacity.Ceiling, d.Capacity.CeilingInterval = d.Capacity.Users, def
 	d.Capacity.BindingMargin = &capacity.Margin{Scope: "P2", Clause: "ttft p95", Limit: 2, AtCeiling: 1.93, AtFirstFailing: 2.06, Headroom: 0.035}
 	d.TunedVsDefault = &plan.TunedVsDefault{
-		Default:         plan.CeilingEstimate{Users: 143, FirstFailingUsers: 146, Interval: def, ResolutionUsers: 5, Provenance: sim},
-		Tuned:           plan.CeilingEstimate{Users: 146, FirstFailingUsers: 149, Interval: tuned, ResolutionUsers: 5, Provenance: sim},
-		Changed:         []plan.FlagChange{{Flag: "async-scheduling", Tuned: true}, {Flag: "max-num-batched-tokens", Default: 8192, Tuned: 805}},
+		Default: plan.CeilingEstimate{Users: 143, FirstFailingUsers: 146, Interval: def, ResolutionUsers: 5, Provenance: sim},
+		Tuned:   plan.CeilingEstimate{Users: 146, FirstFailingUsers: 149, Interval: tuned, ResolutionUsers: 5, Provenance: sim},
+		Changed: []plan.FlagChange{{Flag: "async-scheduling", Default: false, DefaultIsEngineDefault: true, Tuned: true},
+			{Flag: "enforce-eager", Tuned: true}, // a summary written before effective values were recorded
+			{Flag: "max-num-batched-tokens", Default: 8192, Tuned: 805}},
 		TunedTrial:      17,
 		DifferenceUsers: 3,
 		Difference:      &capacity.Difference{Users: 3, MeanUsers: -0.6, Lo: -4.5, Hi: 3.3, Method: capacity.DifferenceMethod, Seeds: 5},
@@ -63,7 +65,8 @@ func TestCeilingSection(t *testing.T) {
 		"P2 ttft p95 was 1.93 s at the ceiling against its limit of 2.00 s",
 		`id="tuned-vs-default"`, "within noise",
 		"<td class=\"l\"><code>max-num-batched-tokens</code></td><td class=\"l\">8192</td><td class=\"l\">805</td>",
-		"<td class=\"l\">engine default</td><td class=\"l\">true</td>",
+		"<td class=\"l\"><code>async-scheduling</code></td><td class=\"l\">false (engine default)</td><td class=\"l\">true</td>",
+		"<td class=\"l\"><code>enforce-eager</code></td><td class=\"l\">engine default</td><td class=\"l\">true</td>",
 		"it contains 0, so the difference is within noise",
 	} {
 		if !strings.Contains(html.String(), want) {

@@ -81,19 +81,24 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 				df.Users, df.MeanUsers, df.Seeds, df.Lo, df.Hi, map[bool]string{true: ": it contains 0, so the difference is within noise", false: ""}[df.WithinNoise()])
 		}
 		for _, ch := range tv.Changed {
-			def := "engine default"
-			if ch.Default != nil {
-				def = fmt.Sprint(ch.Default)
-			}
-			tuned := "engine default"
-			if ch.Tuned != nil {
-				tuned = fmt.Sprint(ch.Tuned)
-			}
-			t.Changed = append(t.Changed, flagRow{Flag: ch.Flag, Default: def, Tuned: tuned})
+			t.Changed = append(t.Changed, flagRow{Flag: ch.Flag, Default: flagValue(ch.Default, ch.DefaultIsEngineDefault), Tuned: flagValue(ch.Tuned, ch.TunedIsEngineDefault)})
 		}
 		v.Tuned = t
 	}
 	return v
+}
+
+// flagValue is the value a configuration runs a flag with; one it left
+// unset is the engine's default, shown with its value when the summary
+// records it (older summaries do not).
+func flagValue(v any, engineDefault bool) string {
+	switch {
+	case v == nil:
+		return "engine default"
+	case engineDefault:
+		return fmt.Sprint(v) + " (engine default)"
+	}
+	return fmt.Sprint(v)
 }
 
 func choiceName(trial int) string {

@@ -54,6 +54,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"f2":          func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"signed":      func(v float64) string { return fmt.Sprintf("%+.2f", v) },
 	"objlabel":    objectiveLabel,
+	"objname":     objectiveName,
 	"cmdlines":    commandLines,
 	"chosenLabel": func(c plan.Capacity) string { return choice(c) },
 	"provenance":  provenanceText,
@@ -67,6 +68,14 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 			}
 		}
 		return ""
+	},
+	"anyTie": func(cs []plan.Candidate) bool {
+		for _, c := range cs {
+			if c.TieBreak != "" {
+				return true
+			}
+		}
+		return false
 	},
 	"trialLabel": func(n int) string {
 		if n < 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/result"
@@ -256,7 +257,11 @@ func TestHTMLSize(t *testing.T) {
 func TestHTMLAssumptionsAndNotes(t *testing.T) {
 	d := fixture(t)
 	d.Notes = append(d.Notes, "a note the reader must see")
+	d.Assumptions = append(d.Assumptions, plan.Assumption{Field: "search.users", Value: "162", Automatic: "set automatically: the baseline's ceiling", Note: "not published"})
 	page := render(t, d)
+	if want := `<td class="l">162 (automatic)</td><td class="wrap">not published; set automatically: the baseline&#39;s ceiling</td>`; !strings.Contains(page, want) {
+		t.Errorf("the automatic search.users is not shown as %s", want)
+	}
 	for _, a := range d.Assumptions {
 		if !strings.Contains(page, "<code>"+a.Field+"</code>") {
 			t.Errorf("assumption %s not printed", a.Field)
@@ -309,4 +314,93 @@ func headline(page string) string {
 		return page
 	}
 	return page[i:min(len(page), i+600)]
+}
+
+// TestCandidatesTieBreak: a tie on the ceiling is explained in the
+// Candidates table (HTML and Markdown); without one the column is absent.
+func TestCandidatesTieBreak(t *testing.T) {
+	d := fixture(t)
+	d.Candidates = []plan.Candidate{
+		{Trial: -1, Ceiling: 162},
+		{Trial: 27, Ceiling: 165, Chosen: true, TieBreak: "chosen on a tie at 165 users with trial #58: a tie goes to the higher study throughput"},
+		{Trial: 58, Ceiling: 165, TieBreak: "tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s)"},
+	}
+	page := render(t, d)
+	for _, want := range []string{`<th class="l">tie-break</th>`,
+		`<td class="wrap">tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s)</td>`,
+		`<td class="wrap">chosen on a tie at 165 users with trial #58: a tie goes to the higher study throughput</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| trial #58 | 165 |  | tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s) |"; !strings.Contains(md.String(), want) {
+		t.Errorf("summary.md lacks %s\n%s", want, md.String())
+	}
+	for i := range d.Candidates {
+		d.Candidates[i].TieBreak = ""
+	}
+	if page := render(t, d); strings.Contains(page, "tie-break") {
+		t.Error("a tie-break column without a tie")
+	}
+}
+
+// TestSweepBindingColumn: the sweep table's latency columns say they are
+// over all profiles, and a per-profile binding clause (P2 ttft p95) gets a
+// column with that profile's value at each level; an overall clause
+// needs none.
+func TestSweepBindingColumn(t *testing.T) {
+	d := fixture(t)
+	d.Capacity.BindingMargin = &capacity.Margin{Scope: "P2", Clause: "ttft p95", Limit: 2, AtCeiling: 1.7, AtFirstFailing: 2.1}
+	d.Sweep = []plan.SweepPoint{{Users: 165, Pass: true, TTFTP95Ms: 900,
+		Profiles: []plan.ProfilePoint{{Name: "P0", Requests: 10, TTFTP95Ms: 700}, {Name: "P2", Requests: 4, TTFTP95Ms: 1702}}}}
+	page := render(t, d)
+	for _, want := range []string{"<th>P2 TTFT p95 (binding)</th><th>TTFT p50 all</th><th>TTFT p95 all</th>",
+		"<td>1.70 s</td><td>", "<td>900 ms</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	var md bytes.Buffer
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| users | verdict | output tok/s | P2 TTFT p95 (binding) | TTFT p95 all |"; !strings.Contains(md.String(), want) {
+		t.Errorf("summary.md lacks %s", want)
+	}
+	if want := "| 165 | pass | 0 | 1.70 s | 900 ms |"; !strings.Contains(md.String(), want) {
+		t.Errorf("summary.md lacks %s", want)
+	}
+	d.Capacity.BindingMargin.Scope = "overall"
+	if page := render(t, d); strings.Contains(page, "(binding)</th>") || !strings.Contains(page, "<th>TTFT p95 all</th>") {
+		t.Error("an overall clause gets a binding column, or the all-profile columns lost their label")
+	}
+}
+
+// The influence table holds rank correlations, which have no unit: its
+// column heads name the objective and its direction, never ms or s (the
+// values below them are not latencies).
+func TestInfluenceHeadsCarryNoUnit(t *testing.T) {
+	var b strings.Builder
+	if err := report.HTML(&b, fixture(t)); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	i := strings.Index(page, `<table class="heat">`)
+	if i < 0 {
+		t.Fatal("no influence table in the fixture's report")
+	}
+	head := page[i:]
+	head = head[:strings.Index(head, "</thead>")]
+	if !strings.Contains(head, "ttft_p95 (↓ better)") {
+		t.Errorf("influence heads lack the objective and its direction: %s", head)
+	}
+	for _, unit := range []string{", ms", ", s "} {
+		if strings.Contains(head, unit) {
+			t.Errorf("influence heads carry a unit %q over unitless correlations: %s", unit, head)
+		}
+	}
 }

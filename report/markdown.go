@@ -95,7 +95,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString("\n")
 	}
 	if len(d.Candidates) > 0 {
-		b.WriteString("## Candidates\n\n| candidate | short-sweep ceiling | fails first on | full-sweep ceiling (tie-break) |\n|---|---:|---|---:|\n")
+		b.WriteString("## Candidates\n\n| candidate | ceiling | fails first on | tie-break |\n|---|---:|---|---|\n")
 		for _, cd := range d.Candidates {
 			label := fmt.Sprintf("trial #%d", cd.Trial)
 			if cd.Trial < 0 {
@@ -104,17 +104,28 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 			if cd.Chosen {
 				label += " (chosen)"
 			}
-			full := "–"
-			if cd.FullCeiling > 0 {
-				full = strconv.Itoa(cd.FullCeiling)
+			tie := "–"
+			switch {
+			case cd.TieBreak != "":
+				tie = mdEscape(cd.TieBreak)
+			case cd.FullCeiling > 0:
+				// summaries of plans that broke ties with full sweeps
+				tie = "full-sweep ceiling " + strconv.Itoa(cd.FullCeiling)
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause), full)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", label, cd.Ceiling, mdEscape(cd.FailedClause), tie)
 		}
 		b.WriteString("\n")
 	}
 	if len(d.Sweep) > 0 {
-		b.WriteString("## Sweep\n\n| users | verdict | output tok/s | TTFT p95 | ITL p95 | KV usage | prefix hits |\n|---:|---|---:|---:|---:|---:|---:|\n")
-		for _, s := range d.Sweep {
+		// the latency columns are over all profiles; a per-profile binding
+		// clause gets its own column
+		head, cells := bindingColumn(d)
+		bh, bsep := "", ""
+		if head != "" {
+			bh, bsep = " "+mdEscape(head)+" (binding) |", "---:|"
+		}
+		fmt.Fprintf(&b, "## Sweep\n\n| users | verdict | output tok/s |%s TTFT p95 all | ITL p95 all | KV usage | prefix hits |\n|---:|---|---:|%s---:|---:|---:|---:|\n", bh, bsep)
+		for i, s := range d.Sweep {
 			v := "pass"
 			if !s.Pass {
 				v = "fail: " + mdEscape(s.FailedClause)
@@ -123,7 +134,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 			if s.HasEngineTelemetry() {
 				kv, hits = fmtPct(s.KVCacheUsageMean), fmtPct(s.PrefixCacheHitRate)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), kv, hits)
+			bc := ""
+			if head != "" {
+				bc = " " + cells[i] + " |"
+			}
+			fmt.Fprintf(&b, "| %d | %s | %.0f |%s %s | %s | %s | %s |\n", s.Users, v, s.OutputThroughput, bc, fmtMs(s.TTFTP95Ms), fmtMs(s.ITLP95Ms), kv, hits)
 		}
 		b.WriteString("\n")
 	}
@@ -180,7 +195,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	if len(d.Assumptions) > 0 {
 		b.WriteString("## Assumptions\n\n| field | value | note |\n|---|---|---|\n")
 		for _, a := range d.Assumptions {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(a.Field), mdEscape(a.Value), mdEscape(a.Note))
+			value, note := a.Value, a.Note
+			if a.Automatic != "" {
+				value, note = value+" (automatic)", note+"; "+a.Automatic
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdEscape(a.Field), mdEscape(value), mdEscape(note))
 		}
 		b.WriteString("\n")
 	}

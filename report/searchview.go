@@ -115,15 +115,25 @@ func fmtObjective(o objView, v float64) string {
 }
 
 func objectiveLabel(o objView) string {
-	arrow := "↓ better"
-	if strings.HasPrefix(o.Direction, "max") {
-		arrow = "↑ better"
-	}
+	arrow := objectiveArrow(o)
 	u := o.unit()
 	if u == "" {
 		return fmt.Sprintf("%s (%s)", o.Metric, arrow)
 	}
 	return fmt.Sprintf("%s, %s (%s)", o.Metric, u, arrow)
+}
+
+func objectiveArrow(o objView) string {
+	if strings.HasPrefix(o.Direction, "max") {
+		return "↑ better"
+	}
+	return "↓ better"
+}
+
+// objectiveName heads a column of unitless numbers about an objective (the
+// influence table's rank correlations): the metric and its direction, no unit.
+func objectiveName(o objView) string {
+	return fmt.Sprintf("%s (%s)", o.Metric, objectiveArrow(o))
 }
 
 func newSearchView(d *plan.Summary) *searchView {
@@ -260,6 +270,9 @@ func newSearchView(d *plan.Summary) *searchView {
 			}
 			if cd.FullCeiling > 0 {
 				note += fmt.Sprintf("; tied, full sweep: %d users", cd.FullCeiling)
+			}
+			if cd.TieBreak != "" {
+				note += "; " + cd.TieBreak
 			}
 			c.Rows = append(c.Rows, BarRow{Label: label, Values: []float64{float64(cd.Ceiling)}, Note: note})
 		}

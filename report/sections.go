@@ -176,6 +176,41 @@ func newWorkloadView(d *plan.Summary) *workloadView {
 // sweepView is the Sweep section.
 type sweepView struct {
 	TTFT, ITL, Throughput template.HTML
+	// BindingHead names the binding clause's metric in its profile when
+	// the table's all-profile columns do not show it ("P2 TTFT p95");
+	// Binding is its value at each sweep level, in d.Sweep's order.
+	BindingHead string
+	Binding     []string
+}
+
+// bindingColumn is the binding clause's metric in its profile at every
+// level of the sweep: the table's latency columns are over all profiles,
+// and a per-profile clause (P2 ttft p95) binds on another number. Empty
+// when the clause is overall or its metric is not recorded per profile.
+func bindingColumn(d *plan.Summary) (head string, cells []string) {
+	m := d.Capacity.BindingMargin
+	if m == nil || m.Scope == "" || m.Scope == "overall" {
+		return "", nil
+	}
+	var value func(plan.ProfilePoint) float64
+	switch m.Clause {
+	case "ttft p95":
+		head, value = m.Scope+" TTFT p95", func(p plan.ProfilePoint) float64 { return p.TTFTP95Ms }
+	case "itl p95":
+		head, value = m.Scope+" ITL p95", func(p plan.ProfilePoint) float64 { return p.ITLP95Ms }
+	default:
+		return "", nil
+	}
+	for _, s := range d.Sweep {
+		cell := "–"
+		for _, p := range s.Profiles {
+			if p.Name == m.Scope && p.Requests > 0 {
+				cell = fmtMs(value(p))
+			}
+		}
+		cells = append(cells, cell)
+	}
+	return head, cells
 }
 
 func newSweepView(d *plan.Summary) *sweepView {
@@ -254,7 +289,9 @@ func newSweepView(d *plan.Summary) *sweepView {
 	clip(&itl, float64(d.SLA.ITL.Max)/1e6)
 	tput := build("Output throughput against users", "output tokens/s", func(s plan.SweepPoint) float64 { return s.OutputThroughput }, func(p plan.ProfilePoint) float64 { return p.OutputThroughput },
 		func(v float64) string { return fmtNum(v) + " tok/s" })
-	return &sweepView{TTFT: ttft.SVG(), ITL: itl.SVG(), Throughput: tput.SVG()}
+	v := &sweepView{TTFT: ttft.SVG(), ITL: itl.SVG(), Throughput: tput.SVG()}
+	v.BindingHead, v.Binding = bindingColumn(d)
+	return v
 }
 
 // nonDominated returns the indexes of the members not dominated by another

@@ -309,3 +309,4 @@ func TestInfluenceColorFollowsDirection(t *testing.T) {
 		t.Errorf("r 0: %s, want white", got)
 	}
 }
+

@@ -25,6 +25,9 @@ type Spec struct {
 	MutationProb  float64
 	// Seed seeds the sampler.
 	Seed uint64
+	// Parallel is how many trials this worker runs at once, each on its
+	// own server (Options.Workers); 0 and 1 mean one at a time.
+	Parallel int
 	// Trials is the study's budget, all workers together.
 	Trials int
 	// Storage is the study database (a SQLite path or postgres:// URL) and

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
@@ -32,20 +35,37 @@ type Evaluator func(ctx context.Context, t *search.TrialContext) (*result.Result
 // (a short inner sweep); it is needed when "capacity" is an objective.
 type CapacityFunc func(ctx context.Context, t *search.TrialContext) (users int, err error)
 
+// Worker is what evaluates the trials of one of the study's workers in
+// this process: its own Evaluate and Capacity, so that trials running at
+// once each own their server.
+type Worker struct {
+	Evaluate Evaluator
+	Capacity CapacityFunc
+}
+
 // Options are the run-time pieces of a study; what to search comes from
 // the Spec.
 type Options struct {
 	// Launcher is the study's engine; a study needs one that applies the
 	// trial's flags (not an external server).
 	Launcher engine.Launcher
+	// Evaluate and Capacity evaluate the trials of a study that runs one
+	// at a time.
 	Evaluate Evaluator
 	Capacity CapacityFunc
+	// Workers, when set, replace Evaluate and Capacity: Run runs one
+	// study worker per entry, each claiming and evaluating trials on its
+	// own. A study with Spec.Parallel N > 1 needs exactly N
+	// (capacity.Evaluator.TuneWorkers); each needs a server of its own,
+	// so the Launcher must run N at once.
+	Workers []Worker
 	// ArtifactsRoot holds one directory per trial (server log, records):
 	// ArtifactsRoot/<study>/trial-NNNNN.
 	ArtifactsRoot string
 	// Worker names this worker in a shared study (default host-pid-random).
 	Worker string
-	// Progress is called after every trial this worker finishes.
+	// Progress is called after every trial this process finishes, one
+	// call at a time even when trials run in parallel.
 	Progress func(Progress)
 	Logger   *slog.Logger
 	// HeartbeatInterval overrides study.DefaultHeartbeatInterval (tests).
@@ -167,11 +187,14 @@ func droppedText(ds []Dropped) string {
 
 // Run creates or resumes the study spec.Study in spec.Storage and runs
 // trials until the budget (spec.Trials) is spent or ctx ends.
-// On Ctrl-C the trial in flight is re-queued, its server stopped, and Run
-// returns ctx's error with the study's state; running it again continues.
+// With Spec.Parallel N it runs N trials at once, one per Options.Workers
+// entry. On Ctrl-C the trials in flight are re-queued, their servers
+// stopped, and Run returns ctx's error with the study's state; running it
+// again continues.
 func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
-	if o.Launcher == nil || o.Evaluate == nil {
-		return nil, errors.New("tune: an engine and an evaluator are required")
+	workers, err := o.workers(spec)
+	if err != nil {
+		return nil, err
 	}
 	if !engine.Reconfigurable(o.Launcher) {
 		return nil, errors.New("tune: the external engine cannot apply trial parameters; use kind sim, process or kubernetes")
@@ -200,7 +223,8 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(plan.Objectives, func(ob search.ObjectiveSpec) bool { return ob.Metric == MetricCapacity }) && o.Capacity == nil {
+	if slices.ContainsFunc(plan.Objectives, func(ob search.ObjectiveSpec) bool { return ob.Metric == MetricCapacity }) &&
+		slices.ContainsFunc(workers, func(w Worker) bool { return w.Capacity == nil }) {
 		return nil, errors.New("tune: objective capacity needs a capacity search (CapacityFunc)")
 	}
 	st, err := db.CreateOrLoad(ctx, study.Config{
@@ -234,33 +258,7 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 			o.notify(line)
 		}
 	}
-	ev := &evaluation{spec: spec, o: o, plan: plan}
-	run, runErr := study.Optimize(ctx, study.Options{
-		Study:             st,
-		Sampler:           plan.Sampler,
-		Objective:         ev.objective,
-		Trials:            spec.Trials,
-		Worker:            o.Worker,
-		ArtifactsRoot:     o.ArtifactsRoot,
-		Logger:            o.Logger,
-		HeartbeatInterval: o.HeartbeatInterval,
-		StaleAfter:        6 * o.HeartbeatInterval,
-		Progress: func(p study.Progress) {
-			if o.Progress == nil {
-				return
-			}
-			trials, err := st.Trials(ctx)
-			if err != nil {
-				o.Logger.Warn("read study for progress", "err", err)
-				return
-			}
-			o.Progress(Progress{
-				Trial: p.Trial, Finished: p.Finished, Total: p.Total,
-				FrontSize: len(search.ParetoFront(trials, plan.Directions)),
-				Best:      Best(trials, plan.Directions), Objectives: plan.Objectives,
-			})
-		},
-	})
+	run, runErr := optimize(ctx, st, spec, o, plan, workers)
 	// The study is read back even after Ctrl-C so the caller can show it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -277,6 +275,132 @@ func Run(ctx context.Context, spec Spec, o Options) (*Result, error) {
 		res.States[t.State]++
 	}
 	return res, runErr
+}
+
+// workers returns the evaluators of the study's workers in this process:
+// Options.Workers, or Evaluate and Capacity as the one worker.
+func (o Options) workers(spec Spec) ([]Worker, error) {
+	if o.Launcher == nil {
+		return nil, errors.New("tune: an engine is required")
+	}
+	n := max(spec.Parallel, 1)
+	ws := o.Workers
+	if len(ws) == 0 {
+		ws = []Worker{{Evaluate: o.Evaluate, Capacity: o.Capacity}}
+	}
+	if len(ws) != n {
+		return nil, fmt.Errorf("tune: search.parallel is %d but %d trial evaluators were given; each trial running at once needs its own (capacity.Evaluator.TuneWorkers)", n, len(ws))
+	}
+	for _, w := range ws {
+		if w.Evaluate == nil {
+			return nil, errors.New("tune: an engine and an evaluator are required")
+		}
+	}
+	return ws, nil
+}
+
+// optimize runs one study worker per entry of workers on st, all with
+// the plan's sampler (safe for concurrent use; each proposal is made under
+// the study's lock with the trials still running in its history), and
+// sums what they did. Progress calls are serialised. When one worker
+// fails, the others are stopped (their trials re-queued) and the first
+// error is returned.
+func optimize(ctx context.Context, st *study.Study, spec Spec, o Options, plan *Plan, workers []Worker) (study.Result, error) {
+	var progressMu sync.Mutex
+	lastFinished := 0
+	progress := func(p study.Progress) {
+		if o.Progress == nil {
+			return
+		}
+		progressMu.Lock()
+		defer progressMu.Unlock()
+		trials, err := st.Trials(ctx)
+		if err != nil {
+			o.Logger.Warn("read study for progress", "err", err)
+			return
+		}
+		// workers count before they report: the count shown never
+		// goes back
+		lastFinished = max(lastFinished, p.Finished)
+		o.Progress(Progress{
+			Trial: p.Trial, Finished: lastFinished, Total: p.Total,
+			FrontSize: len(search.ParetoFront(trials, plan.Directions)),
+			Best:      Best(trials, plan.Directions), Objectives: plan.Objectives,
+		})
+	}
+	opts := func(w Worker, name string) study.Options {
+		wo := o
+		wo.Evaluate, wo.Capacity = w.Evaluate, w.Capacity
+		return study.Options{
+			Study:             st,
+			Sampler:           plan.Sampler,
+			Objective:         (&evaluation{spec: spec, o: wo, plan: plan}).objective,
+			Trials:            spec.Trials,
+			Worker:            name,
+			ArtifactsRoot:     o.ArtifactsRoot,
+			Logger:            o.Logger,
+			HeartbeatInterval: o.HeartbeatInterval,
+			StaleAfter:        6 * o.HeartbeatInterval,
+			Progress:          progress,
+			// a worker with nothing to claim while its siblings' trials
+			// run looks again soon: the last of them ends the study
+			PollInterval: pollInterval(len(workers), o.HeartbeatInterval),
+		}
+	}
+	if len(workers) == 1 {
+		return study.Optimize(ctx, opts(workers[0], o.Worker))
+	}
+	base := o.Worker
+	if base == "" {
+		host, _ := os.Hostname()
+		base = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	results := make([]study.Result, len(workers))
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// each its own worker name: heartbeats and results are
+			// matched to the worker that claimed the trial
+			results[i], errs[i] = study.Optimize(wctx, opts(w, fmt.Sprintf("%s/%d", base, i+1)))
+			if errs[i] != nil && wctx.Err() == nil {
+				o.Logger.Warn("a study worker failed; stopping the others", "worker", i+1, "err", errs[i])
+				stop()
+			}
+		}()
+	}
+	wg.Wait()
+	var sum study.Result
+	var first error
+	for i, r := range results {
+		sum.Ran += r.Ran
+		sum.Complete += r.Complete
+		sum.Failed += r.Failed
+		sum.Infeasible += r.Infeasible
+		sum.Reused += r.Reused
+		sum.Interrupted = sum.Interrupted || r.Interrupted
+		if err := errs[i]; err != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			first = err
+		}
+	}
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return sum, first
+}
+
+// pollInterval is how often an idle worker of n in this process looks
+// for a trial to claim: the heartbeat interval, at most a second when
+// several run here (each poll is one read of the study).
+func pollInterval(n int, heartbeat time.Duration) time.Duration {
+	if n > 1 && (heartbeat <= 0 || heartbeat > time.Second) {
+		return time.Second
+	}
+	return heartbeat
 }
 
 // Best returns the feasible COMPLETE trial with the best value of the first

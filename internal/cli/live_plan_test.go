@@ -28,11 +28,20 @@ import (
 // the process engine's argv template; gpu the configured GPU.
 func livePlanConfig(t *testing.T, dir, kind, gpu string, command []string) string {
 	t.Helper()
+	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
+	if err := os.WriteFile(path, []byte(livePlanYAML(kind, gpu, command)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// livePlanYAML is livePlanConfig's file.
+func livePlanYAML(kind, gpu string, command []string) string {
 	quoted := make([]string, len(command))
 	for i, a := range command {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	body := fmt.Sprintf(`engine:
+	return fmt.Sprintf(`engine:
   kind: %s
   model: gpt-oss-20b
   gpu: %s
@@ -63,8 +72,8 @@ sla:
 run:
   users: 8
   ramp: 1s
-  warmup: 2s
-  duration: 5s
+  warmup: 1s
+  duration: 4s
   mid_session_start: false
 search:
   trials: 2
@@ -74,7 +83,7 @@ search:
   space:
     - {name: max-num-batched-tokens, type: int, low: 1024, high: 8192, log: true}
 sweep:
-  start: 8
+  start: 16
   max: 128
   resolution_users: 2
   resolution_fraction: 0.25
@@ -85,11 +94,6 @@ telemetry:
 plan:
   fidelity: live
 `, kind, gpu, time.Now().UnixNano(), strings.Join(quoted, ", "))
-	path := filepath.Join(dir, kind+"-"+gpu+".yaml")
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // simServe is the process engine's command: spoc sim serve as vLLM, on an
@@ -138,6 +142,7 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process for about a minute and a half")
 	}
+	t.Parallel() // mostly waits on real-time load windows: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := livePlanConfig(t, dir, "process", "B200", simServe(spoc))
@@ -147,6 +152,12 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 		t.Fatalf("live plan exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	s := readSummary(t, out)
+
+	// the first run of minutes on a real server is not silent: the server's
+	// start and the run's counters are shown before its level is done
+	if _, base, ok := strings.Cut(stderr, "== baseline"); !ok || !regexp.MustCompile(`^ \(phase 2/\d+\)\n 0:0\d starting the server for the run at 16 users\n 0:\d\d run at 16 users 0:0\d/0:0\d: \d+ active`).MatchString(base) {
+		t.Errorf("the baseline's first run shows no progress before its level is done:\n%s", stderr)
+	}
 
 	// provenance: live everywhere, on this process, at its endpoint
 	isLive := func(what string, p plan.Provenance) {
@@ -265,14 +276,37 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	}
 	simUsers, simStep := sweep("H200-SXM")
 	step := max(simStep, s.Capacity.ResolutionUsers)
-	if d := s.Capacity.Users - simUsers; d > step || d < -step {
-		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d with the same flags (step %d)", s.Capacity.Users, simUsers, step)
+	// Machine load only lowers a live ceiling: the client and the server
+	// share this machine's CPUs, so a busy machine delays tokens and the
+	// SLA fails sooner (32 against 48 simulated once, on two shared
+	// cores). So the live ceiling is held tightly from above, at most one
+	// step over the simulation of the server's hardware: a plan that fell
+	// back to simulating the configured B200 (about twice the users), or a
+	// client that under-measures latency, breaks that. From below it is
+	// held loosely: under half the simulation the live path lost requests
+	// or time, which load alone has not done.
+	live := s.Capacity.Users
+	if live > simUsers+step || live < simUsers/2 {
+		t.Errorf("live ceiling %d users, in-process simulation of the server's hardware %d with the same flags (step %d): want within [%d, %d]; load average %s",
+			live, simUsers, step, simUsers/2, simUsers+step, loadAverage())
 	}
-	// and a silent fallback to the configured hardware would not agree
-	if fb, _ := sweep("B200"); fb-s.Capacity.Users <= step {
-		t.Errorf("the configured B200 simulated gives %d users, the live H200 %d: the test cannot tell a fallback", fb, s.Capacity.Users)
+	// and a silent fallback to the configured hardware would break the
+	// upper bound
+	if fb, _ := sweep("B200"); fb <= simUsers+step {
+		t.Errorf("the configured B200 simulated gives %d users, the server's H200 %d (step %d): the test cannot tell a fallback", fb, simUsers, step)
 	}
-	t.Logf("live %d users; in process on an H200 %d (step %d); %d servers, %d requests served", s.Capacity.Users, simUsers, step, len(logs), served)
+	t.Logf("live %d users; in process on an H200 %d (step %d); %d servers, %d requests served; load average %s", live, simUsers, step, len(logs), served, loadAverage())
+}
+
+// loadAverage is the machine's load average (Linux), for messages about
+// timing under load.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // previousReport puts a marked report in out, as an earlier plan left it.
@@ -303,6 +337,7 @@ func TestLivePlanEngineNeverHealthy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the spoc binary")
 	}
+	t.Parallel()
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := livePlanConfig(t, dir, "process", "B200", []string{"/bin/false", "{{.Port}}"})
@@ -328,6 +363,7 @@ func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process for about half a minute")
 	}
+	t.Parallel() // mostly waits on real-time load windows: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := livePlanConfig(t, dir, "process", "B200", simServe(spoc))
@@ -373,7 +409,7 @@ func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
 			}
 			if inSweep && strings.Contains(line, " users ") {
 				if levels++; levels == 1 {
-					// the second level runs for 7 s from now: kill its
+					// the second level runs for 5 s from now: kill its
 					// server in the middle of it (a server found dead
 					// between levels is restarted instead)
 					time.Sleep(2 * time.Second)

@@ -36,7 +36,9 @@ func spocBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "spoc")
-		binOut, binError = exec.Command("go", "build", "-o", binPath, "../../cmd/spoc").CombinedOutput()
+		// -trimpath: the build cache then serves stampedBinary's build of
+		// the same sources from another folder (seconds, not a rebuild)
+		binOut, binError = exec.Command("go", "build", "-trimpath", "-o", binPath, "../../cmd/spoc").CombinedOutput()
 	})
 	if binError != nil {
 		t.Fatalf("go build ../../cmd/spoc: %v\n%s", binError, binOut)

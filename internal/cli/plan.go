@@ -56,14 +56,17 @@ sweep's records. With no configuration it plans the reference case
 			if estimate {
 				return planEstimate(cmd.Context(), cmd.OutOrStdout(), estimateProgress(quiet, cmd.ErrOrStderr()), setup, logger, asJSON)
 			}
+			dirs := snapshotOutDirs(out)
 			d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
-			if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {
-				return usageError(err)
-			}
 			if err != nil {
 				// A failed plan writes no summary: the previous plan's
-				// files in out stay as they were, and no capacity is printed.
-				return planFailed(cmd.Context(), cmd.ErrOrStderr(), out, err)
+				// files in out stay as they were, no capacity is printed,
+				// and the empty folders it created are removed.
+				created, removed := dirs.removeCreatedEmpty()
+				if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {
+					return usageError(err)
+				}
+				return planFailed(cmd.Context(), cmd.ErrOrStderr(), out, created, removed, err)
 			}
 			if err := report.WriteFiles(out, d, planFormats(cfg.Report.Formats)); err != nil {
 				return err
@@ -122,11 +125,17 @@ func planFormats(configured []string) []string {
 // planFailed says how a plan ended without a capacity: interrupted (exit
 // 130) or failed (exit 1), naming the phase (the error's first word) and,
 // for a server that did not come up, the end of its log. The previous
-// report in out is untouched either way.
-func planFailed(ctx context.Context, stderr io.Writer, out string, err error) error {
+// report in out is untouched either way; created and removed say whether
+// the plan created out and whether it was removed, being empty.
+func planFailed(ctx context.Context, stderr io.Writer, out string, created, removed bool, err error) error {
 	// say "unchanged" only of a report that exists
 	previous := "no report was written to " + out
-	if _, serr := os.Stat(filepath.Join(out, "report.html")); serr == nil {
+	switch _, serr := os.Stat(filepath.Join(out, "report.html")); {
+	case removed:
+		previous = "no report was written, and the empty folder " + out + " this plan created was removed"
+	case created:
+		previous = "no report was written; " + out + " keeps only what this plan logged there (server logs, the study)"
+	case serr == nil:
 		previous = "the previous report in " + out + " is unchanged"
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

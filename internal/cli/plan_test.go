@@ -23,6 +23,7 @@ func TestPlanSummaryRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a whole quick plan (seconds)")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	setup, err := config.Default().Setup(config.SetupOptions{OutDir: dir, Quick: true})
 	if err != nil {

@@ -44,6 +44,12 @@ type progress struct {
 	series, last time.Time
 	bound        bool
 	status       bool // a status line is on screen
+	// run is the live run in progress ("" when none), shown in the status
+	// line; runShown says a line of the phase's runs was printed (off a
+	// terminal), lastLine when the last permanent line was.
+	run      string
+	runShown bool
+	lastLine time.Time
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -105,6 +111,7 @@ func (p *progress) begin(name string, index, of, total int, bound bool) {
 	p.phaseStart, p.done, p.total, p.bound = p.now(), 0, total, bound
 	p.base, p.counted = 0, false
 	p.series, p.last = p.phaseStart, p.phaseStart
+	p.run, p.runShown = "", false
 	head := "== " + name
 	if of > 0 {
 		head += fmt.Sprintf(" (phase %d/%d)", index, of)
@@ -131,6 +138,9 @@ func (p *progress) step(text string, done, total int, bound bool) {
 		p.done, p.total, p.bound = done, total, bound
 	}
 	p.last = now
+	if done > 0 {
+		p.run = "" // the step ends the run that was in progress
+	}
 	count := ""
 	if done > 0 {
 		count = fmt.Sprintf(" %d/%s", done, p.totalText())
@@ -150,6 +160,42 @@ func (p *progress) step(text string, done, total int, bound bool) {
 	p.println(fit(prefix+text, progressWidth))
 }
 
+// running shows a live run in progress (plan.Running, about once a
+// second). On a terminal it goes into the status line. Elsewhere a line is
+// printed at the first report of the phase's runs, so a run of minutes
+// shows progress from its first second, and then whenever runProgressEvery
+// passed without any line: a heartbeat, not a line a second.
+func (p *progress) running(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.run = text
+	if p.tty {
+		p.drawStatus()
+		return
+	}
+	now := p.now()
+	if p.runShown && now.Sub(p.lastLine) < runProgressEvery {
+		return
+	}
+	p.runShown = true
+	start := p.phaseStart
+	if start.IsZero() {
+		start = now
+	}
+	p.println(fit(fmt.Sprintf(" %s %s", clock(now.Sub(start)), text), progressWidth))
+}
+
+// liveRun renders a live run's status for verbs that watch their
+// evaluator themselves (spoc sweep, spoc tune): a server's start as a
+// line, the run's counters as running does.
+func (p *progress) liveRun(st capacity.RunStatus) {
+	if st.Starting {
+		p.note(st.Line())
+		return
+	}
+	p.running(st.Line())
+}
+
 // note prints a line of the phase that counts nothing.
 func (p *progress) note(text string) { p.step(text, 0, 0, false) }
 
@@ -161,7 +207,7 @@ func (p *progress) end(text string) {
 	if text != "" {
 		line += ": " + text
 	}
-	p.phase, p.phaseStart = "", time.Time{}
+	p.phase, p.phaseStart, p.run = "", time.Time{}, ""
 	// the phase's closing line is its result: never cut
 	p.println(line)
 }
@@ -196,6 +242,7 @@ func (p *progress) eta() string {
 // println writes a permanent line, keeping the status line below it.
 func (p *progress) println(line string) {
 	p.clearStatus()
+	p.lastLine = p.now()
 	fmt.Fprintln(p.w, line)
 	p.drawStatus()
 }
@@ -220,6 +267,9 @@ func (p *progress) drawStatus() {
 		s += fmt.Sprintf("  %d/%s", p.done, p.totalText())
 	}
 	s += fmt.Sprintf("  elapsed %s  %s", clock(p.now().Sub(p.phaseStart)), p.eta())
+	if p.run != "" {
+		s += "  " + p.run
+	}
 	fmt.Fprint(p.w, "\r\033[K"+fit(s, progressWidth-1))
 	p.status = true
 }
@@ -250,6 +300,8 @@ func (p *progress) planEvents(e plan.Event) {
 		p.begin(e.Phase, e.Index, e.Phases, 0, false)
 	case plan.PhaseDone:
 		p.end(e.Text)
+	case plan.Running:
+		p.running(e.Text)
 	default:
 		p.step(e.Text, e.Done, e.Total, e.TotalIsBound)
 	}

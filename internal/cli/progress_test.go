@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,47 @@ func TestRunProgressOffTerminal(t *testing.T) {
 	}
 	if !strings.HasPrefix(got, "1:30/10:00 ETA 8:30  users 50/50") {
 		t.Errorf("line %q lacks the elapsed time and ETA", got)
+	}
+}
+
+// A live run of minutes shows progress from its first report (about a
+// second in), before its level is done; then, off a terminal, a line only
+// after 30 s without any: a heartbeat, not a line a second. On a terminal
+// the run goes into the status line.
+func TestProgressShowsALiveRunFromItsFirstSecond(t *testing.T) {
+	var out bytes.Buffer
+	clk := &fakeClock{t: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
+	p := newProgress(&out, false)
+	p.now = clk.now
+	ev := func(e plan.Event, after time.Duration) {
+		clk.t = clk.t.Add(after)
+		e.Phase, e.Index, e.Phases = "baseline", 2, 8
+		p.planEvents(e)
+	}
+	ev(plan.Event{Kind: plan.PhaseStarted}, 0)
+	ev(plan.Event{Kind: plan.Running, Text: "run at 8 users 0:01/5:00"}, time.Second)
+	for i := 2; i <= 31; i++ {
+		ev(plan.Event{Kind: plan.Running, Text: fmt.Sprintf("run at 8 users 0:%02d/5:00", i)}, time.Second)
+	}
+	ev(plan.Event{Kind: plan.Step, Text: "grid 8 users ok", Done: 1, Total: 10, TotalIsBound: true}, 4*time.Minute)
+	ev(plan.Event{Kind: plan.Running, Text: "run at 16 users 0:01/5:00"}, time.Second) // within 30 s of a line
+	p.Close()
+	want := []string{
+		"== baseline (phase 2/8)",
+		" 0:01 run at 8 users 0:01/5:00",
+		" 0:31 run at 8 users 0:31/5:00",
+		" 4:31 1/≤10 ETA ≤40:39 grid 8 users ok",
+	}
+	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	out.Reset()
+	p = newProgress(&out, true)
+	p.begin("baseline", 2, 8, 0, false)
+	p.planEvents(plan.Event{Kind: plan.Running, Text: "run at 8 users 0:01/5:00"})
+	p.Close()
+	if got := out.String(); !strings.Contains(got, "\r\033[Kbaseline (phase 2/8)  elapsed 0:00  ETA unknown  run at 8 users 0:01/5:00") {
+		t.Errorf("status line on a terminal: %q", got)
 	}
 }

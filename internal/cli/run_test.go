@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,67 @@ func TestRunHintsWhenWindowIsEmpty(t *testing.T) {
 		"--warmup", "200ms", "--ramp", "50ms", "--out", filepath.Join(dir, "r.jsonl"), "--quiet")
 	if code != 0 || !strings.Contains(stderr, "hint: no user started a turn inside the 300ms window") || !strings.Contains(stderr, "lengthen --duration") {
 		t.Fatalf("run exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// Ctrl-C during spoc run (an external server: spoc does not own it) stops
+// the run, prints what was measured and exits 130; the log says the server
+// keeps running and never that spoc stops it.
+func TestRunInterruptedSaysTheServerKeepsRunning(t *testing.T) {
+	t.Parallel() // a run of real seconds against its own server
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	if err := os.WriteFile(cfg, []byte(smallWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "-c", cfg, "--target", srv.URL, "--users", "2", "--duration", "1m", "--warmup", "100ms", "--ramp", "50ms",
+		"--out", filepath.Join(dir, "r.jsonl"), "--quiet"}, &stdout, &stderr)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d after Ctrl-C, want %d\n%s", code, ExitInterrupted, stderr.String())
+	}
+	msg := stderr.String()
+	if strings.Contains(msg, "stopping the server") || !strings.Contains(msg, "the external server keeps running") || !strings.Contains(msg, "spoc: interrupted; ") {
+		t.Errorf("stderr after Ctrl-C:\n%s", msg)
+	}
+	if !strings.Contains(stdout.String(), "measured: live on the external engine") {
+		t.Errorf("what was measured before Ctrl-C is not printed:\n%s", stdout.String())
+	}
+}
+
+// spoc sweep against an external server shows each level's run from its
+// first second, before the level's line: a sweep of minute-long levels is
+// not silent.
+func TestSweepShowsLiveRunsFromTheFirstSecond(t *testing.T) {
+	t.Parallel() // real seconds against its own server
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	writeFile(t, cfg, smallWorkload+`engine:
+  kind: external
+  external:
+    url: `+srv.URL+`
+run:
+  ramp: 100ms
+  warmup: 500ms
+  duration: 1500ms
+sweep:
+  start: 2
+  max: 2
+  seeds: 1
+telemetry:
+  enabled: false
+`)
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"sweep", "-c", cfg, "--out", filepath.Join(dir, "out")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	if !regexp.MustCompile(`\n 0:0\d run at 2 users 0:01/0:02: \d+ active \d+ in flight \d+ done 0 errors ttft95 \S+ itl95 \S+\n[^\n]* grid 2 users `).MatchString(stderr.String()) {
+		t.Errorf("no progress line before the level's:\n%s", stderr.String())
 	}
 }

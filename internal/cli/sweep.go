@@ -79,6 +79,7 @@ interval where a sweep with another seed would land.`,
 				defer prog.Close()
 				prog.begin("sweep", 0, 0, 0, false)
 				run.Progress = prog.sweepLevels(setup.Sweep.SweepOptions)
+				run.Runs = prog.liveRun
 				run.SeedProgress = func(sc capacity.SeedCeiling) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "seed %d: ceiling %d users (first failing %d; %d levels)\n", sc.Seed, sc.Ceiling, sc.FirstFailing, sc.Runs)
 				}

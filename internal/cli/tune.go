@@ -103,6 +103,12 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		return usageError(err)
 	}
 	if f.dryRun {
+		if !f.quiet {
+			// the decisions a real run states before its first trial
+			for _, line := range plan.Notes() {
+				fmt.Fprintln(stderr, line)
+			}
+		}
 		launches, err := tune.FirstGeneration(cmd.Context(), plan, setup.Launcher, setup.Search.Population, setup.Search.Trials)
 		if err != nil {
 			return err
@@ -127,6 +133,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 			levels(l, phase)
 		}
 		opts.Notify = prog.note
+		opts.Runs = prog.liveRun
 	}
 	// A simulated trial is reproduced exactly by spoc sim run with its
 	// flags, so its records (megabytes per trial) are kept only on request;

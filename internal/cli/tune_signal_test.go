@@ -27,6 +27,7 @@ func TestTuneInterruptedLeavesNoServerAndResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/spoc and runs real servers; skipped with -short")
 	}
+	t.Parallel() // real servers and a real signal: waits more than it computes
 	dir := t.TempDir()
 	spoc := spocBinary(t)
 	marker := fmt.Sprintf("tune-sigint-%d", time.Now().UnixNano())
@@ -96,6 +97,11 @@ telemetry:
 	}
 	if !strings.Contains(string(b), "2/2 ETA 0:00 #") || !strings.Contains(string(b), `study "default": 3 trials (COMPLETE 2, FAIL 1)`) {
 		t.Errorf("resumed study did not complete its budget:\n%s", b)
+	}
+	// each trial of real seconds shows its server's start and its counters
+	// before its trial line
+	if !regexp.MustCompile(`starting the server for the run at 4 users\n[^\n]*run at 4 users 0:0\d/0:05: \d+ active`).Match(b) {
+		t.Errorf("the trials' runs show no progress:\n%s", b)
 	}
 	if pids := processesWith(marker); len(pids) > 0 {
 		t.Errorf("server processes %v left after the study", pids)

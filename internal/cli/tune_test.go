@@ -92,16 +92,20 @@ func TestTuneDryRun(t *testing.T) {
 		config string
 		args   []string
 		want   []string
+		// wantErr is on stderr: the study's decisions, as a real run says them
+		wantErr []string
 	}{
 		// sampler auto: TPE's 10 start trials, engine.params first
-		{"sim", "", nil, []string{"first 10 trials (of 60)", "# trial 0\nsimulated openai/gpt-oss-120b", "--max-num-batched-tokens 8192 --max-num-seqs 256", "# trial 9\n"}},
+		{"sim", "", nil, []string{"first 10 trials (of 60)", "# trial 0\nsimulated openai/gpt-oss-120b", "--max-num-batched-tokens 8192 --max-num-seqs 256", "# trial 9\n"},
+			// the notes a real run prints before its first trial
+			[]string{"search.space: enable-chunked-prefill dropped, every trial runs with true: ", "\ntrial 0 is engine.params: max-num-batched-tokens=8192 max-num-seqs=256"}},
 		{"process", `
 engine:
   kind: process
   process:
     command: [spoc, sim, serve, --port, "{{.Port}}", --model, "{{.Model}}"]
-`, nil, []string{"# trial 0\nspoc sim serve --port \"<port>\" --model gpt-oss-120b --", "--max-model-len 131072", "--tensor-parallel-size 4"}},
-		{"kubernetes", "", []string{"--engine", "kubernetes", "--study", "Big Study"}, []string{"kind: Deployment", "name: spoc-big-study-s1", "nvidia.com/gpu: \"4\"", "kind: Service"}},
+`, nil, []string{"# trial 0\nspoc sim serve --port \"<port>\" --model gpt-oss-120b --", "--max-model-len 131072", "--tensor-parallel-size 4"}, []string{"trial 0 is engine.params: "}},
+		{"kubernetes", "", []string{"--engine", "kubernetes", "--study", "Big Study"}, []string{"kind: Deployment", "name: spoc-big-study-s1", "nvidia.com/gpu: \"4\"", "kind: Service"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--dry-run", "--out", filepath.Join(t.TempDir(), "out")}, tc.args...)
@@ -115,6 +119,11 @@ engine:
 			for _, w := range tc.want {
 				if !strings.Contains(stdout, w) {
 					t.Errorf("dry run lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("dry run's stderr lacks %q:\n%s", w, stderr)
 				}
 			}
 			if _, err := os.Stat(filepath.Join(args[2])); err == nil {

@@ -12,6 +12,7 @@ import (
 // TestVersionPrintsBuildCommit builds the real binary and checks that both
 // spellings print the commit of the checkout it was built from.
 func TestVersionPrintsBuildCommit(t *testing.T) {
+	t.Parallel() // a build of its own, independent of the other tests
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout (git rev-parse HEAD: %v): the build carries no commit to check", err)
@@ -64,7 +65,9 @@ func stampedBinary(t *testing.T) string {
 		dir = clone
 	}
 	bin := filepath.Join(t.TempDir(), "spoc")
-	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/spoc")
+	// -trimpath, as spocBinary: a clone in another folder then reuses the
+	// cached packages instead of compiling the module again
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, "./cmd/spoc")
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -11,13 +11,18 @@
 // Deployment, ReplicaSet, Pods, EndpointSlices and garbage collection are
 // the cluster's own; only the container runtime is replaced by processes.
 // Containers are host processes with the agent's rights: there is no
-// filesystem isolation, so an absolute path in a container's arguments is
-// the host's file. Run only commands that write relative paths (each pod
-// has a working folder of its own) or nothing. It does not restart crashed
-// containers (their pod stays in
-// CrashLoopBackOff with the exit in lastState), does not mount volumes, and
-// of the kubelet API serves container logs only (kubectl logs works; exec
-// and port-forward do not).
+// filesystem isolation and no mount namespace. Volumes of type emptyDir,
+// hostPath and persistentVolumeClaim are local folders under the agent's
+// Dir (other types are not mapped), and an
+// argument naming a path under a mount path (--out /records/run.jsonl) is
+// rewritten to that folder, so pods mounting the same claim share its
+// files; any other absolute path in a container's arguments, and paths the
+// program finds elsewhere (environment, files), are the host's. Run only
+// commands that write relative paths (each pod has a working folder of its
+// own) or paths in their volumes. It does not restart crashed containers
+// (their pod stays in CrashLoopBackOff with the exit in lastState), and of
+// the kubelet API serves container logs only (kubectl logs works; exec and
+// port-forward do not).
 //
 // It also stands in for kube-proxy: a Service whose cluster IP is a
 // loopback address (give the API server a loopback service range) is

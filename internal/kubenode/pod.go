@@ -135,6 +135,14 @@ func (a *Agent) startContainer(ctx context.Context, p *corev1.Pod, r *podRun, c 
 		c.waitReason, c.waitMessage = "CreateContainerError", err.Error()
 		return
 	}
+	mounts, err := a.volumeDirs(ctx, p, wd, &c.spec)
+	if err != nil {
+		// the kubelet's pod stays ContainerCreating until it can mount
+		log.Close()
+		c.waitReason, c.waitMessage = "ContainerCreating", "FailedMount: "+err.Error()
+		return
+	}
+	argv = mapPaths(argv, mounts)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = wd

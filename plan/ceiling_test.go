@@ -1,0 +1,80 @@
+package plan
+
+import (
+	"reflect"
+	"testing"
+)
+
+// A flag one side leaves unset runs at the engine's default: the change
+// shows that value and says where it came from, and a flag set to the
+// engine's default on one side and unset on the other is no change, nor is
+// a setting vLLM treats as another (a long-prefill threshold at or above the
+// batch budget is off, like the default 0).
+func TestChangedFlagsShowEffectiveValues(t *testing.T) {
+	def := map[string]any{"max-num-batched-tokens": 8192, "block-size": 16}
+	tuned := map[string]any{"max-num-batched-tokens": 1582, "block-size": 16,
+		"async-scheduling":             true,  // engine default false
+		"long-prefill-token-threshold": 8192,  // ≥ the budget: off, the engine default 0
+		"max-num-seqs":                 128,   // engine default 256
+		"enforce-eager":                false, // the engine's default: no change
+		"some-unknown-flag":            3,     // no known default
+	}
+	got := changedFlags(def, tuned)
+	want := []FlagChange{
+		{Flag: "async-scheduling", Default: false, DefaultIsEngineDefault: true, Tuned: true},
+		{Flag: "max-num-batched-tokens", Default: 8192, Tuned: 1582},
+		{Flag: "max-num-seqs", Default: 256, DefaultIsEngineDefault: true, Tuned: 128},
+		{Flag: "some-unknown-flag", Tuned: 3},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("changedFlags:\n got %+v\nwant %+v", got, want)
+	}
+	// a threshold below the budget is a change
+	got = changedFlags(def, map[string]any{"max-num-batched-tokens": 8192, "block-size": 16, "long-prefill-token-threshold": 512})
+	want = []FlagChange{{Flag: "long-prefill-token-threshold", Default: 0, DefaultIsEngineDefault: true, Tuned: 512}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("changedFlags, threshold below the budget:\n got %+v\nwant %+v", got, want)
+	}
+	// and the other way round: the tuned side leaves a flag to the engine
+	got = changedFlags(map[string]any{"max-num-seqs": 77}, map[string]any{})
+	want = []FlagChange{{Flag: "max-num-seqs", Default: 77, Tuned: 256, TunedIsEngineDefault: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("changedFlags, tuned unset:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A tie on the ceiling is explained on the chosen candidate and on each
+// one it tied with; candidates that did not tie say nothing.
+func TestExplainTies(t *testing.T) {
+	cands := []Candidate{
+		{Trial: -1, Ceiling: 162},
+		{Trial: 28, Ceiling: 156, StudyThroughput: 9100},
+		{Trial: 27, Ceiling: 165, StudyThroughput: 9050},
+		{Trial: 58, Ceiling: 165, StudyThroughput: 8800},
+	}
+	explainTies("max-ceiling", cands, 2)
+	for i, want := range []string{
+		"", "",
+		"chosen on a tie at 165 users with trial #58: a tie goes to the higher study throughput",
+		"tied with trial #27 at 165 users; not chosen: a tie goes to the higher study throughput (9050 vs 8800 tok/s)",
+	} {
+		if cands[i].TieBreak != want {
+			t.Errorf("candidate %d: tie-break %q, want %q", cands[i].Trial, cands[i].TieBreak, want)
+		}
+	}
+	// engine.params win a tie
+	cands = []Candidate{{Trial: -1, Ceiling: 150}, {Trial: 3, Ceiling: 150, StudyThroughput: 9000}}
+	explainTies("max-ceiling", cands, 0)
+	if want := "chosen on a tie at 150 users with trial #3: a tie keeps the configured flags"; cands[0].TieBreak != want {
+		t.Errorf("baseline tie-break %q, want %q", cands[0].TieBreak, want)
+	}
+	if want := "tied with engine.params (baseline) at 150 users; not chosen: a tie keeps the configured flags"; cands[1].TieBreak != want {
+		t.Errorf("trial tie-break %q, want %q", cands[1].TieBreak, want)
+	}
+	// no tie, nothing said
+	cands = []Candidate{{Trial: -1, Ceiling: 150}, {Trial: 3, Ceiling: 156}}
+	explainTies("max-ceiling", cands, 1)
+	if cands[0].TieBreak != "" || cands[1].TieBreak != "" {
+		t.Errorf("tie-breaks without a tie: %+v", cands)
+	}
+}

@@ -309,4 +309,3 @@ func TestInfluenceColorFollowsDirection(t *testing.T) {
 		t.Errorf("r 0: %s, want white", got)
 	}
 }
-

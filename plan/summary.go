@@ -134,8 +134,15 @@ type SweepPoint struct {
 	Provenance   Provenance `json:"provenance"`
 	Pass         bool       `json:"pass"`
 	FailedClause string     `json:"failed_clause,omitempty"`
-	Requests     int64      `json:"requests"`
-	ErrorRate    float64    `json:"error_rate"`
+	// Insufficient: no run at this count failed, but one had too few
+	// samples to judge a clause (UnjudgedClause): the level is neither a
+	// pass nor a fail. FewSamplesPass says whether its measured values met
+	// the SLA all the same.
+	Insufficient   bool    `json:"insufficient_samples,omitempty"`
+	FewSamplesPass bool    `json:"few_samples_pass,omitempty"`
+	UnjudgedClause string  `json:"unjudged_clause,omitempty"`
+	Requests       int64   `json:"requests"`
+	ErrorRate      float64 `json:"error_rate"`
 	// OutputThroughput and TotalThroughput are tokens/s.
 	OutputThroughput float64 `json:"output_throughput"`
 	TotalThroughput  float64 `json:"total_throughput"`
@@ -339,3 +346,23 @@ func (p SweepPoint) HasEngineTelemetry() bool {
 
 // HasGPUTelemetry reports whether the point's GPU signals were measured.
 func (p SweepPoint) HasGPUTelemetry() bool { return p.GPUTelemetry || p.SMActiveMean > 0 }
+
+// Verdict says in words what the sweep concluded at this count: pass, fail
+// with the first failing clause, or unjudged (too few samples), which is
+// neither and must never read as a failure.
+func (s SweepPoint) Verdict() string {
+	switch {
+	case s.Pass:
+		return "pass"
+	case s.Insufficient:
+		v := "unjudged: too few samples"
+		if s.UnjudgedClause != "" {
+			v += " for " + s.UnjudgedClause
+		}
+		if s.FewSamplesPass {
+			return v + "; the values measured met the SLA"
+		}
+		return v + "; the values measured did not meet the SLA"
+	}
+	return "fail: " + s.FailedClause
+}

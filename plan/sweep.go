@@ -107,6 +107,15 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 	sp := SweepPoint{Users: l.Users, Provenance: ev.Provenance, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
 		OutputThroughput: o.OutputTokensPerSecond, TotalThroughput: o.TotalTokensPerSecond,
 		TTFTP50Ms: o.TTFT.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95, TPOTP95Ms: o.TPOT.P95, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms}
+	if l.Insufficient {
+		sp.Insufficient, sp.FewSamplesPass = true, l.FewSamplesPass
+		for _, r := range l.Repeats {
+			if r.Insufficient && r.FailedClause != "" {
+				sp.UnjudgedClause = r.FailedClause
+				break
+			}
+		}
+	}
 	for _, pr := range ev.Summary.Profiles {
 		sp.Profiles = append(sp.Profiles, ProfilePoint{Name: pr.Name, Requests: pr.Requests, TTFTP95Ms: pr.TTFT.P95, ITLP95Ms: pr.ITL.P95, OutputThroughput: pr.OutputTokensPerSecond,
 			Drift: pr.Drift})

@@ -404,3 +404,40 @@ func TestInfluenceHeadsCarryNoUnit(t *testing.T) {
 		}
 	}
 }
+
+// A sweep level with too few samples to judge a clause is neither a pass
+// nor a fail: summary.md, the report's table and the chart's tooltips say
+// "unjudged" and name the clause, never "fail".
+func TestUnjudgedLevelIsNoFailure(t *testing.T) {
+	d := fixture(t)
+	if len(d.Sweep) == 0 {
+		t.Fatal("the fixture has no sweep")
+	}
+	s := &d.Sweep[0]
+	s.Pass, s.FailedClause = false, ""
+	s.Insufficient, s.FewSamplesPass, s.UnjudgedClause = true, true, "P2 ttft p95"
+	want := "unjudged: too few samples for P2 ttft p95; the values measured met the SLA"
+	var md, page strings.Builder
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.HTML(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf("| %d | ", s.Users)
+	i := strings.Index(md.String(), row)
+	if i < 0 {
+		t.Fatalf("summary.md has no sweep row for %d users", s.Users)
+	}
+	line := md.String()[i:]
+	line = line[:strings.Index(line, "\n")]
+	if !strings.Contains(line, want) || strings.Contains(line, "fail") {
+		t.Errorf("summary.md's row for an unjudged level: %s\nwant %q and no fail", line, want)
+	}
+	if n := strings.Count(page.String(), want); n < 2 {
+		t.Errorf("report.html says %q %d times, want it in the sweep table and the chart's tooltip", want, n)
+	}
+	if strings.Contains(page.String(), fmt.Sprintf("%d users, overall: ", s.Users)) && strings.Contains(page.String(), "(fail: )") {
+		t.Error("report.html has a tooltip reading (fail: ) with no clause")
+	}
+}

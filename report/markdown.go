@@ -126,10 +126,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		}
 		fmt.Fprintf(&b, "## Sweep\n\n| users | verdict | output tok/s |%s TTFT p95 all | ITL p95 all | KV usage | prefix hits |\n|---:|---|---:|%s---:|---:|---:|---:|\n", bh, bsep)
 		for i, s := range d.Sweep {
-			v := "pass"
-			if !s.Pass {
-				v = "fail: " + mdEscape(s.FailedClause)
-			}
+			v := mdEscape(s.Verdict())
 			kv, hits := "–", "–" // unmeasured, not zero
 			if s.HasEngineTelemetry() {
 				kv, hits = fmtPct(s.KVCacheUsageMean), fmtPct(s.PrefixCacheHitRate)

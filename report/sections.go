@@ -233,11 +233,7 @@ func newSweepView(d *plan.Summary) *sweepView {
 				continue // nothing completed: no latency to draw
 			}
 			all.X, all.Y = append(all.X, float64(s.Users)), append(all.Y, overall(s))
-			verdict := "pass"
-			if !s.Pass {
-				verdict = "fail: " + s.FailedClause
-			}
-			all.Titles = append(all.Titles, fmt.Sprintf("%d users, overall: %s (%s)", s.Users, format(overall(s)), verdict))
+			all.Titles = append(all.Titles, fmt.Sprintf("%d users, overall: %s (%s)", s.Users, format(overall(s)), s.Verdict()))
 		}
 		for _, name := range profiles {
 			sr := Series{Name: name, Markers: true}

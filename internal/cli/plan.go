@@ -86,7 +86,8 @@ sweep's records. With no configuration it plans the reference case
 			if d.Capacity.FirstFailingUsers > 0 {
 				fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
 			}
-			fmt.Fprintf(w, "\nconfiguration: %s\n", d.Capacity.ServeCommand)
+			fmt.Fprintf(w, "\nmeasured: %s\n", ceilingSource(d.Capacity.Provenance))
+			fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServeCommand)
 			if tv := d.TunedVsDefault; tv != nil {
 				fmt.Fprintf(w, "tuned vs default: %s\n", tv.Verdict)
 			}
@@ -149,4 +150,20 @@ func planFailed(ctx context.Context, stderr io.Writer, out string, created, remo
 		}
 	}
 	return fmt.Errorf("plan failed, no capacity established (%s): %w", previous, err)
+}
+
+// ceilingSource says where the ceiling's sweep ran, so that a pasted
+// stdout keeps it: simulated or live, which engine, where.
+func ceilingSource(p plan.Provenance) string {
+	if p.Source == "" {
+		return "not recorded"
+	}
+	s := p.Source
+	if p.Engine != "" {
+		s += " on the " + p.Engine + " engine"
+	}
+	if p.Endpoint != "" {
+		s += " at " + p.Endpoint
+	}
+	return s
 }

@@ -165,7 +165,11 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 }
 
 func writeDryRun(w io.Writer, spec tune.Spec, kind string, launches []tune.Launch) error {
-	fmt.Fprintf(w, "study %q, %s engine: the first %d trials (of %d) would launch:\n", spec.Study, kind, len(launches), spec.Trials)
+	at := ""
+	if spec.Parallel > 1 {
+		at = fmt.Sprintf(", %d at once (search.parallel)", spec.Parallel)
+	}
+	fmt.Fprintf(w, "study %q, %s engine: the first %d trials (of %d%s) would launch:\n", spec.Study, kind, len(launches), spec.Trials, at)
 	for _, l := range launches {
 		fmt.Fprintf(w, "\n# trial %d\n", l.Trial)
 		if strings.Contains(l.Launch, "\n") {

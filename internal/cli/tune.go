@@ -75,6 +75,11 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	}
 	if fl.Changed("trials") {
 		cfg.Search.Trials = f.trials
+		if f.trials >= 1 && cfg.Search.Parallel > f.trials {
+			// a smaller budget than search.parallel runs every trial at once
+			fmt.Fprintf(cmd.ErrOrStderr(), "search.parallel %d lowered to %d: --trials %d has no more trials to run at once\n", cfg.Search.Parallel, f.trials, f.trials)
+			cfg.Search.Parallel = f.trials
+		}
 	}
 	if fl.Changed("users") {
 		cfg.Search.Users = f.users

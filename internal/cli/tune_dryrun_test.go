@@ -27,3 +27,19 @@ func TestDryRunSaysTrialsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// --trials below search.parallel runs every trial at once and says so,
+// instead of refusing the file's search.parallel for a budget it never set.
+func TestTrialsFlagBelowParallel(t *testing.T) {
+	cfg := writeTuneConfig(t, strings.Replace(smallStudy, "  trials: 3\n", "  trials: 6\n  parallel: 3\n", 1))
+	code, stdout, stderr := tuneCLI(t, "-c", cfg, "--dry-run", "--trials", "2")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "search.parallel 3 lowered to 2: --trials 2") {
+		t.Errorf("stderr does not say parallel was lowered:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "(of 2, 2 at once (search.parallel))") {
+		t.Errorf("the dry run does not run 2 at once:\n%s", stdout)
+	}
+}

@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/spoc-project/spoc/config"
@@ -28,6 +29,9 @@ func TestQuickPlanParallelSearch(t *testing.T) {
 	s, err := plan.Run(context.Background(), setup, plan.Options{Progress: &progress})
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
+	}
+	if !strings.Contains(progress.String(), "3 at once (search.parallel)") {
+		t.Errorf("the search phase's header does not say 3 trials run at once:\n%s", progress.String())
 	}
 	ctx := context.Background()
 	db, err := study.Open(ctx, setup.Search.Storage)

@@ -331,7 +331,11 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	// hardware starts its own instead of refusing to continue the earlier.
 	spec.Study = fmt.Sprintf("%s-%dusers-%s", spec.Study, spec.Users, fingerprintID(spec.Fingerprint))
 	load := p.s.Windows.Tune.At(spec.Users)
-	p.logf("   study %q in %s: %d trials of %d users, %s each", spec.Study, spec.Storage, spec.Trials, spec.Users, load.Duration)
+	at := ""
+	if spec.Parallel > 1 {
+		at = fmt.Sprintf(", %d at once (search.parallel)", spec.Parallel)
+	}
+	p.logf("   study %q in %s: %d trials of %d users, %s each%s", spec.Study, spec.Storage, spec.Trials, spec.Users, load.Duration, at)
 	var artifacts string
 	if !p.ev.Virtual() {
 		// a live trial cannot be redone: keep its records and telemetry

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/spoc-project/spoc/internal/kubetest"
@@ -70,37 +71,7 @@ func TestKubernetesOnARealControlPlane(t *testing.T) {
 	// leftovers lists what spoc created in ns that still exists.
 	leftovers := func(t *testing.T, ns string) []string {
 		t.Helper()
-		sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
-		var left []string
-		deps, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range deps.Items {
-			left = append(left, "deployment/"+d.Name)
-		}
-		rss, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rss.Items {
-			left = append(left, "replicaset/"+r.Name)
-		}
-		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pods.Items {
-			left = append(left, "pod/"+p.Name)
-		}
-		svcs, err := c.Client.CoreV1().Services(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range svcs.Items {
-			left = append(left, "service/"+s.Name)
-		}
-		return left
+		return managedObjects(ctx, t, c.Client, ns)
 	}
 
 	t.Run("two replicas ready, load through the Service, metrics per pod", func(t *testing.T) {
@@ -605,4 +576,42 @@ func get(t *testing.T, url string) string {
 		t.Fatal(fmt.Errorf("GET %s: HTTP %d: %v", url, resp.StatusCode, err))
 	}
 	return string(b)
+}
+
+// managedObjects lists the Deployments, ReplicaSets, Pods and Services
+// carrying spoc's managed-by label in ns: what a test expects gone once
+// spoc has cleaned up.
+func managedObjects(ctx context.Context, t *testing.T, client kubernetes.Interface, ns string) []string {
+	t.Helper()
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
+	var left []string
+	deps, err := client.AppsV1().Deployments(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		left = append(left, "deployment/"+d.Name)
+	}
+	rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rss.Items {
+		left = append(left, "replicaset/"+r.Name)
+	}
+	pods, err := client.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		left = append(left, "pod/"+p.Name)
+	}
+	svcs, err := client.CoreV1().Services(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		left = append(left, "service/"+s.Name)
+	}
+	return left
 }

@@ -182,30 +182,7 @@ run:
 	}
 	left := func(t *testing.T, ns string) []string {
 		t.Helper()
-		sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
-		var objs []string
-		deps, err := c.Client.AppsV1().Deployments(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range deps.Items {
-			objs = append(objs, "deployment/"+d.Name)
-		}
-		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pods.Items {
-			objs = append(objs, "pod/"+p.Name)
-		}
-		svcs, err := c.Client.CoreV1().Services(ns).List(ctx, sel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range svcs.Items {
-			objs = append(objs, "service/"+s.Name)
-		}
-		return objs
+		return managedObjects(ctx, t, c.Client, ns)
 	}
 
 	t.Run("search.parallel 3: 9 trials, at most 3 Deployments at once, 9 stored", func(t *testing.T) {

@@ -5,7 +5,7 @@ type Run struct {
 	Target            string   `yaml:"target,omitempty" doc:"Base URL for spoc run (overrides the engine's endpoint)."`
 	Users             int      `yaml:"users" doc:"Concurrent closed-loop virtual users."`
 	Duration          Duration `yaml:"duration" doc:"Measured window."`
-	Warmup            Duration `yaml:"warmup" doc:"Window before the measured one, excluded from the summary: the prefix cache fills and the cold first prompts of mid-session starts drain. On the simulated reference case 1 minute already gives the 3-8 minute ceiling; a real deployment's cache and queues take longer to settle, so watch them in the report's telemetry before shortening it."`
+	Warmup            Duration `yaml:"warmup" doc:"Window before the measured one, excluded from the summary: the prefix cache fills and the cold first prompts of mid-session starts drain. On the simulated reference case 1 minute already gives the 3-8 minute ceiling; a real deployment's cache and queues take longer to settle, so watch them in the report's telemetry before shortening it; a run whose measured window is still settling says so (docs/capacity.md)."`
 	Ramp              Duration `yaml:"ramp" doc:"Users start staggered over this period: no burst at t=0."`
 	ThinkTimeScale    float64  `yaml:"think_time_scale" doc:"Multiplier on think times; 0 sends turns back to back."`
 	MidSessionStart   bool     `yaml:"mid_session_start" doc:"Each user's first session joins in progress at a random turn (earlier turns folded into its prefix), so a run starts near steady state instead of with every context at its minimum."`

@@ -177,6 +177,10 @@ type Latencies struct {
 	ITLP95Ms         float64 `json:"itl_p95_ms"`
 	OutputThroughput float64 `json:"output_throughput"`
 	Pass             bool    `json:"pass"`
+	// Settling says the run was still settling when its measured window
+	// opened (result.SettlingReport): its numbers are a start-up
+	// transient's, not the steady state's.
+	Settling bool `json:"settling,omitempty"`
 }
 
 // FitReport is the correction fit's error: the root mean square of the

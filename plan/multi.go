@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -208,6 +209,13 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 			Attempts: attempts, Live: latencies(ev), Provenance: ev.Provenance}
 		m.rep.Probes = append(m.rep.Probes, pt)
 		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p95 %5.1f ms  %s", i+1, users, describeParams(params), pt.Live.TTFTP50Ms, pt.Live.ITLP95Ms, verdictWord(ev.Pass))
+		if st := ev.Summary.Settling; st.Flagged {
+			// the fit would calibrate the simulator to a start-up transient
+			note := fmt.Sprintf("Multi-fidelity: probe %d (%d users) was still settling when its measured window opened (%s), so the correction is fitted to a start-up transient as well as to the deployment; lengthen sweep.warmup (or run.warmup).",
+				i+1, users, strings.Join(st.Reasons, "; "))
+			p.logf("   probe %d: still settling: %d requests in the window's first half, %d in its second", i+1, st.FirstHalf.Requests, st.SecondHalf.Requests)
+			p.sum.Notes = append(p.sum.Notes, note)
+		}
 		return nil
 	}
 	seen := map[int]bool{}
@@ -321,7 +329,7 @@ func latencies(ev *capacity.Evaluation) Latencies {
 	}
 	o := ev.Summary.Overall
 	return Latencies{TTFTP50Ms: o.TTFT.P50, ITLP50Ms: o.ITL.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95,
-		OutputThroughput: o.OutputTokensPerSecond, Pass: ev.Pass}
+		OutputThroughput: o.OutputTokensPerSecond, Pass: ev.Pass, Settling: ev.Summary.Settling.Flagged}
 }
 
 func verdictWord(pass bool) string {

@@ -111,7 +111,7 @@ func liveLatencies(path string, sla result.SLA, w result.Window) (Latencies, err
 	res := sum.Result()
 	o := res.Overall
 	return Latencies{TTFTP50Ms: o.TTFT.P50, ITLP50Ms: o.ITL.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95,
-		OutputThroughput: o.OutputTokensPerSecond, Pass: res.SLA.Pass}, nil
+		OutputThroughput: o.OutputTokensPerSecond, Pass: res.SLA.Pass, Settling: res.Settling.Flagged}, nil
 }
 
 // CorrectionFit is what spoc sim calibrate --records writes: the
@@ -147,6 +147,9 @@ func CalibrateRecords(ctx context.Context, s Setup, dir string, o Options) (*Cor
 		live, err := liveLatencies(path, s.SLA, result.Window{Start: r.WindowStart, End: r.WindowEnd})
 		if err != nil {
 			return nil, fmt.Errorf("run %d: %w", i+1, err)
+		}
+		if live.Settling {
+			progressf(o.Progress, "calibrate: run %d (%s, %d users) was still settling when its measured window opened: it calibrates the simulator to a start-up transient as well (a longer warm-up fixes it)", i+1, r.Records, r.Users)
 		}
 		load := capacity.Load{Users: r.Users, Ramp: seconds(r.RampSeconds), Warmup: seconds(r.WarmupSeconds), Duration: seconds(r.DurationSeconds), ThinkTimeScale: r.ThinkTimeScale}
 		if r.HeldBack {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -138,11 +139,16 @@ type SweepPoint struct {
 	// samples to judge a clause (UnjudgedClause): the level is neither a
 	// pass nor a fail. FewSamplesPass says whether its measured values met
 	// the SLA all the same.
-	Insufficient   bool    `json:"insufficient_samples,omitempty"`
-	FewSamplesPass bool    `json:"few_samples_pass,omitempty"`
-	UnjudgedClause string  `json:"unjudged_clause,omitempty"`
-	Requests       int64   `json:"requests"`
-	ErrorRate      float64 `json:"error_rate"`
+	Insufficient   bool   `json:"insufficient_samples,omitempty"`
+	FewSamplesPass bool   `json:"few_samples_pass,omitempty"`
+	UnjudgedClause string `json:"unjudged_clause,omitempty"`
+	// Settling says the level's run was still settling when its measured
+	// window opened (result.SettlingReport): its first half held
+	// SettlingRatio of its second half's requests, under result.SettlingRatio.
+	Settling      bool    `json:"settling,omitempty"`
+	SettlingRatio float64 `json:"settling_ratio,omitempty"`
+	Requests      int64   `json:"requests"`
+	ErrorRate     float64 `json:"error_rate"`
 	// OutputThroughput and TotalThroughput are tokens/s.
 	OutputThroughput float64 `json:"output_throughput"`
 	TotalThroughput  float64 `json:"total_throughput"`
@@ -349,8 +355,17 @@ func (p SweepPoint) HasGPUTelemetry() bool { return p.GPUTelemetry || p.SMActive
 
 // Verdict says in words what the sweep concluded at this count: pass, fail
 // with the first failing clause, or unjudged (too few samples), which is
-// neither and must never read as a failure.
+// neither and must never read as a failure; a run still settling when its
+// window opened says so after the verdict.
 func (s SweepPoint) Verdict() string {
+	v := s.verdict()
+	if s.Settling {
+		v += fmt.Sprintf(" (still settling: the window's first half held %.0f %% of its second's requests)", 100*s.SettlingRatio)
+	}
+	return v
+}
+
+func (s SweepPoint) verdict() string {
 	switch {
 	case s.Pass:
 		return "pass"

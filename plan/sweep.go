@@ -79,6 +79,9 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 		}
 		p.sum.Sweep = append(p.sum.Sweep, sweepPoint(l, ev))
 	}
+	if note := settlingNote(res, levels); note != "" {
+		p.sum.Notes = append(p.sum.Notes, note)
+	}
 	if ev := levels[res.Ceiling]; ev != nil && ev.Summary.Drift.Flagged {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Prompt drift at the ceiling: %s. The prompts the server measured differ from the workload's targets by more than %.0f %% on average, so the plan's contexts are not what ran (docs/loadgen.md, prompt drift).",
 			strings.Join(ev.Summary.Drift.Reasons, "; "), 100*ev.Summary.Drift.Limit))
@@ -97,6 +100,28 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 	return fmt.Sprintf("capacity ceiling %s (first failing %d: %s)", ceilingText(res.Ceiling, res.Interval), res.FirstFailing, res.FailedClause), nil
 }
 
+// settlingNote says which of the two levels that decide the ceiling (the
+// ceiling and the first failing count) ran a window that was still
+// settling, and what that means for the ceiling: "" when neither did.
+func settlingNote(res *capacity.SweepResult, levels map[int]*capacity.Evaluation) string {
+	var parts []string
+	for _, l := range []struct {
+		users int
+		what  string
+	}{{res.Ceiling, "the ceiling"}, {res.FirstFailing, "the first failing count"}} {
+		if ev := levels[l.users]; l.users > 0 && ev != nil && ev.Summary.Settling.Flagged {
+			st := ev.Summary.Settling
+			parts = append(parts, fmt.Sprintf("%d users (%s): %d requests in the window's first half, %d in its second, mean TTFT %.0f ms then %.0f ms",
+				l.users, l.what, st.FirstHalf.Requests, st.SecondHalf.Requests, st.FirstHalf.TTFTMeanMs, st.SecondHalf.TTFTMeanMs))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Still settling when the measured window opened: %s. A run's first half holding under %.0f %% of its second half's requests means the warm-up did not cover its start-up (an empty prefix cache, every user's first prompt a full prefill, users in step after the ramp), so that level's percentiles overstate the steady state's and the ceiling may be low. Lengthen sweep.warmup (or run.warmup) and run again.",
+		strings.Join(parts, "; "), 100*result.SettlingRatio)
+}
+
 // seedProgress logs one interval seed's ceiling.
 func (p *planner) seedProgress(sc capacity.SeedCeiling) {
 	p.logf("   seed   %5d users: ceiling of workload seed +%d (first failing %d; %d levels)", sc.Ceiling, sc.Seed, sc.FirstFailing, sc.Runs)
@@ -107,6 +132,9 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 	sp := SweepPoint{Users: l.Users, Provenance: ev.Provenance, Pass: l.Pass, FailedClause: l.FailedClause, Requests: o.Requests, ErrorRate: o.ErrorRate,
 		OutputThroughput: o.OutputTokensPerSecond, TotalThroughput: o.TotalTokensPerSecond,
 		TTFTP50Ms: o.TTFT.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95, TPOTP95Ms: o.TPOT.P95, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms}
+	if st := ev.Summary.Settling; st.Flagged {
+		sp.Settling, sp.SettlingRatio = true, st.Ratio
+	}
 	if l.Insufficient {
 		sp.Insufficient, sp.FewSamplesPass = true, l.FewSamplesPass
 		for _, r := range l.Repeats {

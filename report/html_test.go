@@ -441,3 +441,42 @@ func TestUnjudgedLevelIsNoFailure(t *testing.T) {
 		t.Error("report.html has a tooltip reading (fail: ) with no clause")
 	}
 }
+
+// A sweep level whose run was still settling when its window opened says
+// so beside its verdict in summary.md, the report's table and the chart's
+// tooltip.
+func TestSettlingLevelSaysSo(t *testing.T) {
+	d := fixture(t)
+	if len(d.Sweep) == 0 {
+		t.Fatal("the fixture has no sweep")
+	}
+	s := &d.Sweep[len(d.Sweep)-1]
+	s.Settling, s.SettlingRatio = true, 0.12
+	want := "(still settling: the window&#39;s first half held 12 % of its second&#39;s requests)"
+	var md, page strings.Builder
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := report.HTML(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf("| %d | ", s.Users)
+	i := strings.Index(md.String(), row)
+	if i < 0 {
+		t.Fatalf("summary.md has no sweep row for %d users", s.Users)
+	}
+	line := md.String()[i:]
+	line = line[:strings.Index(line, "\n")]
+	if !strings.Contains(line, "still settling: the window's first half held 12 % of its second's requests") {
+		t.Errorf("summary.md's row for a settling level: %s", line)
+	}
+	if n := strings.Count(page.String(), want); n < 2 {
+		t.Errorf("report.html says %q %d times, want it in the sweep table and the chart's tooltip", want, n)
+	}
+	if !strings.Contains(page.String(), ">still settling</span>") {
+		t.Error("report.html's sweep table does not mark the settling level")
+	}
+	if strings.Count(page.String(), ">still settling</span>") != 1 {
+		t.Error("report.html marks more than the one settling level")
+	}
+}

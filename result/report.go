@@ -120,7 +120,9 @@ type Result struct {
 	Client   ClientReport `json:"client"`
 	// Drift flags profiles whose live context lengths strayed from the plan.
 	Drift DriftReport `json:"drift"`
-	SLA   Verdict     `json:"sla"`
+	// Settling compares the window's halves: was the run still settling?
+	Settling SettlingReport `json:"settling"`
+	SLA      Verdict        `json:"sla"`
 }
 
 // Result computes the current statistics and SLA verdict.
@@ -175,6 +177,7 @@ func (s *Summary) Result() *Result {
 				") beyond ±"+fmtPercent(s.driftLimit))
 		}
 	}
+	res.Settling = s.settlingLocked(start, end, res.Window.Inferred)
 	res.SLA = s.evaluateLocked()
 	return res
 }

@@ -153,6 +153,10 @@ type Summary struct {
 	first      time.Time // earliest scheduled of counted records
 	last       time.Time // latest done of counted records
 	gapBuf     []int64
+	// slots count the counted records by when they were scheduled, in
+	// slotWidth steps, for SettlingReport (the window's halves are known
+	// only once a live run has ended).
+	slots map[int64]*slot
 }
 
 // NewSummary returns an empty Summary judging against sla over window w.
@@ -230,6 +234,7 @@ func (s *Summary) Add(r *Record) bool {
 		s.profiles[r.Profile] = g
 	}
 	g.add(r, good)
+	s.slot(r)
 	return true
 }
 

@@ -177,6 +177,11 @@ type Latencies struct {
 	ITLP95Ms         float64 `json:"itl_p95_ms"`
 	OutputThroughput float64 `json:"output_throughput"`
 	Pass             bool    `json:"pass"`
+	// PrefixCacheHitRate is the share of the successful requests' prompt
+	// tokens served from the prefix cache, as the server reported them
+	// (usage.prompt_tokens_details.cached_tokens; the simulator reports its
+	// own the same way): 0 when no hit was reported.
+	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
 	// Settling says the run was still settling when its measured window
 	// opened (result.SettlingReport): its numbers are a start-up
 	// transient's, not the steady state's.

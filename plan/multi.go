@@ -329,7 +329,15 @@ func latencies(ev *capacity.Evaluation) Latencies {
 	}
 	o := ev.Summary.Overall
 	return Latencies{TTFTP50Ms: o.TTFT.P50, ITLP50Ms: o.ITL.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95,
-		OutputThroughput: o.OutputTokensPerSecond, Pass: ev.Pass, Settling: ev.Summary.Settling.Flagged}
+		OutputThroughput: o.OutputTokensPerSecond, Pass: ev.Pass, Settling: ev.Summary.Settling.Flagged, PrefixCacheHitRate: hitRate(o)}
+}
+
+// hitRate is the share of st's prompt tokens the server reported cached.
+func hitRate(st result.Stats) float64 {
+	if st.PromptTokens <= 0 {
+		return 0
+	}
+	return float64(st.CachedTokens) / float64(st.PromptTokens)
 }
 
 func verdictWord(pass bool) string {

@@ -33,9 +33,9 @@ func writeFidelityMarkdown(b *strings.Builder, f *plan.FidelityReport) {
 		b.WriteString("\n")
 	}
 	if len(v.Probes) > 0 {
-		b.WriteString("| probe | users | flags | live TTFT p50 / p95 | live ITL p50 / p95 | built-in model | calibrated |\n|---:|---:|---|---:|---:|---|---|\n")
+		b.WriteString("| probe | users | flags | live TTFT p50 / p95 | live ITL p50 / p95 | prefix-cache hits live / simulated | built-in model | calibrated |\n|---:|---:|---|---:|---:|---:|---|---|\n")
 		for i, p := range v.Probes {
-			fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s |\n", i+1, p.Users, mdEscape(p.Flags), p.LiveTTFT, p.LiveITL, mdEscape(p.Uncalibrated), mdEscape(p.Calibrated))
+			fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s |\n", i+1, p.Users, mdEscape(p.Flags), p.LiveTTFT, p.LiveITL, p.Hits, mdEscape(p.Uncalibrated), mdEscape(p.Calibrated))
 		}
 		b.WriteString("\n")
 	}

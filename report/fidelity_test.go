@@ -27,9 +27,9 @@ func TestFidelitySectionRenders(t *testing.T) {
 			Terms: []plan.FitTerm{{Name: "compute", Value: 1.234, Identified: true, Step: "±20 %", Rise: 0.1},
 				{Name: "step_seconds", Value: 0, Identified: false, Step: "±0.5 ms", Rise: 0.002}}},
 		Probes: []plan.ProbePoint{
-			{Users: 44, Why: "light load", Params: map[string]any{"max-num-seqs": 256}, Live: plan.Latencies{TTFTP50Ms: 62, TTFTP95Ms: 300, ITLP95Ms: 9.7},
-				Uncalibrated: plan.Latencies{ITLP95Ms: 7.1, TTFTP95Ms: 200}, Calibrated: plan.Latencies{ITLP95Ms: 9.5, TTFTP95Ms: 310}, CalibratedError: 0.031},
-			{Users: 80, Why: "the flag", HeldBack: true, Params: map[string]any{"max-num-seqs": 64}, Live: plan.Latencies{TTFTP50Ms: 90, TTFTP95Ms: 700, ITLP95Ms: 19.2},
+			{Users: 44, Why: "light load", Params: map[string]any{"max-num-seqs": 256}, Live: plan.Latencies{TTFTP50Ms: 62, TTFTP95Ms: 300, ITLP95Ms: 9.7, PrefixCacheHitRate: 0.62},
+				Uncalibrated: plan.Latencies{ITLP95Ms: 7.1, TTFTP95Ms: 200}, Calibrated: plan.Latencies{ITLP95Ms: 9.5, TTFTP95Ms: 310, PrefixCacheHitRate: 0.645}, CalibratedError: 0.031},
+			{Users: 80, Why: "the flag", HeldBack: true, Params: map[string]any{"max-num-seqs": 64}, Live: plan.Latencies{TTFTP50Ms: 90, TTFTP95Ms: 700, ITLP95Ms: 19.2, Settling: true},
 				Calibrated: plan.Latencies{ITLP95Ms: 20.1, TTFTP95Ms: 650}, CalibratedError: 0.083}},
 		Verified:      []plan.VerifyPoint{{Users: 80, Trial: 3, Predicted: plan.Latencies{Pass: true, ITLP95Ms: 21.3, TTFTP95Ms: 800}, Measured: plan.Latencies{Pass: false, ITLP95Ms: 26.4, TTFTP95Ms: 900}}},
 		EngineSeconds: map[string]float64{"probe": 23.4, "verify": 15.1, "sweep": 23}, EngineStarts: map[string]int{"probe": 2, "verify": 1, "sweep": 0}}
@@ -38,7 +38,8 @@ func TestFidelitySectionRenders(t *testing.T) {
 		"ITL p95 7.1 ms", "ITL p95 9.5 ms", "pass (ITL p95 21.3 ms", "fail (ITL p95 26.4 ms", "<td>no</td>", "<td class=\"l\">probe</td><td>23.4</td><td>2</td>",
 		"predicted ceiling of 80 users", "top 2 configurations", "Final ceiling: 78 users, measured live", "kept trial #3", "no: held at its start",
 		"max-num-seqs=64", "not seen by the fit", "ITL p95: predicted vs measured", "TTFT p95: predicted vs measured", "predicted = measured",
-		"probe 2, 80 users, max-num-seqs=64: measured 19.2 ms, predicted 20.1 ms"} {
+		"probe 2, 80 users, max-num-seqs=64: measured 19.2 ms, predicted 20.1 ms",
+		"<td>62.0% / 64.5%</td>", "<td>none reported / 0.0%</td>", "90 / 700 ms (still settling)", "prefix-cache hits live / simulated"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -54,7 +55,7 @@ func TestFidelitySectionRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Fidelity: multi", "| compute | ×1.234 | yes |", "| step_seconds | +0.00 ms | no: held at its start |",
-		"| 2 | 80 | max-num-seqs=64 |", "| 0 | trial #3 | 80 | pass (ITL p95 21.3 ms, TTFT p95 800 ms) | fail (ITL p95 26.4 ms, TTFT p95 900 ms) | no |",
+		"| 2 | 80 | max-num-seqs=64 | 90 / 700 ms (still settling) |", "| 62.0% / 64.5% |", "| 0 | trial #3 | 80 | pass (ITL p95 21.3 ms, TTFT p95 800 ms) | fail (ITL p95 26.4 ms, TTFT p95 900 ms) | no |",
 		"| probe | 23.4 | 2 |", "Final ceiling: 78 users, measured live", "8.3% on the held-back probe"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())

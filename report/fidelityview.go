@@ -33,8 +33,28 @@ type fidelityView struct {
 type fidelityTermView struct{ Name, Value, Identified, Rise string }
 
 type fidelityProbeView struct {
-	Users                                                   int
-	Flags, LiveTTFT, LiveITL, Uncalibrated, Calibrated, Why string
+	Users                                                         int
+	Flags, LiveTTFT, LiveITL, Hits, Uncalibrated, Calibrated, Why string
+}
+
+// hitsText is a probe's prefix-cache hit rate live (the server's own
+// count) and in the calibrated simulator's replay of the same run.
+func hitsText(p plan.ProbePoint) string {
+	live := "none reported"
+	if p.Live.PrefixCacheHitRate > 0 {
+		live = fmtPct(p.Live.PrefixCacheHitRate)
+	}
+	return live + " / " + fmtPct(p.Calibrated.PrefixCacheHitRate)
+}
+
+// liveTTFTText is a probe's live TTFT p50 / p95, marked when its window
+// was still settling.
+func liveTTFTText(p plan.ProbePoint) string {
+	s := fmt.Sprintf("%.0f / %.0f ms", p.Live.TTFTP50Ms, p.Live.TTFTP95Ms)
+	if p.Live.Settling {
+		s += " (still settling)"
+	}
+	return s
 }
 
 type fidelityVerifyView struct {
@@ -116,7 +136,7 @@ func newFidelityView(f *plan.FidelityReport) *fidelityView {
 			cal += ", not seen by the fit"
 		}
 		v.Probes = append(v.Probes, fidelityProbeView{Users: p.Users, Flags: probeFlags(p, configured), Why: p.Why,
-			LiveTTFT: fmt.Sprintf("%.0f / %.0f ms", p.Live.TTFTP50Ms, p.Live.TTFTP95Ms), LiveITL: fmt.Sprintf("%.1f / %.1f ms", p.Live.ITLP50Ms, p.Live.ITLP95Ms),
+			LiveTTFT: liveTTFTText(p), LiveITL: fmt.Sprintf("%.1f / %.1f ms", p.Live.ITLP50Ms, p.Live.ITLP95Ms), Hits: hitsText(p),
 			Uncalibrated: fmt.Sprintf("ITL p95 %.1f ms (error %s)", p.Uncalibrated.ITLP95Ms, fmtPct(p.UncalibratedError)), Calibrated: cal})
 	}
 	for _, p := range f.Verified {

@@ -115,6 +115,11 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 		if p.Provenance.Source != "live" || p.Live.OutputThroughput <= 0 || p.Attempts != 1 {
 			t.Errorf("probe %d: %+v", i+1, p)
 		}
+		// later turns reuse a session's earlier ones: the server reports
+		// cached prompt tokens, and so does the simulator's replay
+		if p.Live.PrefixCacheHitRate <= 0 || p.Calibrated.PrefixCacheHitRate <= 0 {
+			t.Errorf("probe %d: prefix-cache hit rate live %.3f, simulated %.3f", i+1, p.Live.PrefixCacheHitRate, p.Calibrated.PrefixCacheHitRate)
+		}
 	}
 	// an H100 is slower than the H200 the configuration names: the fit
 	// slows the simulator down, and gets closer to the probes than the

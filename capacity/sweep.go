@@ -224,7 +224,7 @@ func LevelLine(phase string, l Level, repeat int) string {
 		rep = fmt.Sprintf(" (repeat %d)", repeat+1)
 	}
 	if ev, ok := r.Detail.(*Evaluation); ok && ev.Summary != nil && ev.Summary.Settling.Flagged {
-		v += fmt.Sprintf(" (still settling: the window's first half held %.0f %% of its second's requests)", 100*ev.Summary.Settling.Ratio)
+		v += " (still settling)" // the summary says what that means
 	}
 	return fmt.Sprintf("%s %d users%s %.0f tok/s ttft95 %s itl95 %s %s",
 		phase, l.Users, rep, r.OutputThroughput, shortSeconds(r.TTFTP95), shortSeconds(r.ITLP95), v)

@@ -82,7 +82,16 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	p.emit(Event{Kind: PhaseDone, Text: detail, Elapsed: time.Since(start)})
+	text := detail
+	if !p.ev.Virtual() && after.Seconds > 0 && !strings.Contains(text, "engine time so far") {
+		// a live plan's running count of what it has spent (multi's
+		// phases say it in their detail already)
+		if text != "" {
+			text += "; "
+		}
+		text += p.engineSoFar()
+	}
+	p.emit(Event{Kind: PhaseDone, Text: text, Elapsed: time.Since(start)})
 	return nil
 }
 

@@ -158,6 +158,10 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	if _, base, ok := strings.Cut(stderr, "== baseline"); !ok || !regexp.MustCompile(`^ \(phase 2/\d+\)\n 0:0\d starting the server for the run at 16 users\n 0:\d\d run at 16 users 0:0\d/0:0\d: \d+ active`).MatchString(base) {
 		t.Errorf("the baseline's first run shows no progress before its level is done:\n%s", stderr)
 	}
+	// each live phase that ran on the engine ends with the plan's engine time so far
+	if n := len(regexp.MustCompile(`(?m)^.*(baseline|tune|sweep)\b.*done.*engine time so far \d+s$`).FindAllString(stderr, -1)); n != 3 {
+		t.Errorf("%d of the baseline, tune and sweep phases end with the engine time so far, want 3:\n%s", n, stderr)
+	}
 
 	// provenance: live everywhere, on this process, at its endpoint
 	isLive := func(what string, p plan.Provenance) {

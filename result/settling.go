@@ -2,6 +2,7 @@ package result
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -16,10 +17,14 @@ import (
 // did not cover from both a steady run and an overloaded one.
 const (
 	// SettlingRatio is the first half's share of the second half's
-	// requests below which a window is flagged as still settling. The
-	// halves of a steady window differ by far less: Poisson noise on 20
-	// requests is 22 %, on 100 it is 10 %.
+	// requests below which a window is flagged as still settling, when
+	// the difference is also beyond noise (SettlingSigmas). The halves of
+	// a steady window differ by far less (5-15 % measured live).
 	SettlingRatio = 0.7
+	// SettlingSigmas: the second half's excess must exceed this many
+	// standard deviations of a difference of two Poisson counts,
+	// sqrt(first + second), so a short window's few requests do not flag it.
+	SettlingSigmas = 3
 	// SettlingMinRequests is the fewest requests the second half needs for
 	// the comparison to mean anything.
 	SettlingMinRequests = 20
@@ -39,6 +44,7 @@ type Half struct {
 // SettlingReport compares the measured window's halves (by the time each
 // request was scheduled). Flagged says the window was still settling: its
 // first half held fewer than SettlingRatio of the second half's requests,
+// by more than SettlingSigmas standard deviations,
 // so the warm-up did not cover the run's start-up transient and the window's
 // percentiles overstate the steady state's. Judged is false when the window
 // was inferred from the records or its second half held fewer than
@@ -108,7 +114,8 @@ func (s *Summary) settlingLocked(start, end time.Time, inferred bool) SettlingRe
 	}
 	r.Judged = true
 	r.Ratio = float64(r.FirstHalf.Requests) / float64(r.SecondHalf.Requests)
-	if r.Ratio < SettlingRatio {
+	excess := float64(r.SecondHalf.Requests - r.FirstHalf.Requests)
+	if r.Ratio < SettlingRatio && excess > SettlingSigmas*math.Sqrt(float64(r.FirstHalf.Requests+r.SecondHalf.Requests)) {
 		r.Flagged = true
 		r.Reasons = append(r.Reasons, fmt.Sprintf("the measured window's first half held %d requests and its second %d (%.0f %%; mean TTFT %.0f ms, then %.0f ms): the run was still settling when the window opened, so its percentiles overstate the steady state's; lengthen the warm-up",
 			r.FirstHalf.Requests, r.SecondHalf.Requests, 100*r.Ratio, r.FirstHalf.TTFTMeanMs, r.SecondHalf.TTFTMeanMs))

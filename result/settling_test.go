@@ -60,12 +60,19 @@ func TestSettling(t *testing.T) {
 			t.Errorf("reason %q lacks %q", storm.Reasons[0], want)
 		}
 	}
-	// the boundary: 70 % is not settling, 69 % is
-	if r := run(70, 100, flat, w); r.Flagged {
-		t.Errorf("70 of 100 flagged: %+v", r)
+	// the boundary: 70 % is not settling, 69 % is, when the difference
+	// is beyond noise (3 standard deviations): 69 of 100 is not
+	if r := run(700, 1000, flat, w); r.Flagged {
+		t.Errorf("700 of 1000 flagged: %+v", r)
 	}
-	if r := run(69, 100, flat, w); !r.Flagged {
-		t.Errorf("69 of 100 not flagged: %+v", r)
+	if r := run(690, 1000, flat, w); !r.Flagged {
+		t.Errorf("690 of 1000 not flagged: %+v", r)
+	}
+	if r := run(69, 100, flat, w); r.Flagged || !r.Judged {
+		t.Errorf("69 of 100 (31 fewer, 3σ = 39) flagged: %+v", r)
+	}
+	if r := run(60, 100, flat, w); !r.Flagged {
+		t.Errorf("60 of 100 (40 fewer, 3σ = 38) not flagged: %+v", r)
 	}
 
 	if r := run(0, SettlingMinRequests-1, flat, w); r.Judged || r.Flagged {

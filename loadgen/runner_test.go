@@ -517,7 +517,7 @@ func TestOverloadedServerVerdict(t *testing.T) {
 	res := sum.Result()
 	v := res.SLA
 	if v.State != result.VerdictOverloaded || v.Pass || res.Overall.Errors != 0 || res.Overall.Cancelled != 3 ||
-		v.First() != "synthetic: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token" {
+		v.First() != "synthetic: no request sent in the measured window completed, 3 outstanding at its end, all still waiting for a first token" {
 		t.Fatalf("verdict %s %q, overall %+v", v.State, v.First(), res.Overall)
 	}
 }

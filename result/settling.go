@@ -54,7 +54,7 @@ type SettlingReport struct {
 	FirstHalf  Half     `json:"first_half"`
 	SecondHalf Half     `json:"second_half"`
 	Ratio      float64  `json:"ratio,omitempty"`
-	Flagged    bool     `json:"settling"`
+	Flagged    bool     `json:"flagged"`
 	Reasons    []string `json:"reasons,omitempty"`
 }
 
@@ -117,7 +117,7 @@ func (s *Summary) settlingLocked(start, end time.Time, inferred bool) SettlingRe
 	excess := float64(r.SecondHalf.Requests - r.FirstHalf.Requests)
 	if r.Ratio < SettlingRatio && excess > SettlingSigmas*math.Sqrt(float64(r.FirstHalf.Requests+r.SecondHalf.Requests)) {
 		r.Flagged = true
-		r.Reasons = append(r.Reasons, fmt.Sprintf("the measured window's first half held %d requests and its second %d (%.0f %%; mean TTFT %.0f ms, then %.0f ms): the run was still settling when the window opened, so its percentiles overstate the steady state's; lengthen the warm-up",
+		r.Reasons = append(r.Reasons, fmt.Sprintf("the measured window's first half held %d requests and its second %d (%.0f %%; mean TTFT %.0f ms, then %.0f ms): the run was still settling when the window opened, so its percentiles overstate the steady state's; lengthen the warm-up (run.warmup, --warmup; sweep.warmup in a sweep) or start users fresh (run.mid_session_start: false) when their joined histories are long",
 			r.FirstHalf.Requests, r.SecondHalf.Requests, 100*r.Ratio, r.FirstHalf.TTFTMeanMs, r.SecondHalf.TTFTMeanMs))
 	}
 	return r

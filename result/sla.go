@@ -217,7 +217,7 @@ func (s *Summary) judge(g *group, v *Verdict) (overloaded bool) {
 		// Requests were outstanding at the window's end and none
 		// completed: the server is not keeping up at all. Latency clauses
 		// have nothing to judge; the error rate still does.
-		msg := g.name + ": no request completed in the measured window, " +
+		msg := g.name + ": no request sent in the measured window completed, " +
 			strconv.FormatInt(g.cancelled, 10) + " outstanding at its end"
 		if g.cancelledQueued == g.cancelled {
 			msg += ", all still waiting for a first token"

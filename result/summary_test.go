@@ -129,7 +129,7 @@ func TestSLAVerdicts(t *testing.T) {
 		// Deliberate change: this was "P0: no completed requests (1
 		// cancelled)", an empty run; it is an overload.
 		{name: "all cancelled", records: []*Record{{Profile: "P0", Scheduled: t0, Status: StatusCancelled}},
-			want: []string{"P0: no request completed in the measured window, 100 outstanding at its end, all still waiting for a first token"}},
+			want: []string{"P0: no request sent in the measured window completed, 100 outstanding at its end, all still waiting for a first token"}},
 		{name: "empty window", want: []string{"overall: no requests in the measured window"}},
 		{name: "only errors", records: []*Record{failed("P0", 0, StatusTimeout, 0)},
 			want: []string{"P0 ttft p95: no successful request", "P0 error rate 100% > 1%"}},
@@ -387,16 +387,16 @@ func TestOverloaded(t *testing.T) {
 		text    string
 	}{
 		{name: "every request still queued", scope: SLAScopeOverall, records: queued("P0", 30),
-			first: "overall: no request completed in the measured window, 30 outstanding at its end, all still waiting for a first token"},
+			first: "overall: no request sent in the measured window completed, 30 outstanding at its end, all still waiting for a first token"},
 		{name: "streaming but none completed", scope: SLAScopeOverall, records: append(queued("P0", 3), streaming),
-			first: "overall: no request completed in the measured window, 4 outstanding at its end (3 without a first token)"},
+			first: "overall: no request sent in the measured window completed, 4 outstanding at its end (3 without a first token)"},
 		{name: "one profile overloaded decides", scope: SLAScopePerProfile,
 			records: append(repeat(rec("P0", 0, 3*time.Second, 10*time.Millisecond, 3), 20), queued("P2", 5)...),
-			first:   "P2: no request completed in the measured window, 5 outstanding at its end, all still waiting for a first token",
-			text:    "fail: overloaded: P0 ttft p95 3s > 2s; P2: no request completed in the measured window, 5 outstanding at its end, all still waiting for a first token"},
+			first:   "P2: no request sent in the measured window completed, 5 outstanding at its end, all still waiting for a first token",
+			text:    "fail: overloaded: P0 ttft p95 3s > 2s; P2: no request sent in the measured window completed, 5 outstanding at its end, all still waiting for a first token"},
 		{name: "errors still count", scope: SLAScopeOverall, records: append(queued("P0", 3), failed("P0", 0, StatusHTTPError, 503)),
-			first: "overall: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token",
-			text:  "fail: overloaded: overall: no request completed in the measured window, 3 outstanding at its end, all still waiting for a first token; overall error rate 100% > 1%"},
+			first: "overall: no request sent in the measured window completed, 3 outstanding at its end, all still waiting for a first token",
+			text:  "fail: overloaded: overall: no request sent in the measured window completed, 3 outstanding at its end, all still waiting for a first token; overall error rate 100% > 1%"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -501,10 +501,9 @@ func newSimCalibrateCmd() *cobra.Command {
 			"TTFT, and writes them as a calibration file for engine.sim.calibration. Several files (GPUs, engine\n" +
 			"versions) are fitted jointly: one set of achieved fractions for all of them.\n\n" +
 			"With --records DIR it fits the per-deployment correction (compute and memory multipliers and a per-step\n" +
-			"term) to the live runs" +
-			" of a multi-fidelity plan's output folder (DIR/runs.json), as the plan's calibrate phase does, and\n" +
-			"writes it for engine.sim.correction (docs/fidelity.md); -c names the plan's configuration (workload,\n" +
-			"SLA, deployment), and --params and --max-evaluations do not apply.",
+			"term) to the live runs of a multi-fidelity plan's output folder (DIR/runs.json), as the plan's\n" +
+			"calibrate phase does, and writes it for engine.sim.correction (docs/fidelity.md); -c names the plan's\n" +
+			"configuration (workload, SLA, deployment); --params and --max-evaluations do not apply.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if records != "" {
 				return cobra.NoArgs(cmd, args)

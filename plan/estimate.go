@@ -156,10 +156,18 @@ func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, d
 			return capacity.WouldUse{}, fmt.Errorf("%s: %w", st.name, err)
 		}
 		u := ev.WouldUse()
-		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %d runs, %d starts, %.0fs of windows (%.0fs elapsed)",
-			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), u.Runs, u.Starts, u.WindowSeconds, time.Since(start).Seconds())
+		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %s, %s, %.0fs of windows (%.0fs elapsed)",
+			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), count(u.Runs, "run"), count(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
 	}
 	return ev.WouldUse(), nil
+}
+
+// count is n things, in the plural unless n is 1.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // progressf writes one progress line to w (nil: nowhere).
@@ -194,7 +202,7 @@ func measureStartup(ctx context.Context, s Setup) (time.Duration, error) {
 
 // WriteEstimate prints est as a table.
 func WriteEstimate(w io.Writer, est *Estimate) error {
-	fmt.Fprintf(w, "engine start-up %.1fs (%s); %.1fs per run beyond its windows\n", est.StartupSeconds, est.StartupSource, est.RunOverheadSeconds)
+	fmt.Fprintf(w, "engine start-up %.1fs, %s; %.1fs per run beyond its windows\n", est.StartupSeconds, est.StartupSource, est.RunOverheadSeconds)
 	fmt.Fprintf(w, "%-10s %5s %6s %10s %12s %9s %10s\n", "fidelity", "runs", "starts", "windows", "engine-time", "GPU-h", "minimum")
 	for _, r := range est.Rows {
 		def := ""

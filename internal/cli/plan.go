@@ -86,7 +86,7 @@ sweep's records. With no configuration it plans the reference case
 			if d.Capacity.FirstFailingUsers > 0 {
 				fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
 			}
-			fmt.Fprintf(w, "\nmeasured: %s\n", ceilingSource(d.Capacity.Provenance))
+			fmt.Fprintf(w, "\nsource: %s\n", ceilingSource(d.Capacity.Provenance))
 			fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServeCommand)
 			if tv := d.TunedVsDefault; tv != nil {
 				fmt.Fprintf(w, "tuned vs default: %s\n", tv.Verdict)

@@ -181,7 +181,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		if err := result.WriteText(cmd.OutOrStdout(), res.Summary); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "measured: %s\n", provenanceLine(res.Provenance))
+		fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", provenanceLine(res.Provenance))
 	}
 	if !interrupted && res.Summary.Overall.Requests == 0 && res.Summary.Excluded > 0 {
 		w := res.Summary.Window

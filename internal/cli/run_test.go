@@ -86,7 +86,7 @@ func TestRunAndSummarize(t *testing.T) {
 	}
 
 	code, stdout, _ = runLoadCLI(t, "summarize", recs, "-c", cfg)
-	if code != 0 || !strings.Contains(stdout, "SLA (per-profile): pass") || !strings.Contains(stdout, "measured: live on the external engine at "+srv.URL) {
+	if code != 0 || !strings.Contains(stdout, "SLA (per-profile): pass") || !strings.Contains(stdout, "source: live on the external engine at "+srv.URL) {
 		t.Fatalf("summarize exit %d:\n%s", code, stdout)
 	}
 	// summarize uses the run's own window (kept beside the records), so it
@@ -203,7 +203,7 @@ func TestRunInterruptedSaysTheServerKeepsRunning(t *testing.T) {
 	if strings.Contains(msg, "stopping the server") || !strings.Contains(msg, "the external server keeps running") || !strings.Contains(msg, "spoc: interrupted; ") {
 		t.Errorf("stderr after Ctrl-C:\n%s", msg)
 	}
-	if !strings.Contains(stdout.String(), "measured: live on the external engine") {
+	if !strings.Contains(stdout.String(), "source: live on the external engine") {
 		t.Errorf("what was measured before Ctrl-C is not printed:\n%s", stdout.String())
 	}
 }

@@ -75,7 +75,7 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 				return err
 			}
 			if measured != "" && !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "measured: %s\n", measured)
+				fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", measured)
 			}
 			if check && !res.SLA.Pass {
 				return &ExitError{Code: ExitSLANotMet}

@@ -118,7 +118,7 @@ interval where a sweep with another seed would land.`,
 			if m := res.Margin; m != nil {
 				fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, fmtClause(m.Clause, m.AtCeiling), 100*m.Headroom, fmtClause(m.Clause, m.Limit))
 			}
-			fmt.Fprintf(w, "measured: %s\n", provenanceLine(res.Provenance()))
+			fmt.Fprintf(w, "source: %s\n", provenanceLine(res.Provenance()))
 			if res.FirstFailing > 0 {
 				fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
 			} else {

@@ -27,15 +27,22 @@ func newPlanCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "plan [-c FILE] [--out DIR] [--quick] [--compare]",
-		Short: "Run the whole methodology: workload → tune → choose → sweep → trace → report",
-		Long: `Plan answers "how many users?" end to end. It inspects the workload, runs the
-study over the engine flags (TPE or NSGA-II), gives the best feasible Pareto-front members
-a sweep and chooses the one with the highest ceiling, sweeps it to the
-capacity ceiling with its interval over workload seeds (sweep.seeds),
-compares it with the configured flags on the same seeds, analyses a kernel trace when one is configured, and writes
-DIR/summary.json, DIR/report.html and DIR/summary.md beside the study and the
-sweep's records. With no configuration it plans the reference case
-(gpt-oss-120b on 4× H100) on the built-in simulator in virtual time.`,
+		Short: "Run the whole methodology: workload → baseline → tune → choose → sweep → default → trace → report",
+		Long: `Plan answers "how many users?" end to end. It inspects the workload, sweeps the
+configured flags (the baseline), runs the study over the engine flags (TPE or NSGA-II),
+gives the best feasible Pareto-front members a sweep and chooses the one with the highest
+ceiling, sweeps it to the capacity ceiling with its interval over workload seeds
+(sweep.seeds), compares it with the configured flags on the same seeds, analyses a kernel
+trace when one is configured, compares hardware with --compare, and writes
+DIR/summary.json, DIR/report.html and DIR/summary.md beside the study and the sweep's
+records. With no configuration it plans the reference case (gpt-oss-120b on 4× H100) on
+the built-in simulator in virtual time.
+
+plan.fidelity says where the phases run: live (every phase on the engine), simulated
+(every phase on the simulator of the configured deployment) or multi (the default for an
+engine spoc starts: live probes calibrate the simulator, the search runs in it, the top
+configurations are verified live and the final sweep is live). --estimate prints the
+engine time each fidelity would take before anything runs (docs/fidelity.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(file)

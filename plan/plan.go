@@ -344,7 +344,11 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	if spec.Parallel > 1 {
 		at = fmt.Sprintf(", %d at once (search.parallel)", spec.Parallel)
 	}
-	p.logf("   study %q in %s: %d trials of %d users, %s each%s", spec.Study, spec.Storage, spec.Trials, spec.Users, load.Duration, at)
+	window := fmt.Sprintf("a %s window each", load.Duration)
+	if p.ev.Virtual() {
+		window += " in virtual time"
+	}
+	p.logf("   study %q in %s: %d trials of %d users, %s%s", spec.Study, spec.Storage, spec.Trials, spec.Users, window, at)
 	var artifacts string
 	if !p.ev.Virtual() {
 		// a live trial cannot be redone: keep its records and telemetry

@@ -41,6 +41,12 @@ type EstimateRow struct {
 	EngineSeconds  float64 `json:"engine_seconds"`
 	GPUHours       float64 `json:"gpu_hours"`
 	MinimumSeconds float64 `json:"minimum_engine_seconds"`
+	// IfNoFeasibleSeconds is the live plan's engine time when its study
+	// finds no feasible trial at its tuning load: the choose and default
+	// phases then run nothing (the plan keeps engine.params). The count
+	// follows the simulator's decisions, and near the knee a live study can
+	// decide otherwise; the two totals bound what the plan spends.
+	IfNoFeasibleSeconds float64 `json:"engine_seconds_if_no_feasible_trial,omitempty"`
 	// Default is set on the fidelity the plan runs when plan.fidelity is
 	// not set.
 	Default bool   `json:"default,omitempty"`
@@ -97,12 +103,19 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			continue
 		}
 		progressf(o.Progress, "estimate %s: running the plan's control flow on the simulator, counting the live runs it stands for (seconds to minutes of CPU, no engine time)", mode)
-		u, err := dryRun(ctx, s, o, dep, mode, filepath.Join(tmp, mode))
+		u, skippable, err := dryRun(ctx, s, o, dep, mode, filepath.Join(tmp, mode))
 		if err != nil {
 			return nil, fmt.Errorf("estimate %s: %w", mode, err)
 		}
 		row.Runs, row.Starts, row.WindowSeconds = u.Runs, u.Starts, u.WindowSeconds
-		row.EngineSeconds = u.WindowSeconds + float64(u.Runs)*est.RunOverheadSeconds + float64(u.Starts)*est.StartupSeconds
+		cost := func(u capacity.WouldUse) float64 {
+			return u.WindowSeconds + float64(u.Runs)*est.RunOverheadSeconds + float64(u.Starts)*est.StartupSeconds
+		}
+		row.EngineSeconds = cost(u)
+		if skippable.Runs > 0 {
+			row.IfNoFeasibleSeconds = row.EngineSeconds - cost(skippable)
+			row.Note = ifEmpty(row.Note, fmt.Sprintf("%.0fs if the study finds no feasible trial (choose and default then run nothing)", row.IfNoFeasibleSeconds))
+		}
 		row.GPUHours = row.EngineSeconds * float64(max(s.Deployment.GPUs, 1)) / 3600
 		sf := s
 		sf.Fidelity.Startup = time.Duration(est.StartupSeconds * float64(time.Second))
@@ -121,12 +134,13 @@ func ifEmpty(s, alt string) string {
 }
 
 // dryRun runs the phases of a plan of mode on the simulator, counting the
-// runs a live plan would make. The study goes into dir, never into the
-// plan's own storage.
-func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, dir string) (capacity.WouldUse, error) {
+// runs a live plan would make, and those of them a live plan skips when its
+// study finds no feasible trial (choose, default). The study goes into dir,
+// never into the plan's own storage.
+func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, dir string) (total, skippable capacity.WouldUse, err error) {
 	l, err := engine.NewSim(dep, engine.SimOptions{})
 	if err != nil {
-		return capacity.WouldUse{}, err
+		return total, skippable, err
 	}
 	ds := s
 	ds.Launcher = l
@@ -134,32 +148,37 @@ func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, d
 	ds.Search.Storage = "sqlite:" + filepath.Join(dir, "study.db")
 	ds.Compare, ds.Trace = nil, Trace{}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return capacity.WouldUse{}, err
+		return total, skippable, err
 	}
 	ev, err := capacity.NewEvaluator(ds.Setup, o.Logger)
 	if err != nil {
-		return capacity.WouldUse{}, err
+		return total, skippable, err
 	}
 	// progress of a dry run is not the plan's: it is discarded
 	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, tuneUsers: ds.Search.Users, dryRun: true}
 	steps := []phaseStep{{"baseline", p.baselineSweep}, {"tune", p.tune}, {"choose", p.choose}, {"sweep", p.sweep}, {"default", p.tunedVsDefault}}
 	if mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
-			return capacity.WouldUse{}, err
+			return total, skippable, err
 		}
 		steps = p.multiSteps()[1:6] // probe … sweep
 	}
 	start := time.Now()
 	for i, st := range steps {
-		t0 := time.Now()
+		t0, before := time.Now(), ev.WouldUse()
 		if _, err := st.fn(ctx); err != nil {
-			return capacity.WouldUse{}, fmt.Errorf("%s: %w", st.name, err)
+			return total, skippable, fmt.Errorf("%s: %w", st.name, err)
 		}
 		u := ev.WouldUse()
+		if mode == FidelityLive && (st.name == "choose" || st.name == "default") {
+			skippable.Runs += u.Runs - before.Runs
+			skippable.Starts += u.Starts - before.Starts
+			skippable.WindowSeconds += u.WindowSeconds - before.WindowSeconds
+		}
 		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %s, %s, %.0fs of windows (%.0fs elapsed)",
 			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), count(u.Runs, "run"), count(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
 	}
-	return ev.WouldUse(), nil
+	return ev.WouldUse(), skippable, nil
 }
 
 // count is n things, in the plural unless n is 1.

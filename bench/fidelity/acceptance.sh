@@ -22,7 +22,7 @@ SPOC_BIN=$spoc SPOC_FOREIGN_ARGS="--gpu H100-SXM" "$spoc" plan -c "$cfg" --estim
 model() {
 	name=$1 args=$2
 	for run in live multi live-repeat; do
-		stamp "${run%-repeat} on $name ($args)${run#live}"
+		stamp "$run on $name ($args)"
 		SPOC_BIN=$spoc bench/fidelity/run.sh "${run%-repeat}" "$args" "$out/$run-$name" || echo "failed: $run on $name"
 	done
 }

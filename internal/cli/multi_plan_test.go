@@ -238,6 +238,14 @@ func TestMultiPlanBudgetAndEstimate(t *testing.T) {
 	if l, m := rows["live"], rows["multi"]; l.Runs <= m.Runs || m.Runs == 0 || m.EngineSeconds >= l.EngineSeconds || m.MinimumSeconds <= 10 {
 		t.Errorf("live %+v, multi %+v", l, m)
 	}
+	// the live plan's other branch: a study with no feasible trial skips
+	// the choose and default phases
+	if l := rows["live"]; l.IfNoFeasibleSeconds <= 0 || l.IfNoFeasibleSeconds >= l.EngineSeconds || !strings.Contains(l.Note, "if the study finds no feasible trial") {
+		t.Errorf("live row without the no-feasible-trial branch: %+v", l)
+	}
+	if m := rows["multi"]; m.IfNoFeasibleSeconds != 0 {
+		t.Errorf("multi row with a no-feasible-trial branch: %+v", m)
+	}
 }
 
 func argList(args []string) string {

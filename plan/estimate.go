@@ -233,6 +233,7 @@ func WriteEstimate(w io.Writer, est *Estimate) error {
 	if est.BudgetSeconds > 0 {
 		fmt.Fprintf(w, "plan.budget %.0fs\n", est.BudgetSeconds)
 	}
+	fmt.Fprintf(w, "minimum: the least engine time the fidelity needs to start (the multi plan's probes, a live plan's first run); a plan.budget below it is refused\n")
 	_, err := fmt.Fprintf(w, "method: %s\n", est.Method)
 	return err
 }

@@ -83,7 +83,7 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	text := detail
-	if !p.ev.Virtual() && after.Seconds > 0 && !strings.Contains(text, "engine time so far") {
+	if !p.ev.Virtual() && after.Seconds > before.Seconds && !strings.Contains(text, "engine time so far") {
 		// a live plan's running count of what it has spent (multi's
 		// phases say it in their detail already)
 		if text != "" {

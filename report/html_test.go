@@ -417,27 +417,15 @@ func TestUnjudgedLevelIsNoFailure(t *testing.T) {
 	s.Pass, s.FailedClause = false, ""
 	s.Insufficient, s.FewSamplesPass, s.UnjudgedClause = true, true, "P2 ttft p95"
 	want := "unjudged: too few samples for P2 ttft p95; the values measured met the SLA"
-	var md, page strings.Builder
-	if err := report.Markdown(&md, d); err != nil {
-		t.Fatal(err)
-	}
-	if err := report.HTML(&page, d); err != nil {
-		t.Fatal(err)
-	}
-	row := fmt.Sprintf("| %d | ", s.Users)
-	i := strings.Index(md.String(), row)
-	if i < 0 {
-		t.Fatalf("summary.md has no sweep row for %d users", s.Users)
-	}
-	line := md.String()[i:]
-	line = line[:strings.Index(line, "\n")]
+	page := render(t, d)
+	line := sweepRow(t, d, s.Users)
 	if !strings.Contains(line, want) || strings.Contains(line, "fail") {
 		t.Errorf("summary.md's row for an unjudged level: %s\nwant %q and no fail", line, want)
 	}
-	if n := strings.Count(page.String(), want); n < 2 {
+	if n := strings.Count(page, want); n < 2 {
 		t.Errorf("report.html says %q %d times, want it in the sweep table and the chart's tooltip", want, n)
 	}
-	if strings.Contains(page.String(), fmt.Sprintf("%d users, overall: ", s.Users)) && strings.Contains(page.String(), "(fail: )") {
+	if strings.Contains(page, fmt.Sprintf("%d users, overall: ", s.Users)) && strings.Contains(page, "(fail: )") {
 		t.Error("report.html has a tooltip reading (fail: ) with no clause")
 	}
 }
@@ -453,30 +441,34 @@ func TestSettlingLevelSaysSo(t *testing.T) {
 	s := &d.Sweep[len(d.Sweep)-1]
 	s.Settling, s.SettlingRatio = true, 0.12
 	want := "(still settling: the window&#39;s first half held 12 % of its second&#39;s requests)"
-	var md, page strings.Builder
-	if err := report.Markdown(&md, d); err != nil {
-		t.Fatal(err)
-	}
-	if err := report.HTML(&page, d); err != nil {
-		t.Fatal(err)
-	}
-	row := fmt.Sprintf("| %d | ", s.Users)
-	i := strings.Index(md.String(), row)
-	if i < 0 {
-		t.Fatalf("summary.md has no sweep row for %d users", s.Users)
-	}
-	line := md.String()[i:]
-	line = line[:strings.Index(line, "\n")]
+	page := render(t, d)
+	line := sweepRow(t, d, s.Users)
 	if !strings.Contains(line, "still settling: the window's first half held 12 % of its second's requests") {
 		t.Errorf("summary.md's row for a settling level: %s", line)
 	}
-	if n := strings.Count(page.String(), want); n < 2 {
+	if n := strings.Count(page, want); n < 2 {
 		t.Errorf("report.html says %q %d times, want it in the sweep table and the chart's tooltip", want, n)
 	}
-	if !strings.Contains(page.String(), ">still settling</span>") {
+	if !strings.Contains(page, ">still settling</span>") {
 		t.Error("report.html's sweep table does not mark the settling level")
 	}
-	if strings.Count(page.String(), ">still settling</span>") != 1 {
+	if strings.Count(page, ">still settling</span>") != 1 {
 		t.Error("report.html marks more than the one settling level")
 	}
+}
+
+// sweepRow is d's summary.md sweep-table row for users.
+func sweepRow(t *testing.T, d *plan.Summary, users int) string {
+	t.Helper()
+	var b strings.Builder
+	if err := report.Markdown(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	i := strings.Index(md, fmt.Sprintf("| %d | ", users))
+	if i < 0 {
+		t.Fatalf("summary.md has no sweep row for %d users", users)
+	}
+	line := md[i:]
+	return line[:strings.Index(line, "\n")]
 }

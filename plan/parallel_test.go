@@ -33,6 +33,9 @@ func TestQuickPlanParallelSearch(t *testing.T) {
 	if !strings.Contains(progress.String(), "3 at once (search.parallel)") {
 		t.Errorf("the search phase's header does not say 3 trials run at once:\n%s", progress.String())
 	}
+	if s.Search == nil || s.Search.Parallel != 3 {
+		t.Errorf("summary's search section: %+v, want parallel 3", s.Search)
+	}
 	ctx := context.Background()
 	db, err := study.Open(ctx, setup.Search.Storage)
 	if err != nil {

@@ -372,6 +372,9 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 		return "", err
 	}
 	p.sum.Search = searchSection(spec, res)
+	if spec.Parallel > 1 {
+		p.sum.Search.Parallel = spec.Parallel
+	}
 	p.sum.Trials = len(res.Trials)
 	for _, m := range p.sum.Search.Trials {
 		if m.OnFront {

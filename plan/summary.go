@@ -223,6 +223,9 @@ type Search struct {
 	Complete   int         `json:"complete"`
 	Infeasible int         `json:"infeasible"`
 	Failed     int         `json:"failed"`
+	// Parallel is how many trials ran at once (search.parallel), when
+	// more than one.
+	Parallel int `json:"parallel,omitempty"`
 	// Hypervolume is the front's hypervolume after each generation, with
 	// the reference point used (in the oriented, normalised space).
 	Hypervolume []GenerationHV `json:"hypervolume,omitempty"`

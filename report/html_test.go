@@ -472,3 +472,26 @@ func sweepRow(t *testing.T, d *plan.Summary, users int) string {
 	line := md[i:]
 	return line[:strings.Index(line, "\n")]
 }
+
+// A study that ran trials at once says how many in the report and in
+// summary.md; one that ran them one at a time says nothing of it.
+func TestParallelTrialsAreSaid(t *testing.T) {
+	d := fixture(t)
+	if d.Search == nil {
+		t.Fatal("the fixture has no search")
+	}
+	if page := render(t, d); strings.Contains(page, "at once (search.parallel)") {
+		t.Error("report.html speaks of parallel trials for a study that ran one at a time")
+	}
+	d.Search.Parallel = 3
+	if page := render(t, d); !strings.Contains(page, "trials, 3 at once (search.parallel)") {
+		t.Error("report.html does not say the study ran 3 trials at once")
+	}
+	var md strings.Builder
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "The study ran 3 trials at once (search.parallel).") {
+		t.Errorf("summary.md does not say the study ran 3 trials at once:\n%s", md.String())
+	}
+}

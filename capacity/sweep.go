@@ -205,9 +205,9 @@ func (w *walker) bisect() error {
 	return nil
 }
 
-// LevelLine is one repeat of a sweep level as a progress line of under 80
-// columns (the sweep's step, grid or bisect; p95 latencies; the verdict
-// with the first failing clause):
+// LevelLine is one repeat of a sweep level as a progress line (the sweep's
+// step, grid or bisect; "still settling:" after the users when the run's
+// window was; p95 latencies; the verdict with the first failing clause):
 //
 //	bisect 165 users 2431 tok/s ttft95 1.27s itl95 21.1ms ✗ P2 ttft p95 2.26s > 2s
 func LevelLine(phase string, l Level, repeat int) string {
@@ -224,7 +224,9 @@ func LevelLine(phase string, l Level, repeat int) string {
 		rep = fmt.Sprintf(" (repeat %d)", repeat+1)
 	}
 	if ev, ok := r.Detail.(*Evaluation); ok && ev.Summary != nil && ev.Summary.Settling.Flagged {
-		v += " (still settling)" // the summary says what that means
+		// early in the line, which progress cuts at its width; the
+		// summary says what it means
+		rep += " still settling:"
 	}
 	return fmt.Sprintf("%s %d users%s %.0f tok/s ttft95 %s itl95 %s %s",
 		phase, l.Users, rep, r.OutputThroughput, shortSeconds(r.TTFTP95), shortSeconds(r.ITLP95), v)

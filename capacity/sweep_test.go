@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/spoc-project/spoc/result"
 )
 
 // synthetic passes exactly up to ceiling; throughput saturates at the knee.
@@ -176,5 +179,20 @@ func TestSweepUsesKnownLevels(t *testing.T) {
 		if u == 36 || u == 44 {
 			t.Errorf("known level %d ran again (ran %v)", u, ran)
 		}
+	}
+}
+
+// A level whose run was still settling says so right after its user count,
+// where a progress line cut at its width keeps it; a steady one does not.
+func TestLevelLineSaysSettling(t *testing.T) {
+	ev := &Evaluation{Summary: &result.Result{Settling: result.SettlingReport{Judged: true, Flagged: true, Ratio: 0.07}}}
+	l := Level{Users: 88, Repeats: []Repeat{{FailedClause: "overall ttft p95 2.04s > 300ms", OutputThroughput: 1486, TTFTP95: 2.04, ITLP95: 0.0257, Detail: ev}}}
+	want := "bisect 88 users still settling: 1486 tok/s ttft95 2.04s itl95 25.7ms ✗ overall ttft p95 2.04s > 300ms"
+	if got := LevelLine("bisect", l, 0); got != want {
+		t.Errorf("LevelLine:\n got %q\nwant %q", got, want)
+	}
+	ev.Summary.Settling.Flagged = false
+	if got := LevelLine("bisect", l, 0); strings.Contains(got, "settling") {
+		t.Errorf("a steady level's line speaks of settling: %q", got)
 	}
 }

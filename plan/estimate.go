@@ -45,7 +45,9 @@ type EstimateRow struct {
 	// finds no feasible trial at its tuning load: the choose and default
 	// phases then run nothing (the plan keeps engine.params). The count
 	// follows the simulator's decisions, and near the knee a live study can
-	// decide otherwise; the two totals bound what the plan spends.
+	// decide otherwise: the two totals are the plan's two likely costs
+	// (the second may lack one server start, when the dry run's sweep
+	// reused a candidate's server).
 	IfNoFeasibleSeconds float64 `json:"engine_seconds_if_no_feasible_trial,omitempty"`
 	// Default is set on the fidelity the plan runs when plan.fidelity is
 	// not set.

@@ -211,7 +211,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p95 %5.1f ms  %s", i+1, users, describeParams(params), pt.Live.TTFTP50Ms, pt.Live.ITLP95Ms, verdictWord(ev.Pass))
 		if st := ev.Summary.Settling; st.Flagged {
 			// the fit would calibrate the simulator to a start-up transient
-			note := fmt.Sprintf("Multi-fidelity: probe %d (%d users) was still settling when its measured window opened (%s), so the correction is fitted to a start-up transient as well as to the deployment; lengthen sweep.warmup (or run.warmup).",
+			note := fmt.Sprintf("Multi-fidelity: probe %d (%d users) was still settling when its measured window opened, so the correction is fitted to a start-up transient as well as to the deployment: %s.",
 				i+1, users, strings.Join(st.Reasons, "; "))
 			p.logf("   probe %d: still settling: %d requests in the window's first half, %d in its second", i+1, st.FirstHalf.Requests, st.SecondHalf.Requests)
 			p.sum.Notes = append(p.sum.Notes, note)

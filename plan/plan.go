@@ -83,9 +83,12 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	text := detail
-	if !p.ev.Virtual() && after.Seconds > before.Seconds && !strings.Contains(text, "engine time so far") {
+	ran := after.Starts > before.Starts || after.Resets > before.Resets // a run: on a new server, or on a reused one after a cache reset
+	if !p.ev.Virtual() && ran && !strings.Contains(text, "engine time so far") {
 		// a live plan's running count of what it has spent (multi's
-		// phases say it in their detail already)
+		// phases say it in their detail already); the seconds grow in a
+		// phase that ran nothing (the last server stays up), so a run
+		// decides
 		if text != "" {
 			text += "; "
 		}

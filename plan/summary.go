@@ -144,7 +144,8 @@ type SweepPoint struct {
 	UnjudgedClause string `json:"unjudged_clause,omitempty"`
 	// Settling says the level's run was still settling when its measured
 	// window opened (result.SettlingReport): its first half held
-	// SettlingRatio of its second half's requests, under result.SettlingRatio.
+	// SettlingRatio of its second half's requests, under result.SettlingRatio
+	// (settling_ratio is absent when it is 0: no request in the first half).
 	Settling      bool    `json:"settling,omitempty"`
 	SettlingRatio float64 `json:"settling_ratio,omitempty"`
 	Requests      int64   `json:"requests"`

@@ -53,7 +53,7 @@ type SettlingReport struct {
 	Judged     bool     `json:"judged"`
 	FirstHalf  Half     `json:"first_half"`
 	SecondHalf Half     `json:"second_half"`
-	Ratio      float64  `json:"ratio,omitempty"`
+	Ratio      float64  `json:"ratio"`
 	Flagged    bool     `json:"flagged"`
 	Reasons    []string `json:"reasons,omitempty"`
 }
@@ -90,7 +90,8 @@ func (s *Summary) settlingLocked(start, end time.Time, inferred bool) SettlingRe
 	if inferred || !end.After(start) {
 		return r
 	}
-	mid := start.Add(end.Sub(start)/2).UnixNano() / int64(slotWidth)
+	// the slot nearest the middle starts the second half
+	mid := (start.Add(end.Sub(start)/2).UnixNano() + int64(slotWidth)/2) / int64(slotWidth)
 	var ttft [2]time.Duration
 	var n [2]int64
 	hs := [2]*Half{&r.FirstHalf, &r.SecondHalf}

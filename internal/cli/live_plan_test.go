@@ -162,6 +162,9 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^.*(baseline|tune|sweep)\b.*done.*engine time so far \d+s$`).FindAllString(stderr, -1)); n != 3 {
 		t.Errorf("%d of the baseline, tune and sweep phases end with the engine time so far, want 3:\n%s", n, stderr)
 	}
+	if regexp.MustCompile(`(?m)^.*(trace|compare) done.*engine time so far`).MatchString(stderr) {
+		t.Errorf("a phase that ran nothing on the engine ends with the engine time so far:\n%s", stderr)
+	}
 
 	// provenance: live everywhere, on this process, at its endpoint
 	isLive := func(what string, p plan.Provenance) {

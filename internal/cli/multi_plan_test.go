@@ -122,10 +122,16 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 		}
 	}
 	// an H100 is slower than the H200 the configuration names: the fit
-	// slows the simulator down, and gets closer to the probes than the
-	// built-in model
-	if c := f.Correction.Normal(); c.Memory <= 1 {
-		t.Errorf("correction %+v does not slow the H200 model towards the H100 server", c)
+	// slows the simulator's steps down (how it splits that between its
+	// terms depends on the machine: a loaded one adds per-step delay to the
+	// server's loop), and gets closer to the probes than the built-in model
+	var calibrated, builtin float64
+	for _, p := range f.Probes {
+		calibrated += p.Calibrated.ITLP95Ms
+		builtin += p.Uncalibrated.ITLP95Ms
+	}
+	if calibrated <= builtin {
+		t.Errorf("correction %+v does not slow the H200 model towards the H100 server: the probes' ITL p95 sums to %.1f ms calibrated, %.1f ms built-in", f.Correction.Normal(), calibrated, builtin)
 	}
 	if f.Fit.FittedError >= f.Fit.UncalibratedError {
 		t.Errorf("fitted error %.3f not below the built-in model's %.3f", f.Fit.FittedError, f.Fit.UncalibratedError)

@@ -30,7 +30,7 @@ func TestQuickPlanParallelSearch(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
-	if !strings.Contains(progress.String(), "3 at once (search.parallel)") {
+	if !strings.Contains(progress.String(), "up to 3 at once (search.parallel)") {
 		t.Errorf("the search phase's header does not say 3 trials run at once:\n%s", progress.String())
 	}
 	if s.Search == nil || s.Search.Parallel != 3 {

@@ -345,7 +345,7 @@ func (p *planner) tune(ctx context.Context) (string, error) {
 	load := p.s.Windows.Tune.At(spec.Users)
 	at := ""
 	if spec.Parallel > 1 {
-		at = fmt.Sprintf(", %d at once (search.parallel)", spec.Parallel)
+		at = fmt.Sprintf(", up to %d at once (search.parallel)", spec.Parallel)
 	}
 	window := fmt.Sprintf("a %s window each", load.Duration)
 	if p.ev.Virtual() {

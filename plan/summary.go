@@ -224,7 +224,7 @@ type Search struct {
 	Complete   int         `json:"complete"`
 	Infeasible int         `json:"infeasible"`
 	Failed     int         `json:"failed"`
-	// Parallel is how many trials ran at once (search.parallel), when
+	// Parallel is how many trials ran at most at once (search.parallel), when
 	// more than one.
 	Parallel int `json:"parallel,omitempty"`
 	// Hypervolume is the front's hypervolume after each generation, with

@@ -484,14 +484,14 @@ func TestParallelTrialsAreSaid(t *testing.T) {
 		t.Error("report.html speaks of parallel trials for a study that ran one at a time")
 	}
 	d.Search.Parallel = 3
-	if page := render(t, d); !strings.Contains(page, "trials, 3 at once (search.parallel)") {
+	if page := render(t, d); !strings.Contains(page, "trials, up to 3 at once (search.parallel)") {
 		t.Error("report.html does not say the study ran 3 trials at once")
 	}
 	var md strings.Builder
 	if err := report.Markdown(&md, d); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.String(), "The study ran 3 trials at once (search.parallel).") {
+	if !strings.Contains(md.String(), "The study ran up to 3 trials at once (search.parallel).") {
 		t.Errorf("summary.md does not say the study ran 3 trials at once:\n%s", md.String())
 	}
 }

@@ -72,7 +72,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	if s := p.Search; s != nil && len(s.Front) > 0 {
 		fmt.Fprintf(&b, "## Search\n\nThe %s.", mdEscape(s.FrontLabel))
 		if n := d.Search.Parallel; n > 1 {
-			fmt.Fprintf(&b, " The study ran %d trials at once (search.parallel).", n)
+			fmt.Fprintf(&b, " The study ran up to %d trials at once (search.parallel).", n)
 		}
 		b.WriteString("\n\n| trial |")
 		for _, o := range s.Objectives {

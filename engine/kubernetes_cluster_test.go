@@ -32,20 +32,7 @@ import (
 // whose node agent runs each pod's server as `spoc sim serve` on a pod IP
 // of its own.
 func TestKubernetesOnARealControlPlane(t *testing.T) {
-	spoc := spocBinary(t) // skips with -short
-	bins := kubetest.Need(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	c, err := kubetest.Start(ctx, bins, kubetest.Options{GPUs: 8, Command: kubetest.SpocCommand(spoc)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("cluster logs kept in %s", c.Dir)
-		}
-		c.Close(t.Failed())
-	}()
+	ctx, c, spoc := controlPlane(t, 4*time.Minute) // skips with -short
 	launcher := func(t *testing.T, ns string, mod func(*KubernetesOptions)) *Kubernetes {
 		t.Helper()
 		if err := c.Namespace(ctx, ns); err != nil {
@@ -614,4 +601,27 @@ func managedObjects(ctx context.Context, t *testing.T, client kubernetes.Interfa
 		left = append(left, "service/"+s.Name)
 	}
 	return left
+}
+
+// controlPlane starts the test control plane (internal/kubetest) with an
+// 8-GPU node whose pods run the spoc binary's sim serve, for at most
+// timeout, and returns its context, the cluster and the binary. The
+// cluster is closed when the test ends, its logs kept when it failed.
+func controlPlane(t *testing.T, timeout time.Duration) (context.Context, *kubetest.Cluster, string) {
+	t.Helper()
+	spoc := spocBinary(t) // skips with -short
+	bins := kubetest.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	c, err := kubetest.Start(ctx, bins, kubetest.Options{GPUs: 8, Command: kubetest.SpocCommand(spoc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cluster logs kept in %s", c.Dir)
+		}
+		c.Close(t.Failed())
+	})
+	return ctx, c, spoc
 }

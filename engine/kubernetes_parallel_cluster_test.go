@@ -112,20 +112,7 @@ type tuneResult struct {
 // server; a pod killed mid-trial fails that trial only; Ctrl-C leaves no
 // object; two spoc tune processes share one PostgreSQL study.
 func TestParallelTrialsOnARealControlPlane(t *testing.T) {
-	spoc := spocBinary(t) // skips with -short
-	bins := kubetest.Need(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	c, err := kubetest.Start(ctx, bins, kubetest.Options{GPUs: 8, Command: kubetest.SpocCommand(spoc)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("cluster logs kept in %s", c.Dir)
-		}
-		c.Close(t.Failed())
-	}()
+	ctx, c, spoc := controlPlane(t, 6*time.Minute) // skips with -short
 	// config writes a study of trials trials, parallel at once, of one
 	// 1-GPU replica each (the node has 8 GPUs, so only spoc bounds how
 	// many run at once); storage "" keeps the study in the output folder.
@@ -231,24 +218,7 @@ run:
 		}
 		defer cmd.Process.Kill()
 		// wait until all three trials serve load, then kill one of their pods
-		var victim string
-		for victim == "" {
-			pods, err := c.Client.CoreV1().Pods("parkill").List(ctx, metav1.ListOptions{})
-			if err != nil || ctx.Err() != nil {
-				t.Fatalf("pods: %v %v\n%s", err, ctx.Err(), stderr.String())
-			}
-			serving := 0
-			for _, p := range pods.Items {
-				if p.Status.PodIP != "" && requestsRunning(p.Status.PodIP+":8000") > 0 {
-					serving++
-					victim = p.Name
-				}
-			}
-			if serving < 3 {
-				victim = ""
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		victim := waitServing(ctx, t, c, "parkill", 3, &stderr)[2]
 		if err := c.Client.CoreV1().Pods("parkill").Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -281,22 +251,7 @@ run:
 			t.Fatal(err)
 		}
 		defer cmd.Process.Kill()
-		for {
-			pods, err := c.Client.CoreV1().Pods("parint").List(ctx, metav1.ListOptions{})
-			if err != nil || ctx.Err() != nil {
-				t.Fatalf("pods: %v %v\n%s", err, ctx.Err(), stderr.String())
-			}
-			serving := 0
-			for _, p := range pods.Items {
-				if p.Status.PodIP != "" && requestsRunning(p.Status.PodIP+":8000") > 0 {
-					serving++
-				}
-			}
-			if serving == 3 {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitServing(ctx, t, c, "parint", 3, &stderr)
 		interrupted := time.Now()
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
@@ -370,4 +325,27 @@ run:
 			t.Errorf("left after both workers: %v", l)
 		}
 	})
+}
+
+// waitServing waits until n pods of namespace ns have requests running
+// (each a trial's server under load) and returns their names; stderr is the
+// spoc process's, shown when the wait fails.
+func waitServing(ctx context.Context, t *testing.T, c *kubetest.Cluster, ns string, n int, stderr *strings.Builder) []string {
+	t.Helper()
+	for {
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || ctx.Err() != nil {
+			t.Fatalf("pods: %v %v\n%s", err, ctx.Err(), stderr.String())
+		}
+		var serving []string
+		for _, p := range pods.Items {
+			if p.Status.PodIP != "" && requestsRunning(p.Status.PodIP+":8000") > 0 {
+				serving = append(serving, p.Name)
+			}
+		}
+		if len(serving) >= n {
+			return serving
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -46,14 +46,7 @@ func TestKubernetesSkipsTakenNames(t *testing.T) {
 // TestKubernetesMaxServers: a launcher for parallel trials runs that many
 // servers at once and refuses one more.
 func TestKubernetesMaxServers(t *testing.T) {
-	r := &fakeRunner{pods: []string{podsReady}}
-	o := kubeOptions(t, r)
-	o.ContainerPort = fakeServicePort(t)
-	o.MaxServers = 3
-	k, err := NewKubernetes(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := slotsLauncher(t, 3)
 	ctx := context.Background()
 	var srvs []Server
 	for range 3 {
@@ -126,14 +119,7 @@ func TestKubernetesUnconfirmedCreate(t *testing.T) {
 // the same moment; each gets its own name, folder and slot (run with
 // -race).
 func TestKubernetesConcurrentStarts(t *testing.T) {
-	r := &fakeRunner{pods: []string{podsReady}}
-	o := kubeOptions(t, r)
-	o.ContainerPort = fakeServicePort(t)
-	o.MaxServers = 3
-	k, err := NewKubernetes(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := slotsLauncher(t, 3)
 	srvs := make([]Server, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
@@ -159,4 +145,18 @@ func TestKubernetesConcurrentStarts(t *testing.T) {
 	for _, s := range srvs {
 		stop(t, s)
 	}
+}
+
+// slotsLauncher is a Kubernetes launcher for parallel trials with n server
+// slots, on a fake kubectl whose pods are ready and a fake Service port.
+func slotsLauncher(t *testing.T, n int) *Kubernetes {
+	t.Helper()
+	o := kubeOptions(t, &fakeRunner{pods: []string{podsReady}})
+	o.ContainerPort = fakeServicePort(t)
+	o.MaxServers = n
+	k, err := NewKubernetes(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -324,12 +324,21 @@ func ratio(a, b float64) float64 {
 }
 
 func latencies(ev *capacity.Evaluation) Latencies {
-	if ev == nil || ev.Summary == nil {
+	if ev == nil {
 		return Latencies{}
 	}
-	o := ev.Summary.Overall
+	return latenciesOf(ev.Summary)
+}
+
+// latenciesOf is the numbers a probe compares, from a run's result (an
+// evaluation's summary, or a records file's); its verdict is the SLA's.
+func latenciesOf(res *result.Result) Latencies {
+	if res == nil {
+		return Latencies{}
+	}
+	o := res.Overall
 	return Latencies{TTFTP50Ms: o.TTFT.P50, ITLP50Ms: o.ITL.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95,
-		OutputThroughput: o.OutputTokensPerSecond, Pass: ev.Pass, Settling: ev.Summary.Settling.Flagged, PrefixCacheHitRate: hitRate(o)}
+		OutputThroughput: o.OutputTokensPerSecond, Pass: res.SLA.Pass, Settling: res.Settling.Flagged, PrefixCacheHitRate: hitRate(o)}
 }
 
 // hitRate is the share of st's prompt tokens the server reported cached.

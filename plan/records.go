@@ -108,10 +108,7 @@ func liveLatencies(path string, sla result.SLA, w result.Window) (Latencies, err
 	if n == 0 {
 		return Latencies{}, fmt.Errorf("%s holds no records", path)
 	}
-	res := sum.Result()
-	o := res.Overall
-	return Latencies{TTFTP50Ms: o.TTFT.P50, ITLP50Ms: o.ITL.P50, TTFTP95Ms: o.TTFT.P95, ITLP95Ms: o.ITL.P95,
-		OutputThroughput: o.OutputTokensPerSecond, Pass: res.SLA.Pass, Settling: res.Settling.Flagged, PrefixCacheHitRate: hitRate(o)}, nil
+	return latenciesOf(sum.Result()), nil
 }
 
 // CorrectionFit is what spoc sim calibrate --records writes: the

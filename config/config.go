@@ -18,6 +18,8 @@ type Config struct {
 	// (sla.ttft, workload.profiles[0]), so that Assumptions lists only
 	// what spoc assumed, not what the user decided. Nil for Default().
 	written map[string]bool
+	// notes says what applying settings changed besides their keys (Notes).
+	notes []string
 }
 
 // Default returns the reference case of DESIGN.md: gpt-oss-120b on 4× H100

@@ -14,9 +14,12 @@ import (
 )
 
 // position is where a key or list item was written: 1-based line and
-// column. Columns matter in flow style ({a: 1, b: 2}), where one line holds
-// many keys.
-type position struct{ Line, Column int }
+// column in the file (columns matter in flow style, {a: 1, b: 2}, where one
+// line holds many keys), or the Source of the Setting that set it.
+type position struct {
+	Line, Column int
+	Source       string
+}
 
 // positions maps a field path to where it was written.
 type positions map[string]position
@@ -37,43 +40,24 @@ func (p positions) lookup(path string) position {
 	return position{}
 }
 
-// Load decodes a plan from r over the defaults and validates it. name is the
-// file name used in error messages.
-func Load(r io.Reader, name string) (*Config, error) {
+// Load decodes a plan from r over the defaults, then settings over it (the
+// command line's layer), and validates the result once. name is the file
+// name used in error messages; an error about a key a setting set names
+// the setting's Source instead.
+func Load(r io.Reader, name string, settings ...Setting) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", name, err)
 	}
-	cfg := Default()
-	if len(bytes.TrimSpace(data)) == 0 {
-		return cfg, nil
+	cfg, pos, err := decodeFile(data, name)
+	if err != nil {
+		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &FieldError{File: name, Line: yamlErrLine(err), Msg: "invalid YAML: " + trimYAMLErr(err)}
+	if err := cfg.apply(settings, pos); err != nil {
+		return nil, err
 	}
-	if len(doc.Content) == 0 {
-		return cfg, nil
-	}
-	root := doc.Content[0]
-	pos := positions{}
-	errs := &Errors{}
-	checkKnown(root, reflect.TypeOf(Config{}), "", pos, errs)
-	if err := errs.Err(); err != nil {
-		errs.locate(name, pos)
-		return nil, errs
-	}
-	if hasKey(root, "engine", "params") {
-		// engine.params replaces the default flags as a whole (yaml would
-		// merge into the default map): {} means vLLM's own defaults.
-		cfg.Engine.Params = nil
-	}
-	if err := root.Decode(cfg); err != nil {
-		return nil, decodeErrors(err, name, pos)
-	}
-	cfg.written = make(map[string]bool, len(pos))
-	for path := range pos {
-		cfg.written[path] = true
+	if len(settings) == 0 && len(pos) == 0 {
+		return cfg, nil // the defaults, valid by construction
 	}
 	if err := cfg.Validate(); err != nil {
 		var ve *Errors
@@ -86,17 +70,55 @@ func Load(r io.Reader, name string) (*Config, error) {
 	return cfg, nil
 }
 
-// LoadFile loads a plan file; an empty path means the defaults.
-func LoadFile(path string) (*Config, error) {
+// decodeFile decodes data over the defaults with strict checks and returns
+// where each key was written; it does not validate.
+func decodeFile(data []byte, name string) (*Config, positions, error) {
+	cfg := Default()
+	pos := positions{}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, pos, nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, nil, &FieldError{File: name, Line: yamlErrLine(err), Msg: "invalid YAML: " + trimYAMLErr(err)}
+	}
+	if len(doc.Content) == 0 {
+		return cfg, pos, nil
+	}
+	root := doc.Content[0]
+	errs := &Errors{}
+	checkKnown(root, reflect.TypeOf(Config{}), "", pos, errs)
+	if err := errs.Err(); err != nil {
+		errs.locate(name, pos)
+		return nil, nil, errs
+	}
+	if hasKey(root, "engine", "params") {
+		// engine.params replaces the default flags as a whole (yaml would
+		// merge into the default map): {} means vLLM's own defaults.
+		cfg.Engine.Params = nil
+	}
+	if err := root.Decode(cfg); err != nil {
+		return nil, nil, decodeErrors(err, name, pos)
+	}
+	cfg.written = make(map[string]bool, len(pos))
+	for path := range pos {
+		cfg.written[path] = true
+	}
+	return cfg, pos, nil
+}
+
+// LoadFile loads a plan file (an empty path means the defaults) with
+// settings over it, as Load does.
+func LoadFile(path string, settings ...Setting) (*Config, error) {
 	if path == "" {
-		return Default(), nil
+		return Load(strings.NewReader(""), "", settings...)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open config: %w", err)
 	}
 	defer f.Close()
-	return Load(f, path)
+	return Load(f, path, settings...)
 }
 
 // checkKnown walks a YAML node against the Go type it will decode into and
@@ -148,7 +170,7 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, pos positions, errs *
 		}
 		for i, item := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			pos[p] = position{item.Line, item.Column}
+			pos[p] = position{Line: item.Line, Column: item.Column}
 			checkKnown(item, t.Elem(), p, pos, errs)
 		}
 	case reflect.Map:
@@ -193,7 +215,7 @@ func checkDuplicate(k *yaml.Node, p string, pos positions, errs *Errors) bool {
 			Msg: fmt.Sprintf("key %q already set at line %d, column %d", k.Value, first.Line, first.Column)})
 		return true
 	}
-	pos[p] = position{k.Line, k.Column}
+	pos[p] = position{Line: k.Line, Column: k.Column}
 	return false
 }
 

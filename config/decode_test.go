@@ -61,16 +61,16 @@ func TestFlowStyleErrorsEachAtTheirKey(t *testing.T) {
 // never one of them by guess.
 func TestPathAtNamesTheCommonParent(t *testing.T) {
 	pos := positions{
-		"sla":                {1, 1},
-		"sla.ttft":           {2, 3},
-		"sla.ttft.max":       {2, 10},
-		"sla.ttft.maximum":   {2, 20},
-		"run":                {3, 1},
-		"run.users":          {4, 3},
-		"sweep.users[0]":     {5, 10},
-		"sweep.users[1]":     {5, 14},
-		"workload.profiles":  {6, 3},
-		"workload.profilesX": {6, 30},
+		"sla":                {Line: 1, Column: 1},
+		"sla.ttft":           {Line: 2, Column: 3},
+		"sla.ttft.max":       {Line: 2, Column: 10},
+		"sla.ttft.maximum":   {Line: 2, Column: 20},
+		"run":                {Line: 3, Column: 1},
+		"run.users":          {Line: 4, Column: 3},
+		"sweep.users[0]":     {Line: 5, Column: 10},
+		"sweep.users[1]":     {Line: 5, Column: 14},
+		"workload.profiles":  {Line: 6, Column: 3},
+		"workload.profilesX": {Line: 6, Column: 30},
 	}
 	for line, want := range map[int]string{0: "", 1: "sla", 2: "sla.ttft", 4: "run.users", 5: "sweep.users", 6: "workload", 9: ""} {
 		if got := pos.pathAt(line); got != want {

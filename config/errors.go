@@ -16,13 +16,21 @@ type FieldError struct {
 	Column int
 	Path   string
 	Msg    string
+	// Source names the Setting (a command-line flag) that set Path, when
+	// the value came from one rather than from the file.
+	Source string
 }
 
 // Error reads "file:line:column: path: message", the form editors and
 // terminals turn into a link to the spot; without a file name, "line L,
-// column C: path: message".
+// column C: path: message"; for a value a setting gave, "--flag (path):
+// message".
 func (e *FieldError) Error() string {
 	var b strings.Builder
+	if e.Source != "" {
+		fmt.Fprintf(&b, "%s (%s): %s", e.Source, e.Path, e.Msg)
+		return b.String()
+	}
 	switch {
 	case e.File != "" && e.Line > 0 && e.Column > 0:
 		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Column)
@@ -73,10 +81,12 @@ func (e *Errors) Error() string {
 // decoding), and sorts so messages read top to bottom, left to right.
 func (e *Errors) locate(file string, pos positions) {
 	for _, fe := range e.List {
-		fe.File = file
-		if fe.Line == 0 {
+		if fe.Line == 0 && fe.Source == "" {
 			at := pos.lookup(fe.Path)
-			fe.Line, fe.Column = at.Line, at.Column
+			fe.Line, fe.Column, fe.Source = at.Line, at.Column, at.Source
+		}
+		if fe.Source == "" {
+			fe.File = file
 		}
 	}
 	sort.SliceStable(e.List, func(i, j int) bool {

@@ -1,5 +1,10 @@
 package config
 
+import (
+	"fmt"
+	"net/url"
+)
+
 // Run configures one load run.
 type Run struct {
 	Target            string   `yaml:"target,omitempty" doc:"Base URL for spoc run (overrides the engine's endpoint)."`
@@ -41,6 +46,14 @@ func DefaultRun() Run {
 }
 
 func (r *Run) validate(p string, errs *Errors) {
+	if r.Target != "" {
+		// without the check "localhost:8000" is accepted and every request
+		// fails with "unsupported protocol scheme", which reads as an
+		// overloaded server
+		if u, err := url.Parse(r.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs.Addf(p+".target", "want an http:// or https:// base URL such as http://localhost:8000, got %q", r.Target)
+		}
+	}
 	if r.Users < 1 {
 		errs.Addf(p+".users", "must be at least 1, got %d", r.Users)
 	}
@@ -74,4 +87,25 @@ func (r *Run) validate(p string, errs *Errors) {
 	if !(r.PromptDriftLimit > 0) {
 		errs.Addf(p+".prompt_drift_limit", "must be positive, got %v", r.PromptDriftLimit)
 	}
+}
+
+// UseRunTarget makes the engine the server at run.target: spoc run measures
+// a server spoc does not start, an evaluation on an external engine like
+// any other engine's. It fails when run.target is empty.
+func (c *Config) UseRunTarget() error {
+	if c.Run.Target == "" {
+		return &Errors{List: []*FieldError{{Path: "run.target", Msg: "spoc run needs the server's base URL: --target URL, or run.target in the configuration"}}}
+	}
+	c.Engine.Kind = EngineExternal
+	c.Engine.External.URL = c.Run.Target
+	return nil
+}
+
+// Warning says what in the run section makes a run measure less than it
+// seems to, or "" when nothing does.
+func (r Run) Warning() string {
+	if r.Ramp > r.Warmup {
+		return fmt.Sprintf("ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running", r.Ramp, r.Warmup)
+	}
+	return ""
 }

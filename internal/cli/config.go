@@ -73,9 +73,10 @@ func newConfigCmd() *cobra.Command {
 	return cmd
 }
 
-// loadConfig loads -c FILE (or the defaults) and maps errors to exit code 2.
-func loadConfig(path string) (*config.Config, error) {
-	cfg, err := config.LoadFile(path)
+// loadConfig loads -c FILE (or the defaults) with settings over it and maps
+// errors to exit code 2.
+func loadConfig(path string, settings ...config.Setting) (*config.Config, error) {
+	cfg, err := config.LoadFile(path, settings...)
 	if err != nil {
 		return nil, usageError(err)
 	}

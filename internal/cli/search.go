@@ -134,11 +134,12 @@ type objectiveReply struct {
 	Error       string            `json:"error,omitempty"`
 }
 
+// objectiveKeys are the flags of spoc search objective that set
+// configuration keys.
+var objectiveKeys = keyFlags{{flag: "users", key: "search.users"}}
+
 func newSearchObjectiveCmd() *cobra.Command {
-	var (
-		configPath string
-		users      int
-	)
+	var configPath string
 	cmd := &cobra.Command{
 		Use:   "objective",
 		Short: "Serve the study's objective over stdin/stdout, for other optimisers (bench/)",
@@ -154,72 +155,77 @@ parameter set that breaks a rule of the space is answered FAIL without a run.
 With --users 0 the load is the ceiling of engine.params found by the same
 baseline sweep spoc tune runs.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(configPath)
-			if err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("users") {
-				cfg.Search.Users = users
-			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
-			if err != nil {
-				return usageError(err)
-			}
-			if !engine.Reconfigurable(setup.Launcher) {
-				return usageError(capacity.ErrNotReconfigurable)
-			}
-			spec := setup.Search
-			plan, err := tune.NewPlan(spec)
-			if err != nil {
-				return usageError(err)
-			}
-			ctx := cmd.Context()
-			ev, err := capacity.NewEvaluator(setup.Setup, logger)
-			if err != nil {
-				return err
-			}
-			defer ev.Close(ctx)
-			if spec.Users == 0 {
-				res, err := capacity.BaselineSweep(ctx, ev, nil)
-				if err != nil {
-					return fmt.Errorf("baseline sweep: %w", err)
-				}
-				spec.Users = max(res.Ceiling, 1)
-			}
-			objective := plan.Objective(spec, tune.Options{
-				Evaluate: ev.TuneEvaluator(setup.Windows.Tune.At(spec.Users)),
-				Capacity: ev.CapacityFunc(),
-			})
-			out := json.NewEncoder(cmd.OutOrStdout())
-			if err := out.Encode(objectiveHeader{Study: spec.Study, Users: spec.Users, Directions: plan.Directions,
-				Objectives: plan.Objectives, Space: plan.Space, Dropped: plan.Dropped, Seeds: plan.Seeds}); err != nil {
-				return err
-			}
-			in := bufio.NewScanner(cmd.InOrStdin())
-			in.Buffer(make([]byte, 64<<10), 1<<20)
-			for n := 0; in.Scan(); n++ {
-				if strings.TrimSpace(in.Text()) == "" {
-					continue
-				}
-				var req struct {
-					Params search.Params `json:"params"`
-				}
-				if err := json.Unmarshal(in.Bytes(), &req); err != nil {
-					return fmt.Errorf("stdin line %d: %w", n+1, err)
-				}
-				if err := out.Encode(evaluateOne(cmd, plan, objective, req.Params, n)); err != nil {
-					return err
-				}
-			}
-			return in.Err()
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSearchObjective(cmd, configPath) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&configPath, "config", "c", "", "configuration file (default: the reference case)")
-	f.IntVar(&users, "users", 0, "load of every evaluation (0: the ceiling of engine.params by a baseline sweep)")
+	f.Int("users", 0, "load of every evaluation (0: the ceiling of engine.params by a baseline sweep)")
 	return cmd
+}
+
+func runSearchObjective(cmd *cobra.Command, configPath string) error {
+	cfg, err := loadConfigWith(configPath, cmd.Flags(), objectiveKeys)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
+	if err != nil {
+		return usageError(err)
+	}
+	if !engine.Reconfigurable(setup.Launcher) {
+		return usageError(capacity.ErrNotReconfigurable)
+	}
+	spec := setup.Search
+	plan, err := tune.NewPlan(spec)
+	if err != nil {
+		return usageError(err)
+	}
+	ctx := cmd.Context()
+	ev, err := capacity.NewEvaluator(setup.Setup, logger)
+	if err != nil {
+		return err
+	}
+	defer ev.Close(ctx)
+	if spec.Users == 0 {
+		res, err := capacity.BaselineSweep(ctx, ev, nil)
+		if err != nil {
+			return fmt.Errorf("baseline sweep: %w", err)
+		}
+		spec.Users = max(res.Ceiling, 1)
+	}
+	objective := plan.Objective(spec, tune.Options{
+		Evaluate: ev.TuneEvaluator(setup.Windows.Tune.At(spec.Users)),
+		Capacity: ev.CapacityFunc(),
+	})
+	out := json.NewEncoder(cmd.OutOrStdout())
+	if err := out.Encode(objectiveHeader{Study: spec.Study, Users: spec.Users, Directions: plan.Directions,
+		Objectives: plan.Objectives, Space: plan.Space, Dropped: plan.Dropped, Seeds: plan.Seeds}); err != nil {
+		return err
+	}
+	return answerObjective(cmd, plan, objective, out)
+}
+
+// answerObjective answers every parameter set read from stdin, one JSON
+// line each.
+func answerObjective(cmd *cobra.Command, plan *tune.Plan, objective search.Objective, out *json.Encoder) error {
+	in := bufio.NewScanner(cmd.InOrStdin())
+	in.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 0; in.Scan(); n++ {
+		if strings.TrimSpace(in.Text()) == "" {
+			continue
+		}
+		var req struct {
+			Params search.Params `json:"params"`
+		}
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			return fmt.Errorf("stdin line %d: %w", n+1, err)
+		}
+		if err := out.Encode(evaluateOne(cmd, plan, objective, req.Params, n)); err != nil {
+			return err
+		}
+	}
+	return in.Err()
 }
 
 // evaluateOne answers one parameter set as the study would record it.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -25,4 +26,14 @@ func resolveStorageFlag(storage string) (string, error) {
 		return "sqlite:" + abs, nil
 	}
 	return abs, nil
+}
+
+// storageYAML writes a --storage value, resolved as resolveStorageFlag
+// does, as the search.storage the file would hold.
+func storageYAML(storage string) (string, error) {
+	s, err := resolveStorageFlag(storage)
+	if err != nil {
+		return "", err
+	}
+	return strconv.Quote(s), nil
 }

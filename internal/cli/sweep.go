@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -17,12 +18,21 @@ import (
 
 func init() { register(newSweepCmd) }
 
+// sweepKeys are the flags of spoc sweep that set configuration keys.
+var sweepKeys = keyFlags{
+	{flag: "users", key: "sweep.users", value: listYAML},
+	{flag: "repeats", key: "sweep.repeats"},
+	{flag: "seeds", key: "sweep.seeds"},
+}
+
+type sweepFlags struct {
+	config, params, out string
+	trial               int
+	asJSON, quiet       bool
+}
+
 func newSweepCmd() *cobra.Command {
-	var (
-		file, paramsFlag, usersFlag, out string
-		trial, repeats, seeds            int
-		asJSON, quiet                    bool
-	)
+	var f sweepFlags
 	cmd := &cobra.Command{
 		Use:   "sweep -c FILE [--params k=v,...|--trial N] [--users LIST] [--repeats R] [--seeds S]",
 		Short: "Sweep one configuration over user counts to its capacity ceiling",
@@ -36,118 +46,112 @@ With sweep.seeds (--seeds) above 1, every other workload seed finds its own
 ceiling starting from that one, and the ceiling is stated with the 95 %
 interval where a sweep with another seed would land.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(file)
-			if err != nil {
-				return err
-			}
-			if usersFlag != "" {
-				us, err := parseUsers(usersFlag)
-				if err != nil {
-					return usageErrorf("--users: %v", err)
-				}
-				cfg.Sweep.Users = us
-			}
-			if cmd.Flags().Changed("repeats") {
-				cfg.Sweep.Repeats = repeats
-			}
-			if cmd.Flags().Changed("seeds") {
-				cfg.Sweep.Seeds = seeds
-			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, NamePrefix: "spoc-sweep", Logger: logger})
-			if err != nil {
-				return usageError(err)
-			}
-			params, err := parseParams(paramsFlag)
-			if err != nil {
-				return usageErrorf("--params: %v", err)
-			}
-			if trial >= 0 {
-				if paramsFlag != "" {
-					return usageErrorf("--params and --trial exclude each other")
-				}
-				if params, err = tune.TrialParams(cmd.Context(), setup.Search, trial); errors.Is(err, tune.ErrNoTrial) {
-					return usageError(err)
-				} else if err != nil {
-					return err
-				}
-			}
-			run := capacity.SweepRun{Logger: logger}
-			if !quiet {
-				prog := stderrProgress(cmd.ErrOrStderr())
-				defer prog.Close()
-				prog.begin("sweep", 0, 0, 0, false)
-				run.Progress = prog.sweepLevels(setup.Sweep.SweepOptions)
-				run.Runs = prog.liveRun
-				run.SeedProgress = func(sc capacity.SeedCeiling) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "seed %d: ceiling %d users (first failing %d; %d levels)\n", sc.Seed, sc.Ceiling, sc.FirstFailing, sc.Runs)
-				}
-			}
-			if out != "" {
-				run.RecordsDir = filepath.Join(out, "records")
-			}
-			res, err := capacity.SweepOne(cmd.Context(), setup.Setup, params, run)
-			if errors.Is(err, capacity.ErrBadParams) {
-				return usageErrorf("--params: %v", err)
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				for i := range res.Levels {
-					for j := range res.Levels[i].Repeats {
-						res.Levels[i].Repeats[j].Detail = nil
-					}
-				}
-				return writeJSON(cmd.OutOrStdout(), struct {
-					*capacity.SweepResult
-					Provenance capacity.Provenance `json:"provenance"`
-				}{res, res.Provenance()})
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
-			if res.Unconfirmed {
-				fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)
-			}
-			if iv := res.Interval; iv != nil {
-				fmt.Fprintf(w, "interval: [%d, %d] users: %.0f %% of sweeps with another workload seed land there (%d seeds, mean %.1f, sd %.1f)\n", iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds), iv.MeanUsers, iv.StdDevUsers)
-			} else if res.NoInterval != "" {
-				fmt.Fprintf(w, "interval: none (%s)\n", res.NoInterval)
-			}
-			if m := res.Margin; m != nil {
-				fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, fmtClause(m.Clause, m.AtCeiling), 100*m.Headroom, fmtClause(m.Clause, m.Limit))
-			}
-			fmt.Fprintf(w, "source: %s\n", provenanceLine(res.Provenance()))
-			if res.FirstFailing > 0 {
-				fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
-			} else {
-				top := 0
-				for _, l := range res.Levels {
-					top = max(top, l.Users)
-				}
-				fmt.Fprintf(w, "no level failed; the most users tested was %d: the ceiling is at least that\n", top)
-			}
-			if res.Knee > 0 {
-				fmt.Fprintf(w, "throughput knee: %d users\n", res.Knee)
-			}
-			if cfg.Sweep.Repeats > 1 {
-				fmt.Fprintf(w, "repeats: %d per level, largest throughput spread %.1f%%\n", cfg.Sweep.Repeats, 100*res.Spread)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd, &f) },
 	}
-	f := cmd.Flags()
-	f.StringVarP(&file, "config", "c", "", "plan configuration; the reference case when empty")
-	f.StringVar(&paramsFlag, "params", "", "engine flags over engine.params, e.g. max-num-batched-tokens=2048,enable-prefix-caching=false")
-	f.IntVar(&trial, "trial", -1, "use the parameters of this trial number of the study (search.storage, relative to --out); unset: engine.params")
-	f.StringVar(&usersFlag, "users", "", "coarse grid of user counts, e.g. 50,100,200,400")
-	f.IntVar(&repeats, "repeats", 1, "runs per user count, each with its own workload seed")
-	f.IntVar(&seeds, "seeds", 5, "workload seeds the ceiling's interval is measured with (sweep.seeds); 1: no interval")
-	f.StringVarP(&out, "out", "o", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	f.BoolVar(&quiet, "quiet", false, "no per-level progress")
+	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "plan configuration; the reference case when empty")
+	fl.StringVar(&f.params, "params", "", "engine flags over engine.params, e.g. max-num-batched-tokens=2048,enable-prefix-caching=false")
+	fl.IntVar(&f.trial, "trial", -1, "use the parameters of this trial number of the study (search.storage, relative to --out); unset: engine.params")
+	fl.String("users", "", "coarse grid of user counts, e.g. 50,100,200,400")
+	fl.Int("repeats", 1, "runs per user count, each with its own workload seed")
+	fl.Int("seeds", 5, "workload seeds the ceiling's interval is measured with (sweep.seeds); 1: no interval")
+	fl.StringVarP(&f.out, "out", "o", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
+	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fl.BoolVar(&f.quiet, "quiet", false, "no per-level progress")
 	return cmd
+}
+
+func runSweep(cmd *cobra.Command, f *sweepFlags) error {
+	cfg, err := loadConfigWith(f.config, cmd.Flags(), sweepKeys)
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	setup, err := cfg.Setup(config.SetupOptions{OutDir: f.out, NamePrefix: "spoc-sweep", Logger: logger})
+	if err != nil {
+		return usageError(err)
+	}
+	params, err := parseParams(f.params)
+	if err != nil {
+		return usageErrorf("--params: %v", err)
+	}
+	if f.trial >= 0 {
+		if f.params != "" {
+			return usageErrorf("--params and --trial exclude each other")
+		}
+		if params, err = tune.TrialParams(cmd.Context(), setup.Search, f.trial); errors.Is(err, tune.ErrNoTrial) {
+			return usageError(err)
+		} else if err != nil {
+			return err
+		}
+	}
+	run := capacity.SweepRun{Logger: logger}
+	if !f.quiet {
+		prog := stderrProgress(stderr)
+		defer prog.Close()
+		prog.begin("sweep", 0, 0, 0, false)
+		run.Progress = prog.sweepLevels(setup.Sweep.SweepOptions)
+		run.Runs = prog.liveRun
+		run.SeedProgress = func(sc capacity.SeedCeiling) {
+			fmt.Fprintf(stderr, "seed %d: ceiling %d users (first failing %d; %d levels)\n", sc.Seed, sc.Ceiling, sc.FirstFailing, sc.Runs)
+		}
+	}
+	if f.out != "" {
+		run.RecordsDir = filepath.Join(f.out, "records")
+	}
+	res, err := capacity.SweepOne(cmd.Context(), setup.Setup, params, run)
+	if errors.Is(err, capacity.ErrBadParams) {
+		return usageErrorf("--params: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		for i := range res.Levels {
+			for j := range res.Levels[i].Repeats {
+				res.Levels[i].Repeats[j].Detail = nil
+			}
+		}
+		return writeJSON(cmd.OutOrStdout(), struct {
+			*capacity.SweepResult
+			Provenance capacity.Provenance `json:"provenance"`
+		}{res, res.Provenance()})
+	}
+	writeSweepResult(cmd.OutOrStdout(), res, cfg.Sweep.Repeats)
+	return nil
+}
+
+// writeSweepResult prints a sweep's ceiling, its interval and what bound it.
+func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
+	fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
+	if res.Unconfirmed {
+		fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)
+	}
+	if iv := res.Interval; iv != nil {
+		fmt.Fprintf(w, "interval: [%d, %d] users: %.0f %% of sweeps with another workload seed land there (%d seeds, mean %.1f, sd %.1f)\n", iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds), iv.MeanUsers, iv.StdDevUsers)
+	} else if res.NoInterval != "" {
+		fmt.Fprintf(w, "interval: none (%s)\n", res.NoInterval)
+	}
+	if m := res.Margin; m != nil {
+		fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, fmtClause(m.Clause, m.AtCeiling), 100*m.Headroom, fmtClause(m.Clause, m.Limit))
+	}
+	fmt.Fprintf(w, "source: %s\n", provenanceLine(res.Provenance()))
+	if res.FirstFailing > 0 {
+		fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
+	} else {
+		top := 0
+		for _, l := range res.Levels {
+			top = max(top, l.Users)
+		}
+		fmt.Fprintf(w, "no level failed; the most users tested was %d: the ceiling is at least that\n", top)
+	}
+	if res.Knee > 0 {
+		fmt.Fprintf(w, "throughput knee: %d users\n", res.Knee)
+	}
+	if repeats > 1 {
+		fmt.Fprintf(w, "repeats: %d per level, largest throughput spread %.1f%%\n", repeats, 100*res.Spread)
+	}
 }
 
 // fmtClause prints a clause's value: seconds for a latency, a percentage
@@ -157,18 +161,6 @@ func fmtClause(clause string, v float64) string {
 		return fmt.Sprintf("%.2f %%", 100*v)
 	}
 	return fmt.Sprintf("%.2fs", v)
-}
-
-func parseUsers(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive user count", part)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
 
 // parseParams reads k=v,k=v with ints, floats and booleans typed.

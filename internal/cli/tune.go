@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,9 +21,17 @@ import (
 func init() { register(newTuneCmd) }
 
 type tuneFlags struct {
-	config, storage, study, engineKind, out string
-	trials, users                           int
-	dryRun, asJSON, quiet, keepArtifacts    bool
+	config, out                          string
+	dryRun, asJSON, quiet, keepArtifacts bool
+}
+
+// tuneKeys are the flags of spoc tune that set configuration keys.
+var tuneKeys = keyFlags{
+	{flag: "storage", key: "search.storage", value: storageYAML},
+	{flag: "study", key: "search.study"},
+	{flag: "trials", key: "search.trials"},
+	{flag: "users", key: "search.users"},
+	{flag: "engine", key: "engine.kind"},
 }
 
 func newTuneCmd() *cobra.Command {
@@ -46,11 +53,11 @@ generation would launch (command lines, manifests) without starting anything.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.config, "config", "c", "", "configuration file; the reference case when empty")
-	fl.StringVar(&f.storage, "storage", "", "study storage: sqlite:PATH (relative to the current directory, as in spoc study) or postgres://... (default search.storage, whose relative path is inside --out)")
-	fl.StringVar(&f.study, "study", "", "study name (default search.study)")
-	fl.IntVar(&f.trials, "trials", 0, "total trial budget of the study (default search.trials)")
-	fl.IntVar(&f.users, "users", 0, "concurrent users every trial runs at; 0: the engine.params ceiling found by a short baseline sweep (default search.users)")
-	fl.StringVar(&f.engineKind, "engine", "", "engine kind: sim, process or kubernetes (default engine.kind)")
+	fl.String("storage", "", "study storage: sqlite:PATH (relative to the current directory, as in spoc study) or postgres://... (default search.storage, whose relative path is inside --out)")
+	fl.String("study", "", "study name (default search.study)")
+	fl.Int("trials", 0, "total trial budget of the study (default search.trials)")
+	fl.Int("users", 0, "concurrent users every trial runs at; 0: the engine.params ceiling found by a short baseline sweep (default search.users)")
+	fl.String("engine", "", "engine kind: sim, process or kubernetes (default engine.kind)")
 	fl.StringVarP(&f.out, "out", "o", "spoc-out", "output folder: study database, one folder per trial")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print what the first generation would launch, start nothing")
 	fl.BoolVar(&f.asJSON, "json", false, "print the study result (or the dry run) as JSON; progress goes to stderr")
@@ -60,37 +67,14 @@ generation would launch (command lines, manifests) without starting anything.`,
 }
 
 func runTune(cmd *cobra.Command, f *tuneFlags) error {
-	cfg, err := loadConfig(f.config)
+	cfg, err := loadConfigWith(f.config, cmd.Flags(), tuneKeys)
 	if err != nil {
 		return err
 	}
-	fl := cmd.Flags()
-	if fl.Changed("storage") {
-		if cfg.Search.Storage, err = resolveStorageFlag(f.storage); err != nil {
-			return err
-		}
-	}
-	if fl.Changed("study") {
-		cfg.Search.Study = f.study
-	}
-	if fl.Changed("trials") {
-		cfg.Search.Trials = f.trials
-		if f.trials >= 1 && cfg.Search.Parallel > f.trials {
-			// a smaller budget than search.parallel runs every trial at once
-			fmt.Fprintf(cmd.ErrOrStderr(), "search.parallel %d lowered to %d: --trials %d has no more trials to run at once\n", cfg.Search.Parallel, f.trials, f.trials)
-			cfg.Search.Parallel = f.trials
-		}
-	}
-	if fl.Changed("users") {
-		cfg.Search.Users = f.users
-	}
-	if fl.Changed("engine") {
-		if !slices.Contains(config.EngineKinds, f.engineKind) {
-			return usageErrorf("--engine: unknown kind %q (one of %s)", f.engineKind, strings.Join(config.EngineKinds, ", "))
-		}
-		cfg.Engine.Kind = f.engineKind
-	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	for _, n := range cfg.Notes() {
+		fmt.Fprintln(stderr, n)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	out := f.out
 	if f.dryRun {

@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,11 +21,21 @@ import (
 func init() { register(newRunCmd) }
 
 type runFlags struct {
-	config, target, out, apiKeyEnv, model, endpoint string
-	users                                           int
-	duration, warmup, ramp                          time.Duration
-	thinkScale                                      float64
-	asJSON, quiet, check                            bool
+	config, out          string
+	asJSON, quiet, check bool
+}
+
+// runKeys are the flags of spoc run that set configuration keys.
+var runKeys = keyFlags{
+	{flag: "target", key: "run.target"},
+	{flag: "users", key: "run.users"},
+	{flag: "duration", key: "run.duration"},
+	{flag: "warmup", key: "run.warmup"},
+	{flag: "ramp", key: "run.ramp"},
+	{flag: "think-time-scale", key: "run.think_time_scale"},
+	{flag: "api-key-env", key: "run.api_key_env"},
+	{flag: "model", key: "engine.served_model_name"},
+	{flag: "endpoint", key: "run.endpoint"},
 }
 
 func newRunCmd() *cobra.Command {
@@ -36,25 +44,28 @@ func newRunCmd() *cobra.Command {
 		Use:   "run --target URL --users N --duration D --out FILE",
 		Short: "Run one load test against an OpenAI-compatible server; records to JSONL, summary and SLA verdict to stdout",
 		Long: `Run drives closed-loop users executing the configured multi-turn workload
-against --target, streams one JSON line per request to --out as requests finish
-(a killed run leaves a valid prefix), and prints the summary of the measured
-window. Latencies count from each request's scheduled send time. Ctrl-C stops
-the run, flushes the records, prints what was measured and exits 130.`,
+against --target, streams one JSON line per request to a temporary file beside
+--out as requests finish, and prints the summary of the measured window. The
+records replace --out when the run ends with records (a failed preflight
+leaves an existing --out as it was; a killed run leaves a valid prefix in the
+temporary file, never half a file under --out), with FILE.run.json beside them
+for spoc summarize. Latencies count from each request's scheduled send time.
+Ctrl-C stops the run, keeps the records, prints what was measured and exits 130.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runLoad(cmd, &f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.config, "config", "c", "", "configuration file (workload, SLA, run settings); defaults when empty")
-	fl.StringVar(&f.target, "target", "", "server base URL, e.g. http://localhost:8000 (default run.target)")
-	fl.IntVar(&f.users, "users", 0, "concurrent closed-loop users (default run.users)")
-	fl.DurationVar(&f.duration, "duration", 0, "measured window (default run.duration)")
-	fl.DurationVar(&f.warmup, "warmup", 0, "warm-up before the measured window, excluded from the summary (default run.warmup)")
-	fl.DurationVar(&f.ramp, "ramp", 0, "stagger user starts over this period (default run.ramp)")
-	fl.Float64Var(&f.thinkScale, "think-time-scale", 0, "multiply think times; 0 sends turns back to back (default run.think_time_scale)")
+	fl.String("target", "", "server base URL, e.g. http://localhost:8000 (default run.target)")
+	fl.Int("users", 0, "concurrent closed-loop users (default run.users)")
+	fl.Duration("duration", 0, "measured window (default run.duration)")
+	fl.Duration("warmup", 0, "warm-up before the measured window, excluded from the summary (default run.warmup)")
+	fl.Duration("ramp", 0, "stagger user starts over this period (default run.ramp)")
+	fl.Float64("think-time-scale", 0, "multiply think times; 0 sends turns back to back (default run.think_time_scale)")
 	fl.StringVarP(&f.out, "out", "o", "", "records file (JSON lines), required")
-	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (default run.api_key_env, OPENAI_API_KEY)")
-	fl.StringVar(&f.model, "model", "", "model name in requests (default engine.served_model_name or engine.model)")
-	fl.StringVar(&f.endpoint, "endpoint", "", "chat or completions (default run.endpoint)")
+	fl.String("api-key-env", "", "environment variable holding the API key (default run.api_key_env, OPENAI_API_KEY)")
+	fl.String("model", "", "model name in requests (default engine.served_model_name or engine.model)")
+	fl.String("endpoint", "", "chat or completions (default run.endpoint)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.quiet, "quiet", false, "no live progress")
 	fl.BoolVar(&f.check, "check", false, "exit 3 when the SLA is not met")
@@ -62,135 +73,53 @@ the run, flushes the records, prints what was measured and exits 130.`,
 }
 
 func runLoad(cmd *cobra.Command, f *runFlags) error {
-	cfg, err := loadConfig(f.config)
+	cfg, err := loadConfigWith(f.config, cmd.Flags(), runKeys)
 	if err != nil {
 		return err
 	}
-	rc := cfg.Run
-	fl := cmd.Flags()
-	if fl.Changed("target") {
-		rc.Target = f.target
-	}
-	if fl.Changed("users") {
-		rc.Users = f.users
-	}
-	if fl.Changed("duration") {
-		rc.Duration = config.Duration(f.duration)
-	}
-	if fl.Changed("warmup") {
-		rc.Warmup = config.Duration(f.warmup)
-	}
-	if fl.Changed("ramp") {
-		rc.Ramp = config.Duration(f.ramp)
-	}
-	if fl.Changed("think-time-scale") {
-		rc.ThinkTimeScale = f.thinkScale
-	}
-	if fl.Changed("api-key-env") {
-		rc.APIKeyEnv = f.apiKeyEnv
-	}
-	if fl.Changed("endpoint") {
-		rc.Endpoint = f.endpoint
-	}
-	switch {
-	case rc.Target == "":
-		return usageErrorf("run needs --target URL (or run.target in the config)")
-	case f.out == "":
-		return usageErrorf("run needs --out FILE for the records")
-	case rc.Users < 1:
-		return usageErrorf("--users must be at least 1, got %d", rc.Users)
-	case rc.Duration <= 0:
-		return usageErrorf("--duration must be positive")
-	case rc.Warmup < 0 || rc.Ramp < 0 || rc.ThinkTimeScale < 0:
-		return usageErrorf("--warmup, --ramp and --think-time-scale must not be negative")
-	}
-	if err := checkTargetURL(rc.Target); err != nil {
+	if err := cfg.UseRunTarget(); err != nil {
 		return usageError(err)
 	}
-	stderr := cmd.ErrOrStderr()
-	if rc.Ramp > rc.Warmup {
-		fmt.Fprintf(stderr, "spoc: warning: ramp (%s) is longer than warm-up (%s); the measured window starts before every user is running\n", rc.Ramp, rc.Warmup)
+	if f.out == "" {
+		return usageErrorf("run needs --out FILE for the records")
 	}
-	// The server is not spoc's: the run is an evaluation on an external
-	// engine at that address, like any other engine's.
-	cfg.Run = rc
-	cfg.Engine.Kind = config.EngineExternal
-	cfg.Engine.External.URL = rc.Target
-	if f.model != "" {
-		cfg.Engine.ServedModelName = f.model
+	stderr := cmd.ErrOrStderr()
+	if w := cfg.Run.Warning(); w != "" {
+		fmt.Fprintf(stderr, "spoc: warning: %s\n", w)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
 	if err != nil {
 		return usageError(err)
 	}
-	ev, err := capacity.NewEvaluator(setup.Setup, logger)
-	if err != nil {
-		return usageError(err)
-	}
-	defer ev.Close(cmd.Context())
-	// A records file this run creates is removed when the run fails before
-	// its first record; a path that existed is never removed, and one that
-	// is not a regular file (a pipe, /dev/null) gets no sidecar beside it.
-	_, statErr := os.Stat(f.out)
-	created := errors.Is(statErr, os.ErrNotExist)
-	file, err := os.Create(f.out)
-	if err != nil {
-		return fmt.Errorf("create records file: %w", err)
-	}
-	out := capacity.Outputs{Records: file}
+	opts := capacity.RunOptions{Records: f.out, Logger: logger}
 	var progress *progressLine
 	if !f.quiet {
 		w := setup.Windows.Run
-		progress = &progressLine{w: stderr, users: rc.Users, tty: isTerminal(stderr), start: time.Now(), total: w.Warmup + w.Duration}
-		out.Progress = progress.show
+		progress = &progressLine{w: stderr, users: w.Users, tty: isTerminal(stderr), start: time.Now(), total: w.Warmup + w.Duration}
+		opts.Progress = progress.show
 	}
-	res, runErr := ev.Evaluate(cmd.Context(), nil, setup.Windows.Run, out)
+	res, runErr := capacity.Run(cmd.Context(), setup.Setup, opts)
 	progress.clear()
-	closeErr := file.Close()
-	interrupted := runErr != nil && res != nil && res.Interrupted
-	if runErr != nil && !interrupted {
-		// A run that failed before its first record leaves no empty file.
-		if st, err := os.Stat(f.out); created && err == nil && st.Mode().IsRegular() && st.Size() == 0 {
-			os.Remove(f.out)
-		}
-		return fmt.Errorf("run against %s: %w", rc.Target, runErr)
+	if errors.Is(runErr, capacity.ErrBadSetup) {
+		return usageError(runErr)
 	}
-	if closeErr != nil {
-		return fmt.Errorf("records %s: %w", f.out, closeErr)
+	if res == nil {
+		return fmt.Errorf("run against %s: %w", cfg.Run.Target, runErr)
 	}
-	if st, err := os.Stat(f.out); !interrupted && (err != nil || !st.Mode().IsRegular()) {
-		fmt.Fprintf(stderr, "spoc: %s is not a regular file: no %s sidecar written, so spoc summarize of a copy cannot tell the run's window or provenance\n", f.out, filepath.Base(result.RunInfoPath(f.out)))
-	} else if !interrupted {
-		// the window and provenance travel with the records, for summarize
-		prov, _ := json.Marshal(res.Provenance)
-		info := result.RunInfo{Window: result.Window{Start: res.Summary.Window.Start, End: res.Summary.Window.End}, Users: rc.Users, Provenance: prov}
-		if err := writeAtomic(result.RunInfoPath(f.out), func(w io.Writer) error { return result.WriteRunInfo(w, info) }); err != nil {
-			return fmt.Errorf("records %s: %w", f.out, err)
-		}
+	if res.NoRunInfo != "" {
+		fmt.Fprintf(stderr, "spoc: %s is %s: no %s sidecar written, so spoc summarize of a copy cannot tell the run's window or provenance\n", f.out, res.NoRunInfo, filepath.Base(result.RunInfoPath(f.out)))
 	}
-	if f.asJSON {
-		// the summary's fields, and where they were measured
-		if err := writeJSON(cmd.OutOrStdout(), struct {
-			*result.Result
-			Provenance capacity.Provenance `json:"provenance"`
-		}{res.Summary, res.Provenance}); err != nil {
-			return err
-		}
-	} else {
-		if err := result.WriteText(cmd.OutOrStdout(), res.Summary); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", provenanceLine(res.Provenance))
+	if err := writeRunResult(cmd.OutOrStdout(), res.Evaluation, f.asJSON); err != nil {
+		return err
 	}
-	if !interrupted && res.Summary.Overall.Requests == 0 && res.Summary.Excluded > 0 {
-		w := res.Summary.Window
-		fmt.Fprintf(stderr, "spoc: hint: no user started a turn inside the %s window: replies or think times are longer than it (%d records, all outside it); lengthen --duration (and --warmup) beyond a whole turn plus its think time\n",
-			w.End.Sub(w.Start).Round(time.Millisecond), res.Summary.Excluded)
-	}
-	if interrupted {
+	if res.Interrupted {
 		fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", res.Scheduled, f.out)
 		return &ExitError{Code: ExitInterrupted}
+	}
+	if s := res.Summary; s.Overall.Requests == 0 && s.Excluded > 0 {
+		fmt.Fprintf(stderr, "spoc: hint: no user started a turn inside the %s window: replies or think times are longer than it (%d records, all outside it); lengthen --duration (and --warmup) beyond a whole turn plus its think time\n",
+			s.Window.End.Sub(s.Window.Start).Round(time.Millisecond), s.Excluded)
 	}
 	if f.check && !res.Pass {
 		return &ExitError{Code: ExitSLANotMet}
@@ -198,18 +127,20 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	return nil
 }
 
-// checkTargetURL rejects a --target that is not an http(s) base URL: without
-// the check "localhost:8000" is accepted and every request fails with
-// "unsupported protocol scheme", which reads as an overloaded server.
-func checkTargetURL(target string) error {
-	u, err := url.Parse(target)
-	if err != nil {
-		return fmt.Errorf("--target %q: %w", target, err)
+// writeRunResult prints a run's summary and where it was measured.
+func writeRunResult(w io.Writer, ev *capacity.Evaluation, asJSON bool) error {
+	if asJSON {
+		// the summary's fields, and where they were measured
+		return writeJSON(w, struct {
+			*result.Result
+			Provenance capacity.Provenance `json:"provenance"`
+		}{ev.Summary, ev.Provenance})
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--target %q: want an http:// or https:// base URL, e.g. http://localhost:8000", target)
+	if err := result.WriteText(w, ev.Summary); err != nil {
+		return err
 	}
-	return nil
+	_, err := fmt.Fprintf(w, "source: %s\n", provenanceLine(ev.Provenance))
+	return err
 }
 
 func printSummary(w io.Writer, res *result.Result, asJSON bool) error {

@@ -240,3 +240,60 @@ telemetry:
 		t.Errorf("no progress line before the level's:\n%s", stderr.String())
 	}
 }
+
+// spoc run never truncates an existing --out before its preflight: a run
+// that fails there leaves the earlier run's records and sidecar as they
+// were, and no temporary file behind.
+func TestRunKeepsAnExistingOutWhenThePreflightFails(t *testing.T) {
+	srv := testserver.Start(testserver.Config{})
+	target := srv.URL
+	srv.Close() // nothing listens there any more
+	dir := t.TempDir()
+	recs := filepath.Join(dir, "r.jsonl")
+	writeFile(t, recs, "{\"an earlier run's records\": true}\n")
+	writeFile(t, result.RunInfoPath(recs), "{\"window\": {\"start\": \"2020-01-01T00:00:00Z\", \"end\": \"2020-01-01T00:01:00Z\"}}\n")
+	code, _, stderr := runLoadCLI(t, "run", "--target", target, "--users", "1", "--duration", "1s", "-o", recs)
+	if code != ExitFailure || !strings.Contains(stderr, "not reachable") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(recs); string(b) != "{\"an earlier run's records\": true}\n" {
+		t.Errorf("--out after a failed preflight: %q", b)
+	}
+	if _, err := os.Stat(result.RunInfoPath(recs)); err != nil {
+		t.Errorf("the earlier run's sidecar: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("left behind: %v", entries)
+	}
+}
+
+// A run that ends without a sidecar of its own (Ctrl-C) removes the one an
+// earlier run left beside --out: summarize must not read that run's window
+// and provenance as this one's.
+func TestRunRemovesAStaleSidecar(t *testing.T) {
+	t.Parallel() // real seconds against its own server
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: 5 * time.Millisecond, TokenInterval: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "spoc.yaml")
+	writeFile(t, cfg, smallWorkload)
+	recs := filepath.Join(dir, "r.jsonl")
+	stale := "{\"window\": {\"start\": \"2020-01-01T00:00:00Z\", \"end\": \"2020-01-01T00:01:00Z\"}, \"users\": 99}\n"
+	writeFile(t, result.RunInfoPath(recs), stale)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"run", "-c", cfg, "--target", srv.URL, "--users", "2", "--duration", "1m", "--warmup", "100ms", "--ramp", "50ms",
+		"--out", recs, "--quiet"}, &stdout, &stderr)
+	if code != ExitInterrupted {
+		t.Fatalf("exit %d after Ctrl-C, want %d\n%s", code, ExitInterrupted, stderr.String())
+	}
+	if _, err := os.Stat(result.RunInfoPath(recs)); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(result.RunInfoPath(recs))
+		t.Errorf("the earlier run's sidecar is still beside the interrupted run's records: %v %s", err, b)
+	}
+	code, out, errs := runLoadCLI(t, "summarize", recs, "-c", cfg)
+	if code != 0 || strings.Contains(out, "source:") {
+		t.Errorf("summarize of the interrupted run: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -48,7 +48,16 @@ func (c *Config) Apply(settings ...Setting) error {
 func (c *Config) apply(settings []Setting, pos positions) error {
 	errs := &Errors{}
 	set := map[string]string{} // key → source, for the derived adjustments
+	given := map[string]Setting{}
 	for _, s := range settings {
+		if prev, ok := given[s.Key]; ok && !s.Append && prev.Source != s.Source && prev.Value != s.Value {
+			// two spellings of one key (vllm serve's positional MODEL and
+			// --model) that disagree: neither wins silently
+			errs.List = append(errs.List, &FieldError{Path: s.Key, Source: s.Source,
+				Msg: fmt.Sprintf("given twice: %s %s and %s %s", prev.Source, prev.Value, s.Source, s.Value)})
+			continue
+		}
+		given[s.Key] = s
 		n, err := c.applySetting(s, pos)
 		if err != nil {
 			var fe *Errors

@@ -198,3 +198,16 @@ func TestRunTargetRules(t *testing.T) {
 		t.Errorf("the defaults warn: %q", w)
 	}
 }
+
+// One key given twice by two sources (vllm serve's positional MODEL and
+// --model) must agree.
+func TestKeyGivenTwiceMustAgree(t *testing.T) {
+	model := Setting{Key: "engine.model", Value: `"gpt-oss-20b"`, Source: "--model"}
+	if _, err := LoadFile("", model, Setting{Key: "engine.model", Value: `"gpt-oss-20b"`, Source: "MODEL"}); err != nil {
+		t.Errorf("the same model twice: %v", err)
+	}
+	_, err := LoadFile("", model, Setting{Key: "engine.model", Value: `"gpt-oss-120b"`, Source: "MODEL"})
+	if err == nil || err.Error() != `MODEL (engine.model): given twice: --model "gpt-oss-20b" and MODEL "gpt-oss-120b"` {
+		t.Errorf("two models: %v", err)
+	}
+}

@@ -97,19 +97,29 @@ func TestSimValidate(t *testing.T) {
 
 // TestSimEngineFlagsOverrideConfig checks that a command-line engine flag
 // replaces the configured parameter of the same flag even when the
-// configuration spells it with underscores.
+// configuration spells it with underscores, and that --gpus below the
+// configured tensor-parallel size lowers it.
 func TestSimEngineFlagsOverrideConfig(t *testing.T) {
 	fs := pflag.NewFlagSet("sim", pflag.ContinueOnError)
-	ov := addSimEngineFlags(fs)
-	if err := fs.Parse([]string{"--max-num-seqs", "64"}); err != nil {
+	keys := addSimEngineFlags(fs)
+	if err := fs.Parse([]string{"--max-num-seqs", "64", "--no-enable-prefix-caching", "--kv-cache-dtype", "fp8", "--gpus", "2"}); err != nil {
 		t.Fatal(err)
 	}
-	e := config.DefaultEngine()
-	e.Params = map[string]any{"max_num_seqs": 512, "block_size": 32}
-	ov.apply(fs, &e)
-	want := map[string]any{"max-num-seqs": 64, "block_size": 32}
-	if !reflect.DeepEqual(e.Params, want) {
-		t.Errorf("params = %v, want %v", e.Params, want)
+	settings, err := keys.settings(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := "engine:\n  gpus: 4\n  tensor_parallel_size: 4\n  params: {max_num_seqs: 512, block_size: 32}\n"
+	cfg, err := config.Load(strings.NewReader(file), "spoc.yaml", settings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"max-num-seqs": 64, "block_size": 32, "no-enable-prefix-caching": true, "kv-cache-dtype": "fp8"}
+	if !reflect.DeepEqual(cfg.Engine.Params, want) {
+		t.Errorf("params = %v, want %v", cfg.Engine.Params, want)
+	}
+	if cfg.Engine.GPUs != 2 || cfg.Engine.TensorParallelSize != 2 {
+		t.Errorf("--gpus 2 over TP 4: %d GPUs, TP %d", cfg.Engine.GPUs, cfg.Engine.TensorParallelSize)
 	}
 }
 

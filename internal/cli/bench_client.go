@@ -1,36 +1,23 @@
 package cli
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/loadgen/clientbench"
-	"github.com/spoc-project/spoc/loadgen/testserver"
-	"github.com/spoc-project/spoc/result"
 )
 
 func init() { register(newBenchCmd) }
-
-// pinnedEnv marks a bench process already re-executed under taskset.
-const pinnedEnv = "SPOC_BENCH_PINNED"
 
 type benchClientFlags struct {
 	serve                        string
@@ -116,73 +103,29 @@ func serveBenchServer(cmd *cobra.Command, f *benchClientFlags) error {
 		return err
 	}
 	defer stopProfile()
-	ln, err := net.Listen("tcp", f.serve)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", f.serve, err)
-	}
-	// The server keeps a log of every emission; a GC cycle that stalls its
-	// writers makes bursts every client then has to absorb, so it runs with
-	// the same relaxed GC target as the client.
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(loadgen.DefaultGCPercent)
-	}
-	srv := &http.Server{Handler: testserver.New(testserver.Config{
-		FirstTokenDelay: f.firstToken, TokenInterval: f.interval, KeepLog: true,
-	})}
-	fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", ln.Addr())
-	go func() {
-		<-cmd.Context().Done()
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
-}
-
-// reexecPinned runs this same command under taskset on cpus and returns its
-// exit status; false when pinning is off or already done.
-func reexecPinned(cmd *cobra.Command, cpus string) (bool, error) {
-	if cpus == "" || os.Getenv(pinnedEnv) == "1" {
-		return false, nil
-	}
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), "spoc: warning: taskset not found (apt-get install -y util-linux); running unpinned")
-		return false, nil
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return false, fmt.Errorf("find own executable: %w", err)
-	}
-	c := exec.CommandContext(cmd.Context(), taskset, append([]string{"-c", cpus, self}, os.Args[1:]...)...)
-	c.Env = append(os.Environ(), pinnedEnv+"=1")
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if err := c.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return true, &ExitError{Code: ee.ExitCode()}
-		}
-		return true, err
-	}
-	return true, nil
+	return clientbench.Serve(cmd.Context(), f.serve, f.firstToken, f.interval, func(url string) { fmt.Fprintln(cmd.OutOrStdout(), url) })
 }
 
 func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
-	if f.skipSelf && len(f.external) == 0 {
-		return usageErrorf("--skip-self needs at least one --external client")
-	}
-	serverCPUs := runtime.NumCPU()
-	if f.serverCPU != "" {
-		n, err := clientbench.CountCPUs(f.serverCPU)
-		if err != nil {
-			return usageErrorf("--server-cpu: %v", err)
-		}
-		serverCPUs = n
-	}
-	if done, err := reexecPinned(cmd, f.clientCPU); done {
+	opts, err := benchOptions(f)
+	if err != nil {
 		return err
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	// the client runs pinned to its cores: this same command, again, under taskset
+	if done, err := clientbench.Pin(cmd.Context(), f.clientCPU, append([]string{self}, os.Args[1:]...), cmd.OutOrStdout(), cmd.ErrOrStderr()); done {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return &ExitError{Code: ee.ExitCode()}
+		}
+		return err
+	}
+	opts.Log = cmd.ErrOrStderr()
+	opts.ServerCommand = []string{self, "bench", "client", "--serve", "127.0.0.1:0",
+		"--first-token-delay", f.firstToken.String(), "--token-interval", f.interval.String()}
 	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err
@@ -195,78 +138,71 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 			}
 		}()
 	}
-	ctx := cmd.Context()
-	url, serverPID := f.target, 0
-	if url == "" {
-		u, pid, stop, err := startBenchServer(ctx, cmd.ErrOrStderr(), f)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		url, serverPID = u, pid
-	}
-	// meter measures the server's CPU over a level's measured window.
-	meter := func(w clientbench.Workload) func() float64 {
-		if serverPID == 0 {
-			return func() float64 { return 0 }
-		}
-		return clientbench.MeterCPU(serverPID, w.Warmup+20*time.Millisecond, w.Duration).Cores
-	}
-	var levels []*clientbench.Level
 	out := cmd.OutOrStdout()
 	if !f.asJSON {
-		fmt.Fprintf(out, "spoc bench client: %s, %d CPUs visible to the client (GOMAXPROCS %d), server cpu %q, client cpu %q, %s\n",
-			runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), f.serverCPU, f.clientCPU, time.Now().UTC().Format(time.RFC3339))
-		fmt.Fprintf(out, "server: first token %s, token every %s, %d tokens per request; %s warm-up + %s measured per level\n",
-			f.firstToken, f.interval, f.maxTokens, f.warmup, f.duration)
-		if la, err := os.ReadFile("/proc/loadavg"); err == nil {
-			fmt.Fprintf(out, "machine load average at start: %s", la)
-		}
+		writeBenchHeader(out, f)
+		opts.Progress = func(lv *clientbench.Level) { writeBenchLevel(cmd.ErrOrStderr(), lv) }
 	}
-	w := clientbench.Workload{Warmup: f.warmup, Duration: f.duration, PromptTokens: f.promptTokens, MaxTokens: f.maxTokens}
-	for _, n := range f.levels {
-		if f.skipSelf {
-			break
-		}
-		w.Streams = n
-		serverCores := meter(w)
-		lv, err := clientbench.RunGo(ctx, url, w)
-		if err != nil {
-			return fmt.Errorf("level %d: %w", n, err)
-		}
-		lv.ServerCores, lv.ServerCPUs = serverCores(), serverCPUs
-		levels = append(levels, lv)
-		if !f.asJSON {
-			fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s, %d GC cycles\n", lv.Client, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond, lv.GCCycles)
-		}
-	}
-	for _, spec := range f.external {
-		name, command, ok := strings.Cut(spec, "=")
-		if !ok || name == "" || command == "" {
-			return usageErrorf("--external wants NAME=COMMAND, got %q", spec)
-		}
-		for _, n := range f.levels {
-			w.Streams = n
-			serverCores := meter(w) // the window starts after the client's start-up, so this is approximate
-			lv, err := runExternal(ctx, url, name, command, f.clientCPU, w)
-			if err != nil {
-				return fmt.Errorf("%s at %d streams: %w", name, n, err)
-			}
-			lv.ServerCores, lv.ServerCPUs = serverCores(), serverCPUs
-			levels = append(levels, lv)
-			if !f.asJSON {
-				fmt.Fprintf(cmd.ErrOrStderr(), "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s\n", name, n, lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond)
-			}
-		}
+	res, err := clientbench.Run(cmd.Context(), opts)
+	if err != nil {
+		return err
 	}
 	if f.asJSON {
-		return writeJSON(out, levels)
+		return writeJSON(out, res.Levels)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	return writeBenchTable(out, res)
+}
+
+// benchOptions turns the flags into the benchmark's options.
+func benchOptions(f *benchClientFlags) (clientbench.Options, error) {
+	if f.skipSelf && len(f.external) == 0 {
+		return clientbench.Options{}, usageErrorf("--skip-self needs at least one --external client")
+	}
+	if f.serverCPU != "" {
+		if _, err := clientbench.CountCPUs(f.serverCPU); err != nil {
+			return clientbench.Options{}, usageErrorf("--server-cpu: %v", err)
+		}
+	}
+	opts := clientbench.Options{Levels: f.levels, Target: f.target, ServerCPU: f.serverCPU, ClientCPU: f.clientCPU, SkipSelf: f.skipSelf,
+		Workload: clientbench.Workload{Warmup: f.warmup, Duration: f.duration, PromptTokens: f.promptTokens, MaxTokens: f.maxTokens}}
+	for _, spec := range f.external {
+		x, err := clientbench.ParseExternal(spec)
+		if err != nil {
+			return clientbench.Options{}, usageErrorf("--external: %v", err)
+		}
+		opts.External = append(opts.External, x)
+	}
+	return opts, nil
+}
+
+// writeBenchHeader says what is measured, on which machine, before the
+// first level.
+func writeBenchHeader(w io.Writer, f *benchClientFlags) {
+	fmt.Fprintf(w, "spoc bench client: %s, %d CPUs visible to the client (GOMAXPROCS %d), server cpu %q, client cpu %q, %s\n",
+		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), f.serverCPU, f.clientCPU, time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "server: first token %s, token every %s, %d tokens per request; %s warm-up + %s measured per level\n",
+		f.firstToken, f.interval, f.maxTokens, f.warmup, f.duration)
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Fprintf(w, "machine load average at start: %s", la)
+	}
+}
+
+// writeBenchLevel is a level's progress line.
+func writeBenchLevel(w io.Writer, lv *clientbench.Level) {
+	gc := ""
+	if lv.Client == clientbench.GoClient {
+		gc = fmt.Sprintf(", %d GC cycles", lv.GCCycles)
+	}
+	fmt.Fprintf(w, "  %s %d streams: itl err p99 %.2fms, arrival offset p1/p50/p99 %.2f/%.2f/%.2fms, lag p99 %.2fms, %.0f tok/s%s\n", lv.Client, lv.Streams,
+		lv.ITLErrP99Ms, lv.ArrivalOffsetP01Ms, lv.ArrivalOffsetP50Ms, lv.ArrivalOffsetP99Ms, lv.DispatchLagP99Ms, lv.TokensPerSecond, gc)
+}
+
+// writeBenchTable prints every level and each client's accurate ceiling.
+func writeBenchTable(w io.Writer, res clientbench.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "client\tstreams\treq\tok\ttok/s\tTTFT err p50\tp99\tITL err p50\tp90\tp99\tmax\tlag p99\tCPU\tserver\taccurate\t")
-	ceiling := clientbench.Ceilings(levels)
 	var order []string
-	for _, l := range levels {
+	for _, l := range res.Levels {
 		if !slices.Contains(order, l.Client) {
 			order = append(order, l.Client)
 		}
@@ -291,14 +227,12 @@ func benchClient(cmd *cobra.Command, f *benchClientFlags) error {
 		return err
 	}
 	for _, c := range order {
-		fmt.Fprintf(out, "accurate ceiling of %s: %d streams (ITL error p99 <= %s and dispatch lag p99 <= %s at this level and every lower one measured; server-bound levels do not count)\n",
-			c, ceiling[c], clientbench.DefaultITLErrorP99, clientbench.DefaultDispatchLagP99)
+		fmt.Fprintf(w, "accurate ceiling of %s: %d streams (ITL error p99 <= %s and dispatch lag p99 <= %s at this level and every lower one measured; server-bound levels do not count)\n",
+			c, res.Ceilings[c], clientbench.DefaultITLErrorP99, clientbench.DefaultDispatchLagP99)
 	}
 	return nil
 }
 
-// startBenchServer runs `spoc bench client --serve` pinned to the server CPUs
-// and returns its URL.
 // writeAllocProfile writes the allocation profile since the start.
 func writeAllocProfile(path string) error {
 	pf, err := os.Create(path)
@@ -310,98 +244,4 @@ func writeAllocProfile(path string) error {
 		return fmt.Errorf("write allocation profile %s: %w", path, err)
 	}
 	return pf.Close()
-}
-
-func startBenchServer(ctx context.Context, stderr io.Writer, f *benchClientFlags) (string, int, func(), error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", 0, nil, fmt.Errorf("find own executable: %w", err)
-	}
-	args := []string{self, "bench", "client", "--serve", "127.0.0.1:0",
-		"--first-token-delay", f.firstToken.String(), "--token-interval", f.interval.String()}
-	if f.serverCPU != "" {
-		if ts, err := exec.LookPath("taskset"); err == nil {
-			args = append([]string{ts, "-c", f.serverCPU}, args...)
-		}
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	c := exec.CommandContext(sctx, args[0], args[1:]...)
-	c.Stderr = stderr
-	c.Env = append(os.Environ(), pinnedEnv+"=1")
-	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-	c.WaitDelay = 5 * time.Second
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		cancel()
-		return "", 0, nil, err
-	}
-	if err := c.Start(); err != nil {
-		cancel()
-		return "", 0, nil, fmt.Errorf("start test server: %w", err)
-	}
-	stop := func() { cancel(); _ = c.Wait() }
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", 0, nil, fmt.Errorf("read test server address: %w", err)
-	}
-	// taskset execs the server in place, so the child's pid is the server's.
-	return strings.TrimSpace(line), c.Process.Pid, stop, nil
-}
-
-func runExternal(ctx context.Context, url, name, command, cpus string, w clientbench.Workload) (*clientbench.Level, error) {
-	if err := clientbench.ResetLog(ctx, url); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp("", "spoc-bench-*.jsonl")
-	if err != nil {
-		return nil, err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	cmdline := strings.NewReplacer("{url}", url, "{streams}", strconv.Itoa(w.Streams),
-		"{warmup}", strconv.FormatFloat(w.Warmup.Seconds(), 'f', -1, 64),
-		"{duration}", strconv.FormatFloat(w.Duration.Seconds(), 'f', -1, 64),
-		"{max_tokens}", strconv.Itoa(w.MaxTokens), "{prompt_tokens}", strconv.Itoa(w.PromptTokens),
-		"{out}", tmp.Name()).Replace(command)
-	args := []string{"sh", "-c", cmdline}
-	if cpus != "" {
-		if ts, err := exec.LookPath("taskset"); err == nil {
-			args = append([]string{ts, "-c", cpus}, args...)
-		}
-	}
-	c := exec.CommandContext(ctx, args[0], args[1:]...)
-	c.Stdout, c.Stderr = os.Stderr, os.Stderr
-	start := time.Now()
-	if err := c.Run(); err != nil {
-		return nil, fmt.Errorf("run %q: %w", cmdline, err)
-	}
-	wall := time.Since(start)
-	cpu := 0.0
-	if ps := c.ProcessState; ps != nil && wall > 0 {
-		cpu = (ps.UserTime() + ps.SystemTime()).Seconds() / wall.Seconds()
-	}
-	f, err := os.Open(tmp.Name())
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var recs []*result.Record
-	var first time.Time
-	if _, err := result.ReadAll(f, name, func(r *result.Record) error {
-		recs = append(recs, r)
-		if !r.Warmup && (first.IsZero() || r.Scheduled.Before(first)) {
-			first = r.Scheduled
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	log, err := clientbench.FetchLog(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	lv := clientbench.Compare(name, w.Streams, recs, log, result.Window{Start: first, End: first.Add(w.Duration)})
-	lv.SetCPU(cpu) // whole process lifetime, start-up included
-	return lv, nil
 }

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -32,52 +30,20 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(args[0])
-			if err != nil {
-				return fmt.Errorf("open records: %w", err)
-			}
-			defer f.Close()
-			// the run's own window, when spoc run kept it beside the records;
-			// else the window is inferred from the records (and says so)
-			var window result.Window
-			var measured string
-			if inf, err := os.Open(result.RunInfoPath(args[0])); err == nil {
-				info, err := result.ReadRunInfo(inf, result.RunInfoPath(args[0]))
-				inf.Close()
-				if err != nil {
-					return err
-				}
-				window = info.Window
-				var p capacity.Provenance
-				if json.Unmarshal(info.Provenance, &p) == nil && p.Source != "" {
-					measured = provenanceLine(p)
-				}
-			}
-			sum := result.NewSummary(cfg.SLA.Result(), window, result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
-			records := 0
-			truncated, err := result.ReadAll(f, args[0], func(r *result.Record) error {
-				records++
-				return sum.Write(r)
-			})
+			res, err := capacity.Summarize(args[0], cfg.SLA.Result(), result.WithClientBoundLag(cfg.Run.ClientBoundLagP99.D()))
 			if err != nil {
 				return err
 			}
-			if records == 0 {
-				// An empty file is a run that never started (or the wrong
-				// file), not a run that measured nothing and passed.
-				return fmt.Errorf("%s holds no records", args[0])
-			}
-			if truncated {
+			if res.Truncated {
 				fmt.Fprintf(cmd.ErrOrStderr(), "spoc: warning: %s ends in a truncated line (killed run?); it was skipped\n", args[0])
 			}
-			res := sum.Result()
-			if err := printSummary(cmd.OutOrStdout(), res, asJSON); err != nil {
+			if err := printSummary(cmd.OutOrStdout(), res.Summary, asJSON); err != nil {
 				return err
 			}
-			if measured != "" && !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", measured)
+			if res.Provenance != nil && !asJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", provenanceLine(*res.Provenance))
 			}
-			if check && !res.SLA.Pass {
+			if check && !res.Summary.SLA.Pass {
 				return &ExitError{Code: ExitSLANotMet}
 			}
 			return nil

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -45,32 +46,37 @@ func newConfigCmd() *cobra.Command {
 			if file == "" {
 				return usageErrorf("config check needs -c FILE")
 			}
-			_, err := config.LoadFile(file)
-			if checkJSON {
-				res := map[string]any{"file": file, "valid": err == nil}
-				if err != nil {
-					res["error"] = err.Error()
-					res["code"] = ExitUsage // the shape of every --json error (root.go)
-				}
-				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
-					return werr
-				}
-				if err != nil {
-					return &ExitError{Code: ExitUsage}
-				}
-				return nil
-			}
-			if err != nil {
-				return usageError(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", file)
-			return nil
+			return checkConfig(cmd.OutOrStdout(), file, checkJSON)
 		},
 	}
 	check.Flags().StringVarP(&file, "config", "c", "", "configuration file")
 	check.Flags().BoolVar(&checkJSON, "json", false, "print the verdict as JSON")
 	cmd.AddCommand(def, check)
 	return cmd
+}
+
+// checkConfig validates file and prints the verdict.
+func checkConfig(w io.Writer, file string, asJSON bool) error {
+	_, err := config.LoadFile(file)
+	if asJSON {
+		res := map[string]any{"file": file, "valid": err == nil}
+		if err != nil {
+			res["error"] = err.Error()
+			res["code"] = ExitUsage // the shape of every --json error (root.go)
+		}
+		if werr := writeJSON(w, res); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return &ExitError{Code: ExitUsage}
+		}
+		return nil
+	}
+	if err != nil {
+		return usageError(err)
+	}
+	fmt.Fprintf(w, "%s: ok\n", file)
+	return nil
 }
 
 // loadConfig loads -c FILE (or the defaults) with settings over it and maps

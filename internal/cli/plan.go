@@ -19,12 +19,14 @@ import (
 
 func init() { register(newPlanCmd) }
 
+type planFlags struct {
+	config, out            string
+	quick, compare, asJSON bool
+	quiet, estimate        bool
+}
+
 func newPlanCmd() *cobra.Command {
-	var (
-		file, out              string
-		quick, compare, asJSON bool
-		quiet, estimate        bool
-	)
+	var f planFlags
 	cmd := &cobra.Command{
 		Use:   "plan [-c FILE] [--out DIR] [--quick] [--compare]",
 		Short: "Run the whole methodology: workload → baseline → tune → choose → sweep → default → trace → report",
@@ -44,80 +46,87 @@ engine spoc starts: live probes calibrate the simulator, the search runs in it, 
 configurations are verified live and the final sweep is live). --estimate prints the
 engine time each fidelity would take before anything runs (docs/fidelity.md).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(file)
-			if err != nil {
-				return err
-			}
-			var events func(plan.Event)
-			if !quiet {
-				prog := stderrProgress(cmd.ErrOrStderr())
-				defer prog.Close()
-				events = prog.planEvents
-			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Quick: quick, Compare: compare, Logger: logger})
-			if err != nil {
-				return usageError(err)
-			}
-			if estimate {
-				return planEstimate(cmd.Context(), cmd.OutOrStdout(), estimateProgress(quiet, cmd.ErrOrStderr()), setup, logger, asJSON)
-			}
-			dirs := snapshotOutDirs(out)
-			d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
-			if err != nil {
-				// A failed plan writes no summary: the previous plan's
-				// files in out stay as they were, no capacity is printed,
-				// and the empty folders it created are removed.
-				created, removed := dirs.removeCreatedEmpty()
-				if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {
-					return usageError(err)
-				}
-				return planFailed(cmd.Context(), cmd.ErrOrStderr(), out, created, removed, err)
-			}
-			if err := report.WriteFiles(out, d, planFormats(cfg.Report.Formats)); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), d)
-			}
-			w := cmd.OutOrStdout()
-			if iv := d.Capacity.CeilingInterval; iv != nil {
-				fmt.Fprintf(w, "capacity ceiling: %d [%d, %d] users (%.0f %% interval over %d workload seeds)", d.Capacity.Users, iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds))
-			} else {
-				fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
-			}
-			if d.Capacity.Unconfirmed {
-				fmt.Fprintf(w, " (unconfirmed: too few samples at that level; judged: %d)", d.Capacity.JudgedUsers)
-			}
-			if d.Capacity.FirstFailingUsers > 0 {
-				fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
-			}
-			fmt.Fprintf(w, "\nsource: %s\n", ceilingSource(d.Capacity.Provenance))
-			fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServeCommand)
-			if tv := d.TunedVsDefault; tv != nil {
-				fmt.Fprintf(w, "tuned vs default: %s\n", tv.Verdict)
-			}
-			for _, r := range d.Compare {
-				fmt.Fprintf(w, "  %-10s %4d users  %6.1f users/GPU  ratio %.2f", r.Name, r.Users, r.UsersPerGPU, r.Ratio)
-				if r.Unconfirmed {
-					fmt.Fprint(w, "  (unconfirmed: too few samples)")
-				}
-				fmt.Fprintln(w)
-			}
-			fmt.Fprintf(w, "report: %s\n", filepath.Join(out, "report.html"))
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, &f) },
 	}
-	f := cmd.Flags()
-	f.StringVarP(&file, "config", "c", "", "plan configuration; the reference case when empty")
-	f.StringVarP(&out, "out", "o", "spoc-out", "output folder")
-	f.BoolVar(&quick, "quick", false, "smoke run: few trials, short windows (< 30 s on the simulator)")
-	f.BoolVar(&compare, "compare", false, "also sweep the chosen configuration on engine.compare targets (default 4× H100 vs 2× H200)")
-	f.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	f.BoolVar(&quiet, "quiet", false, "no progress on stderr")
-	f.BoolVar(&estimate, "estimate", false, "print the engine time each plan.fidelity would take for this configuration, and run nothing else")
+	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "plan configuration; the reference case when empty")
+	fl.StringVarP(&f.out, "out", "o", "spoc-out", "output folder")
+	fl.BoolVar(&f.quick, "quick", false, "smoke run: few trials, short windows (< 30 s on the simulator)")
+	fl.BoolVar(&f.compare, "compare", false, "also sweep the chosen configuration on engine.compare targets (default 4× H100 vs 2× H200)")
+	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fl.BoolVar(&f.estimate, "estimate", false, "print the engine time each plan.fidelity would take for this configuration, and run nothing else")
 	return cmd
+}
+
+func runPlan(cmd *cobra.Command, f *planFlags) error {
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		return err
+	}
+	var events func(plan.Event)
+	if !f.quiet {
+		prog := stderrProgress(cmd.ErrOrStderr())
+		defer prog.Close()
+		events = prog.planEvents
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	setup, err := cfg.Setup(config.SetupOptions{OutDir: f.out, Quick: f.quick, Compare: f.compare, Logger: logger})
+	if err != nil {
+		return usageError(err)
+	}
+	if f.estimate {
+		return planEstimate(cmd.Context(), cmd.OutOrStdout(), estimateProgress(f.quiet, cmd.ErrOrStderr()), setup, logger, f.asJSON)
+	}
+	dirs := snapshotOutDirs(f.out)
+	d, err := plan.Run(cmd.Context(), setup, plan.Options{Events: events, Logger: logger, Version: Version})
+	if err != nil {
+		// A failed plan writes no summary: the previous plan's
+		// files in out stay as they were, no capacity is printed,
+		// and the empty folders it created are removed.
+		created, removed := dirs.removeCreatedEmpty()
+		if errors.Is(err, engine.ErrSetup) || errors.Is(err, plan.ErrBudget) {
+			return usageError(err)
+		}
+		return planFailed(cmd.Context(), cmd.ErrOrStderr(), f.out, created, removed, err)
+	}
+	if err := report.WriteFiles(f.out, d, planFormats(cfg.Report.Formats)); err != nil {
+		return err
+	}
+	if f.asJSON {
+		return writeJSON(cmd.OutOrStdout(), d)
+	}
+	writePlanResult(cmd.OutOrStdout(), d, f.out)
+	return nil
+}
+
+// writePlanResult prints a plan's capacity, where it came from and where
+// its report is.
+func writePlanResult(w io.Writer, d *plan.Summary, out string) {
+	if iv := d.Capacity.CeilingInterval; iv != nil {
+		fmt.Fprintf(w, "capacity ceiling: %d [%d, %d] users (%.0f %% interval over %d workload seeds)", d.Capacity.Users, iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds))
+	} else {
+		fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
+	}
+	if d.Capacity.Unconfirmed {
+		fmt.Fprintf(w, " (unconfirmed: too few samples at that level; judged: %d)", d.Capacity.JudgedUsers)
+	}
+	if d.Capacity.FirstFailingUsers > 0 {
+		fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
+	}
+	fmt.Fprintf(w, "\nsource: %s\n", ceilingSource(d.Capacity.Provenance))
+	fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServeCommand)
+	if tv := d.TunedVsDefault; tv != nil {
+		fmt.Fprintf(w, "tuned vs default: %s\n", tv.Verdict)
+	}
+	for _, r := range d.Compare {
+		fmt.Fprintf(w, "  %-10s %4d users  %6.1f users/GPU  ratio %.2f", r.Name, r.Users, r.UsersPerGPU, r.Ratio)
+		if r.Unconfirmed {
+			fmt.Fprint(w, "  (unconfirmed: too few samples)")
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "report: %s\n", filepath.Join(out, "report.html"))
 }
 
 // planFormats are the files spoc plan writes: summary.json always, since

@@ -7,10 +7,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/spoc-project/spoc/capacity"
-	"github.com/spoc-project/spoc/plan"
-	"github.com/spoc-project/spoc/tune"
 )
 
 // progressWidth is the most columns a progress line takes.
@@ -185,17 +181,6 @@ func (p *progress) running(text string) {
 	p.println(fit(fmt.Sprintf(" %s %s", clock(now.Sub(start)), text), progressWidth))
 }
 
-// liveRun renders a live run's status for verbs that watch their
-// evaluator themselves (spoc sweep, spoc tune): a server's start as a
-// line, the run's counters as running does.
-func (p *progress) liveRun(st capacity.RunStatus) {
-	if st.Starting {
-		p.note(st.Line())
-		return
-	}
-	p.running(st.Line())
-}
-
 // note prints a line of the phase that counts nothing.
 func (p *progress) note(text string) { p.step(text, 0, 0, false) }
 
@@ -291,47 +276,4 @@ func fit(s string, width int) string {
 	}
 	r := []rune(s)
 	return strings.TrimRight(string(r[:width-1]), " ") + "…"
-}
-
-// planEvents renders a plan's progress events.
-func (p *progress) planEvents(e plan.Event) {
-	switch e.Kind {
-	case plan.PhaseStarted:
-		p.begin(e.Phase, e.Index, e.Phases, 0, false)
-	case plan.PhaseDone:
-		p.end(e.Text)
-	case plan.Running:
-		p.running(e.Text)
-	default:
-		p.step(e.Text, e.Done, e.Total, e.TotalIsBound)
-	}
-}
-
-// within starts phase name unless it is the one running: for verbs whose
-// library call has phases without announcing them (spoc tune's baseline).
-func (p *progress) within(name string) {
-	p.mu.Lock()
-	running := p.phase == name
-	p.mu.Unlock()
-	if !running {
-		p.begin(name, 0, 0, 0, false)
-	}
-}
-
-// trial renders a finished tune trial.
-func (p *progress) trial(pr tune.Progress) {
-	p.within("tune")
-	p.step(tune.ProgressLine(pr), pr.Finished, pr.Total, false)
-}
-
-// sweepLevels returns a sweep's progress callback: one line per repeat of
-// every level, counted against the most levels the sweep can run.
-func (p *progress) sweepLevels(opts capacity.SweepOptions) func(capacity.Level, string) {
-	done, most := 0, opts.MaxLevels()
-	return func(l capacity.Level, phase string) {
-		done++
-		for i := range l.Repeats {
-			p.step(capacity.LevelLine(phase, l, i), done, max(most, done), true)
-		}
-	}
 }

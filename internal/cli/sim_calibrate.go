@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -40,36 +41,8 @@ func newSimCalibrateCmd() *cobra.Command {
 			if records != "" {
 				return simCalibrateRecords(cmd.Context(), cmd.OutOrStdout(), file, records, out, asJSON)
 			}
-			pts, err := readSimMeasurementFiles(args)
-			if err != nil {
-				return err
-			}
 			opts := calibrate.Options{Model: model, Params: params, MaxEvaluations: maxEval}
-			if model != "" {
-				if _, err := perfmodel.LookupModel(model); err != nil {
-					return usageError(err)
-				}
-			}
-			res, err := calibrate.Fit(cmd.Context(), pts, opts)
-			if err != nil {
-				return fmt.Errorf("sim calibrate: %w", err)
-			}
-			if out != "" {
-				if err := writeAtomic(out, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
-					return fmt.Errorf("sim calibrate: %w", err)
-				}
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), res)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "fitted %s in %d evaluations\n", strings.Join(res.Params, ", "), res.Evaluations)
-			printUnidentified(w, res)
-			printSimValidation(w, res.Validation)
-			if out != "" {
-				fmt.Fprintf(w, "wrote %s (set engine.sim.calibration to use it)\n", out)
-			}
-			return nil
+			return simCalibrate(cmd.Context(), cmd.OutOrStdout(), args, opts, out, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&model, "model", "", "model of points that do not name one (default "+calibrate.DefaultModel+")")
@@ -82,4 +55,37 @@ func newSimCalibrateCmd() *cobra.Command {
 	_ = cmd.Flags().MarkDeprecated("output", "use --out")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fit as JSON")
 	return cmd
+}
+
+// simCalibrate fits the cost model's factors to the measurement files and
+// writes them to out (none when empty).
+func simCalibrate(ctx context.Context, w io.Writer, files []string, opts calibrate.Options, out string, asJSON bool) error {
+	pts, err := readSimMeasurementFiles(files)
+	if err != nil {
+		return err
+	}
+	if opts.Model != "" {
+		if _, err := perfmodel.LookupModel(opts.Model); err != nil {
+			return usageError(err)
+		}
+	}
+	res, err := calibrate.Fit(ctx, pts, opts)
+	if err != nil {
+		return fmt.Errorf("sim calibrate: %w", err)
+	}
+	if out != "" {
+		if err := writeAtomic(out, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+			return fmt.Errorf("sim calibrate: %w", err)
+		}
+	}
+	if asJSON {
+		return writeJSON(w, res)
+	}
+	fmt.Fprintf(w, "fitted %s in %d evaluations\n", strings.Join(res.Params, ", "), res.Evaluations)
+	printUnidentified(w, res)
+	printSimValidation(w, res.Validation)
+	if out != "" {
+		fmt.Fprintf(w, "wrote %s (set engine.sim.calibration to use it)\n", out)
+	}
+	return nil
 }

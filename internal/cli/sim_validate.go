@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -66,46 +67,14 @@ func newSimValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			name := model
-			if name == "" {
-				name = calibrate.DefaultModel
-			}
-			m, err := perfmodel.LookupModel(name)
+			out, err := simValidate(cmd.Context(), pts, calibrate.Options{Model: model, MaxEvaluations: maxEval}, calib, leaveOut)
 			if err != nil {
-				return usageError(err)
+				return err
 			}
-			opts := calibrate.Options{Model: model, MaxEvaluations: maxEval}
-			out := simValidateJSON{}
-			if leaveOut != "" {
-				h, err := calibrate.LeaveGPUOut(cmd.Context(), pts, leaveOut, opts)
-				if err != nil {
-					return usageError(fmt.Errorf("sim validate: %w", err))
-				}
-				out.LeftOut, out.Validation = &h, h.Validation
-			} else {
-				factors := perfmodel.DefaultFactors(m)
-				if calib != "" {
-					if factors, err = sim.LoadCalibration(calib); err != nil {
-						return usageError(err)
-					}
-				}
-				if out.Validation, err = calibrate.Validate(cmd.Context(), pts, factors, opts); err != nil {
-					return fmt.Errorf("sim validate: %w", err)
-				}
-			}
-			out.Breakdown = breakdowns(out.Validation)
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			w := cmd.OutOrStdout()
-			if h := out.LeftOut; h != nil {
-				fmt.Fprintf(w, "fit without %s: %d points, %s\n", h.GPU, len(h.Fit.Validation.Rows), strings.Join(calibrate.GPUsOf(h.Fit.Validation), ", "))
-				printUnidentified(w, h.Fit)
-				fmt.Fprintln(w, "\nin-sample (the GPUs fitted):")
-				printErrorTable(w, breakdowns(h.Fit.Validation), h.Fit.Validation)
-				fmt.Fprintf(w, "\nout-of-sample (%s, not fitted):\n", h.GPU)
-			}
-			printErrorTable(w, out.Breakdown, out.Validation)
+			writeSimValidation(cmd.OutOrStdout(), out)
 			return nil
 		},
 	}
@@ -149,4 +118,51 @@ func printUnidentified(w io.Writer, res calibrate.Result) {
 			fmt.Fprintf(w, "%s: no fitted point exercises it; start value kept\n", n)
 		}
 	}
+}
+
+// simValidate replays pts under the built-in factors of opts.Model's
+// family, the calibration file calib, or, with leaveOut, factors fitted
+// without that GPU's points.
+func simValidate(ctx context.Context, pts []calibrate.Point, opts calibrate.Options, calib, leaveOut string) (simValidateJSON, error) {
+	name := opts.Model
+	if name == "" {
+		name = calibrate.DefaultModel
+	}
+	m, err := perfmodel.LookupModel(name)
+	if err != nil {
+		return simValidateJSON{}, usageError(err)
+	}
+	out := simValidateJSON{}
+	if leaveOut != "" {
+		h, err := calibrate.LeaveGPUOut(ctx, pts, leaveOut, opts)
+		if err != nil {
+			return simValidateJSON{}, usageError(fmt.Errorf("sim validate: %w", err))
+		}
+		out.LeftOut, out.Validation = &h, h.Validation
+	} else {
+		factors := perfmodel.DefaultFactors(m)
+		if calib != "" {
+			if factors, err = sim.LoadCalibration(calib); err != nil {
+				return simValidateJSON{}, usageError(err)
+			}
+		}
+		if out.Validation, err = calibrate.Validate(ctx, pts, factors, opts); err != nil {
+			return simValidateJSON{}, fmt.Errorf("sim validate: %w", err)
+		}
+	}
+	out.Breakdown = breakdowns(out.Validation)
+	return out, nil
+}
+
+// writeSimValidation prints the errors of a validation, in and out of
+// sample for a fit without one GPU.
+func writeSimValidation(w io.Writer, out simValidateJSON) {
+	if h := out.LeftOut; h != nil {
+		fmt.Fprintf(w, "fit without %s: %d points, %s\n", h.GPU, len(h.Fit.Validation.Rows), strings.Join(calibrate.GPUsOf(h.Fit.Validation), ", "))
+		printUnidentified(w, h.Fit)
+		fmt.Fprintln(w, "\nin-sample (the GPUs fitted):")
+		printErrorTable(w, breakdowns(h.Fit.Validation), h.Fit.Validation)
+		fmt.Fprintf(w, "\nout-of-sample (%s, not fitted):\n", h.GPU)
+	}
+	printErrorTable(w, out.Breakdown, out.Validation)
 }

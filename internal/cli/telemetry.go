@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,54 +64,18 @@ func newTelemetryScrapeCmd() *cobra.Command {
 			"    --target dcgm=http://localhost:9400/metrics --duration 2m --out telemetry.jsonl",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(targets) == 0 {
-				return usageErrorf("telemetry scrape needs at least one --target NAME=URL")
-			}
-			if duration <= 0 {
-				return usageErrorf("--duration must be positive")
-			}
-			if interval <= 0 {
-				return usageErrorf("--interval must be positive")
-			}
 			dopts, err := derive.options()
 			if err != nil {
 				return err
 			}
-			var ts []telemetry.Target
-			for _, s := range targets {
-				t, err := telemetry.ParseTarget(s)
-				if err != nil {
-					return usageError(err)
-				}
-				ts = append(ts, t)
-			}
-			opts := telemetry.Options{Derive: dopts}
-			var file *atomicfile.File
-			if out != "" {
-				if file, err = atomicfile.Create(out); err != nil {
-					return err
-				}
-				defer file.Abort()
-				opts.JSONL = file
-			}
-			c, err := telemetry.NewCollector(ts, interval, opts)
+			ts, err := parseTargets(targets)
 			if err != nil {
-				return usageError(err)
+				return err
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), duration)
-			defer cancel()
-			start := time.Now()
-			runErr := c.Run(ctx)
-			end := time.Now()
-			if file != nil {
-				if err := file.Commit(); err != nil {
-					return err
-				}
+			c, sig, err := scrapeTelemetry(cmd.Context(), ts, interval, duration, out, telemetry.Options{Derive: dopts})
+			if err != nil {
+				return err
 			}
-			if runErr != nil {
-				return fmt.Errorf("telemetry scrape: %w", runErr)
-			}
-			sig := c.Window(start, end)
 			if asJSON {
 				err = writeJSON(cmd.OutOrStdout(), sig)
 			} else {
@@ -133,80 +96,6 @@ func newTelemetryScrapeCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write every scrape to this telemetry.jsonl file")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the signals as JSON")
 	derive.register(cmd)
-	return cmd
-}
-
-func newTelemetryQueryCmd() *cobra.Command {
-	var (
-		promURL    string
-		start, end string
-		step       time.Duration
-		selector   string
-		queries    []string
-		asJSON     bool
-		derive     deriveFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "query --prometheus URL --start T --end T",
-		Short: "Derive a window's signals from an existing Prometheus server",
-		Long: "Fetch every catalog metric over [start, end] with query_range and derive the same\n" +
-			"signals as a direct scrape. Times are RFC 3339, Unix seconds, \"now\", or a negative\n" +
-			"duration from now (-15m). --query METRIC=PROMQL replaces the query of one catalog\n" +
-			"metric (see `spoc telemetry catalog`); an empty PROMQL leaves the metric out.",
-		Example: "  spoc telemetry query --prometheus http://prometheus:9090 --start -30m --end now \\\n" +
-			"    --query 'vllm:num_requests_running=vllm:num_requests_running{namespace=\"llm\"}'",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if promURL == "" {
-				return usageErrorf("telemetry query needs --prometheus URL")
-			}
-			now := time.Now()
-			from, err := parseTimeFlag("--start", start, now)
-			if err != nil {
-				return err
-			}
-			to, err := parseTimeFlag("--end", end, now)
-			if err != nil {
-				return err
-			}
-			if !to.After(from) {
-				return usageErrorf("--end (%s) must be after --start (%s)", to.Format(time.RFC3339), from.Format(time.RFC3339))
-			}
-			dopts, err := derive.options()
-			if err != nil {
-				return err
-			}
-			q := telemetry.Queries{}
-			for _, s := range queries {
-				name, expr, ok := strings.Cut(s, "=")
-				if !ok {
-					return usageErrorf("--query %q: want METRIC=PROMQL", s)
-				}
-				q[name] = expr
-			}
-			if err := q.Validate(); err != nil {
-				return usageError(fmt.Errorf("--query: %w", err))
-			}
-			st, err := telemetry.QueryRange(cmd.Context(), promURL, from, to, telemetry.QueryOptions{Step: step, Selector: selector, Queries: q})
-			if err != nil {
-				return err
-			}
-			sig := st.Window(from, to, dopts)
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), sig)
-			}
-			return telemetry.WriteText(cmd.OutOrStdout(), sig)
-		},
-	}
-	cmd.Flags().StringVar(&promURL, "prometheus", "", "base URL of the Prometheus server")
-	cmd.Flags().StringVar(&start, "start", "", "window start")
-	cmd.Flags().StringVar(&end, "end", "now", "window end")
-	cmd.Flags().DurationVar(&step, "step", telemetry.DefaultInterval, "query resolution (widened to stay under 11000 points)")
-	cmd.Flags().StringVar(&selector, "selector", "", "label matchers added to every default query, e.g. 'namespace=\"llm\"'")
-	cmd.Flags().StringArrayVar(&queries, "query", nil, "METRIC=PROMQL overriding one catalog metric's query (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the signals as JSON")
-	derive.register(cmd)
-	_ = cmd.MarkFlagRequired("start")
 	return cmd
 }
 
@@ -246,28 +135,6 @@ func newTelemetryCatalogCmd() *cobra.Command {
 }
 
 // parseTimeFlag reads RFC 3339, Unix seconds, "now" or a negative duration
-// relative to now.
-func parseTimeFlag(flag, s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return time.Time{}, usageErrorf("%s is required", flag)
-	case s == "now":
-		return now, nil
-	case strings.HasPrefix(s, "-"):
-		if d, err := time.ParseDuration(s); err == nil {
-			return now.Add(d), nil
-		}
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
-		sec := int64(f)
-		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), nil
-	}
-	return time.Time{}, usageErrorf("%s %q: want RFC 3339 (2026-11-30T04:00:00Z), Unix seconds, \"now\" or a negative duration (-15m)", flag, s)
-}
 
 // noTargetAnswered fails a scrape in which no target ever answered: every
 // scrape of every target failed (a wrong port, a server not started), so
@@ -292,4 +159,59 @@ func noTargetAnswered(targets []telemetry.Target, c *telemetry.Collector) error 
 		msgs = append(msgs, e)
 	}
 	return fmt.Errorf("telemetry scrape: no target answered: %s", strings.Join(msgs, "; "))
+}
+
+// scrapeTelemetry scrapes targets every interval for duration (or until
+// ctx ends), writing every scrape to out when it is set, and returns the
+// collector with the window's signals.
+func scrapeTelemetry(ctx context.Context, ts []telemetry.Target, interval, duration time.Duration, out string, opts telemetry.Options) (*telemetry.Collector, telemetry.Signals, error) {
+	if duration <= 0 {
+		return nil, telemetry.Signals{}, usageErrorf("--duration must be positive")
+	}
+	if interval <= 0 {
+		return nil, telemetry.Signals{}, usageErrorf("--interval must be positive")
+	}
+	var file *atomicfile.File
+	var err error
+	if out != "" {
+		if file, err = atomicfile.Create(out); err != nil {
+			return nil, telemetry.Signals{}, err
+		}
+		defer file.Abort()
+		opts.JSONL = file
+	}
+	c, err := telemetry.NewCollector(ts, interval, opts)
+	if err != nil {
+		return nil, telemetry.Signals{}, usageError(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, duration)
+	defer cancel()
+	start := time.Now()
+	runErr := c.Run(sctx)
+	end := time.Now()
+	if file != nil {
+		if err := file.Commit(); err != nil {
+			return nil, telemetry.Signals{}, err
+		}
+	}
+	if runErr != nil {
+		return nil, telemetry.Signals{}, fmt.Errorf("telemetry scrape: %w", runErr)
+	}
+	return c, c.Window(start, end), nil
+}
+
+// parseTargets reads --target NAME=URL; there must be one.
+func parseTargets(targets []string) ([]telemetry.Target, error) {
+	if len(targets) == 0 {
+		return nil, usageErrorf("telemetry scrape needs at least one --target NAME=URL")
+	}
+	var ts []telemetry.Target
+	for _, s := range targets {
+		t, err := telemetry.ParseTarget(s)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
 }

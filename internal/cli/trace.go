@@ -43,56 +43,18 @@ func newTraceAnalyzeCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
-			var opt nsys.Options
-			if window != "" {
-				w, err := trace.ParseWindow(window)
-				if err != nil {
-					return usageErrorf("--window: %v", err)
-				}
-				opt.Window = w
-			}
-			if nvtx != "" {
-				if window != "" {
-					return usageErrorf("--window and --nvtx exclude each other")
-				}
-				opt.NVTX = nvtx
-			}
 			if top < 0 {
 				return usageErrorf("--top must be positive, got %d", top)
 			}
-			rules := trace.DefaultRules()
-			if rulesFile != "" {
-				f, err := os.Open(rulesFile)
-				if err != nil {
-					return usageErrorf("--rules: %v", err)
-				}
-				rules, err = trace.ParseRules(f, rulesFile)
-				f.Close()
-				if err != nil {
-					return usageError(err)
-				}
-			}
-			p, err := readTrace(cmd, path, opt)
+			opt, err := traceSpan(window, nvtx)
 			if err != nil {
 				return err
 			}
-			b, err := trace.Analyze(p, rules, trace.Options{TopKernels: top})
+			rules, err := traceRules(rulesFile)
 			if err != nil {
 				return err
 			}
-			var cmps []roofline.Comparison
-			if pred.enabled {
-				if cmps, err = pred.compare(b); err != nil {
-					return err
-				}
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), analyzeOutput{Breakdown: b, Roofline: cmps})
-			}
-			if err := trace.WriteText(cmd.OutOrStdout(), b, trace.TextOptions{}); err != nil {
-				return err
-			}
-			return roofline.WriteText(cmd.OutOrStdout(), b, pred.mix, cmps)
+			return analyzeTrace(cmd, path, opt, rules, top, &pred, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -194,4 +156,66 @@ func newTraceRecipeCmd() *cobra.Command {
 	f.DurationVar(&opt.Duration, "duration", 20*time.Second, "length of the steady-state capture")
 	f.DurationVar(&opt.Delay, "delay", 10*time.Minute, "delay before recording in the one-shot variant")
 	return cmd
+}
+
+// traceSpan is the part of the trace to analyse: --window or --nvtx.
+func traceSpan(window, nvtx string) (nsys.Options, error) {
+	var opt nsys.Options
+	if window != "" {
+		w, err := trace.ParseWindow(window)
+		if err != nil {
+			return opt, usageErrorf("--window: %v", err)
+		}
+		opt.Window = w
+	}
+	if nvtx != "" {
+		if window != "" {
+			return opt, usageErrorf("--window and --nvtx exclude each other")
+		}
+		opt.NVTX = nvtx
+	}
+	return opt, nil
+}
+
+// traceRules reads --rules, or the built-in categorisation rules.
+func traceRules(file string) (*trace.RuleSet, error) {
+	if file == "" {
+		return trace.DefaultRules(), nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, usageErrorf("--rules: %v", err)
+	}
+	defer f.Close()
+	rules, err := trace.ParseRules(f, file)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return rules, nil
+}
+
+// analyzeTrace breaks the trace at path down by kernel category, compares
+// it with the roofline prediction when asked, and prints both.
+func analyzeTrace(cmd *cobra.Command, path string, opt nsys.Options, rules *trace.RuleSet, top int, pred *predictFlags, asJSON bool) error {
+	p, err := readTrace(cmd, path, opt)
+	if err != nil {
+		return err
+	}
+	b, err := trace.Analyze(p, rules, trace.Options{TopKernels: top})
+	if err != nil {
+		return err
+	}
+	var cmps []roofline.Comparison
+	if pred.enabled {
+		if cmps, err = pred.compare(b); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), analyzeOutput{Breakdown: b, Roofline: cmps})
+	}
+	if err := trace.WriteText(cmd.OutOrStdout(), b, trace.TextOptions{}); err != nil {
+		return err
+	}
+	return roofline.WriteText(cmd.OutOrStdout(), b, pred.mix, cmps)
 }

@@ -71,7 +71,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if err != nil {
 		return err
 	}
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	stderr := cmd.ErrOrStderr()
 	for _, n := range cfg.Notes() {
 		fmt.Fprintln(stderr, n)
 	}
@@ -92,20 +92,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 		return usageError(err)
 	}
 	if f.dryRun {
-		if !f.quiet {
-			// the decisions a real run states before its first trial
-			for _, line := range plan.Notes() {
-				fmt.Fprintln(stderr, line)
-			}
-		}
-		launches, err := tune.FirstGeneration(cmd.Context(), plan, setup.Launcher, setup.Search.Population, setup.Search.Trials)
-		if err != nil {
-			return err
-		}
-		if f.asJSON {
-			return writeJSON(stdout, launches)
-		}
-		return writeDryRun(stdout, setup.Search, setup.Deployment.Kind, launches)
+		return tuneDryRun(cmd, f, plan, setup.Setup)
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
@@ -115,14 +102,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if !f.quiet {
 		prog := stderrProgress(stderr)
 		defer prog.Close()
-		opts.Progress = prog.trial
-		levels := prog.sweepLevels(capacity.CandidateSweepOptions(setup.Setup))
-		opts.BaselineLevel = func(l capacity.Level, phase string) {
-			prog.within("baseline")
-			levels(l, phase)
-		}
-		opts.Notify = prog.note
-		opts.Runs = prog.liveRun
+		showTuneProgress(prog, &opts, setup.Setup)
 	}
 	// A simulated trial is reproduced exactly by spoc sim run with its
 	// flags, so its records (megabytes per trial) are kept only on request;
@@ -134,23 +114,60 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	start := time.Now()
 	opts.ArtifactsRoot = artifacts
 	res, runErr := capacity.Tune(cmd.Context(), setup.Setup, opts)
+	return tuneEnded(cmd, f.asJSON, res, plan, time.Since(start), runErr)
+}
+
+// tuneEnded prints the study's result, however the run ended.
+func tuneEnded(cmd *cobra.Command, asJSON bool, res *tune.Result, plan *tune.Plan, took time.Duration, runErr error) error {
 	if res == nil {
 		if errors.Is(runErr, engine.ErrSetup) {
 			return usageError(runErr)
 		}
 		return runErr
 	}
-	if f.asJSON {
-		if err := writeJSON(stdout, res); err != nil {
+	if asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
 			return err
 		}
-	} else if err := writeTuneResult(stdout, res, plan, time.Since(start)); err != nil {
+	} else if err := writeTuneResult(cmd.OutOrStdout(), res, plan, took); err != nil {
 		return err
 	}
 	if res.Run.Interrupted {
-		fmt.Fprintf(stderr, "spoc: tune interrupted; run the same command to continue study %q\n", res.Study)
+		fmt.Fprintf(cmd.ErrOrStderr(), "spoc: tune interrupted; run the same command to continue study %q\n", res.Study)
 	}
 	return runErr
+}
+
+// tuneDryRun prints what the study's first generation would launch.
+func tuneDryRun(cmd *cobra.Command, f *tuneFlags, plan *tune.Plan, s capacity.Setup) error {
+	stdout := cmd.OutOrStdout()
+	if !f.quiet {
+		// the decisions a real run states before its first trial
+		for _, line := range plan.Notes() {
+			fmt.Fprintln(cmd.ErrOrStderr(), line)
+		}
+	}
+	launches, err := tune.FirstGeneration(cmd.Context(), plan, s.Launcher, s.Search.Population, s.Search.Trials)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return writeJSON(stdout, launches)
+	}
+	return writeDryRun(stdout, s.Search, s.Deployment.Kind, launches)
+}
+
+// showTuneProgress renders a study's trials, baseline levels, notes and
+// live runs with prog.
+func showTuneProgress(prog *progress, opts *capacity.TuneOptions, s capacity.Setup) {
+	opts.Progress = prog.trial
+	levels := prog.sweepLevels(capacity.CandidateSweepOptions(s))
+	opts.BaselineLevel = func(l capacity.Level, phase string) {
+		prog.within("baseline")
+		levels(l, phase)
+	}
+	opts.Notify = prog.note
+	opts.Runs = prog.liveRun
 }
 
 func writeDryRun(w io.Writer, spec tune.Spec, kind string, launches []tune.Launch) error {

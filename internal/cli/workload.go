@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/corpus"
@@ -177,44 +176,18 @@ Think times are not in the data and keep the reference assumption.`,
 				return err
 			}
 			if out != "" {
-				err := writeAtomic(out, func(w io.Writer) error {
-					fmt.Fprintf(w, "# Fitted by spoc workload fit from %d trajectories (%d model calls) of %s, tokenizer %s.\n", f.Trajectories, f.Calls, from, tok)
-					fmt.Fprintf(w, "# Think times are not in the data: they keep the reference assumption.\n")
-					var doc struct {
-						Workload struct {
-							Profiles []config.Profile `yaml:"profiles"`
-						} `yaml:"workload"`
-					}
-					doc.Workload.Profiles = []config.Profile{f.Profile}
-					enc := yaml.NewEncoder(w)
-					enc.SetIndent(2)
-					if err := enc.Encode(&doc); err != nil {
-						return err
-					}
-					return enc.Close()
-				})
-				if err != nil {
+				if err := writeFittedProfile(out, f, from, tok); err != nil {
 					return err
 				}
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"read": st, "fit": f})
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%d trajectories, %d model calls (%d rows, %d malformed and skipped)\n\n", f.Trajectories, f.Calls, st.Rows, st.Malformed)
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "tokens\tn\tp10\tp50\tp90\tp99\tmax\tlognormal median\tsigma\t")
-			for _, r := range []struct {
-				name string
-				s    workload.Sample
-			}{{"context at first call", f.ContextStart}, {"context at last call", f.ContextMax}, {"calls per trajectory", f.Turns}, {"growth per call", f.Growth}, {"output per call", f.OutputTokens}, {"tool output", f.ToolOutput}} {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t\n", r.name, r.s.N, r.s.P10, r.s.P50, r.s.P90, r.s.P99, r.s.Max, r.s.Median, r.s.Sigma)
-			}
-			if err := tw.Flush(); err != nil {
+			if err := writeWorkloadFit(cmd.OutOrStdout(), f, st); err != nil {
 				return err
 			}
 			if out != "" {
-				fmt.Fprintf(w, "\nprofile %q written to %s\n", name, out)
+				fmt.Fprintf(cmd.OutOrStdout(), "\nprofile %q written to %s\n", name, out)
 			}
 			return nil
 		},
@@ -226,4 +199,27 @@ Think times are not in the data and keep the reference assumption.`,
 	f.StringVar(&name, "name", "fitted", "name of the fitted profile")
 	f.BoolVar(&asJSON, "json", false, "print as JSON")
 	return cmd
+}
+
+// writeWorkloadFit prints the measured distributions and their fits.
+func writeWorkloadFit(w io.Writer, f *workload.Fitted, st corpus.ReadStats) error {
+	fmt.Fprintf(w, "%d trajectories, %d model calls (%d rows, %d malformed and skipped)\n\n", f.Trajectories, f.Calls, st.Rows, st.Malformed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tokens\tn\tp10\tp50\tp90\tp99\tmax\tlognormal median\tsigma\t")
+	for _, r := range []struct {
+		name string
+		s    workload.Sample
+	}{{"context at first call", f.ContextStart}, {"context at last call", f.ContextMax}, {"calls per trajectory", f.Turns}, {"growth per call", f.Growth}, {"output per call", f.OutputTokens}, {"tool output", f.ToolOutput}} {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t\n", r.name, r.s.N, r.s.P10, r.s.P50, r.s.P90, r.s.P99, r.s.Max, r.s.Median, r.s.Sigma)
+	}
+	return tw.Flush()
+}
+
+// writeFittedProfile writes the fitted profile as a configuration fragment.
+func writeFittedProfile(out string, f *workload.Fitted, from, tok string) error {
+	return writeAtomic(out, func(w io.Writer) error {
+		fmt.Fprintf(w, "# Fitted by spoc workload fit from %d trajectories (%d model calls) of %s, tokenizer %s.\n", f.Trajectories, f.Calls, from, tok)
+		fmt.Fprintf(w, "# Think times are not in the data: they keep the reference assumption.\n")
+		return config.WriteProfiles(w, []config.Profile{f.Profile})
+	})
 }

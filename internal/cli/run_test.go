@@ -281,7 +281,19 @@ func TestRunRemovesAStaleSidecar(t *testing.T) {
 	stale := "{\"window\": {\"start\": \"2020-01-01T00:00:00Z\", \"end\": \"2020-01-01T00:01:00Z\"}, \"users\": 99}\n"
 	writeFile(t, result.RunInfoPath(recs), stale)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(1500*time.Millisecond, cancel)
+	defer cancel()
+	go func() {
+		// Ctrl-C once the run has written a record, however slow the machine
+		for ctx.Err() == nil {
+			written, _ := filepath.Glob(filepath.Join(dir, ".r.jsonl.*.tmp"))
+			for _, p := range append(written, recs) {
+				if st, err := os.Stat(p); err == nil && st.Size() > 0 {
+					cancel()
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	var stdout, stderr bytes.Buffer
 	code := Run(ctx, []string{"run", "-c", cfg, "--target", srv.URL, "--users", "2", "--duration", "1m", "--warmup", "100ms", "--ramp", "50ms",
 		"--out", recs, "--quiet"}, &stdout, &stderr)

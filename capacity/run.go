@@ -35,6 +35,10 @@ type RunOptions struct {
 // RunResult is one run: its evaluation and what became of its records.
 type RunResult struct {
 	*Evaluation
+	// Kept is set when the records path holds this run's records (false
+	// for a run interrupted before its first record: the path is as it
+	// was).
+	Kept bool
 	// NoRunInfo says why no sidecar was written beside the records of a
 	// completed run ("" when one was, or when there are no records).
 	NoRunInfo string
@@ -71,10 +75,11 @@ func Run(ctx context.Context, s Setup, o RunOptions) (*RunResult, error) {
 		}
 		return nil, runErr
 	}
-	if _, err := rf.finish(!interrupted); err != nil {
+	kept, err := rf.finish(!interrupted)
+	if err != nil {
 		return nil, err
 	}
-	out := &RunResult{Evaluation: res}
+	out := &RunResult{Evaluation: res, Kept: kept}
 	if interrupted || o.Records == "" {
 		return out, runErr
 	}

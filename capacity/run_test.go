@@ -128,8 +128,8 @@ func TestRunInterruptedKeepsRecordsAndDropsTheStaleSidecar(t *testing.T) {
 	defer cancel()
 	go cancelOnceRecorded(ctx, cancel, dir)
 	res, err := capacity.Run(ctx, runSetup(t, srv.URL, time.Minute), capacity.RunOptions{Records: records})
-	if !errors.Is(err, context.Canceled) || res == nil || !res.Interrupted {
-		t.Fatalf("Run after Ctrl-C = %+v, %v; want the partial run and context.Canceled", res, err)
+	if !errors.Is(err, context.Canceled) || res == nil || !res.Interrupted || !res.Kept {
+		t.Fatalf("Run after Ctrl-C = %+v, %v; want the partial run, its records kept, and context.Canceled", res, err)
 	}
 	if b, _ := os.ReadFile(records); bytes.Contains(b, []byte("earlier")) || countRecords(t, records) == 0 {
 		t.Errorf("the records after Ctrl-C are not this run's: %.200s", b)

@@ -114,7 +114,11 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 		return err
 	}
 	if res.Interrupted {
-		fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", res.Scheduled, f.out)
+		if res.Kept {
+			fmt.Fprintf(stderr, "spoc: interrupted; %d records in %s\n", res.Scheduled, f.out)
+		} else {
+			fmt.Fprintf(stderr, "spoc: interrupted; no record written, %s is as it was\n", f.out)
+		}
 		return &ExitError{Code: ExitInterrupted}
 	}
 	if s := res.Summary; s.Overall.Requests == 0 && s.Excluded > 0 {

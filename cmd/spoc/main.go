@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/spoc-project/spoc/internal/cli"
+	"github.com/spoc-project/spoc/cmd/spoc/internal/cli"
 )
 
 func main() {

@@ -18,13 +18,13 @@ const module = "github.com/spoc-project/spoc/"
 
 // configImporters may import package config: config turns YAML into the
 // domain types (workload.Spec, result.SLA, sim.DeploymentSpec, tune.Spec,
-// capacity.Setup, plan.Setup) and internal/cli is the flags edge that loads
+// capacity.Setup, plan.Setup) and cmd/spoc/internal/cli is the flags edge that loads
 // it. External test packages (package x_test) may import it too: they
 // resolve the reference configuration the way a user's is resolved. A
 // package's own code and its internal tests may not.
 var configImporters = map[string]bool{
-	"config":       true,
-	"internal/cli": true,
+	"config":                true,
+	"cmd/spoc/internal/cli": true,
 }
 
 // Only config knows the YAML schema: every other package works on domain

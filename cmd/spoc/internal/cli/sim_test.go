@@ -70,7 +70,7 @@ func TestSimValidate(t *testing.T) {
 		t.Skip("replays the reference measurements")
 	}
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"sim", "validate", "../../perfmodel/calibrate/testdata/inferencemax_gptoss120b_h100_vllm0.13.csv"}, &out, &errb)
+	code := Run(context.Background(), []string{"sim", "validate", "../../../../perfmodel/calibrate/testdata/inferencemax_gptoss120b_h100_vllm0.13.csv"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -82,7 +82,7 @@ func TestSimValidate(t *testing.T) {
 	if code := Run(context.Background(), []string{"sim", "validate", "no-such-file.csv"}, &out, &errb); code != ExitUsage {
 		t.Errorf("missing file: exit %d, want %d", code, ExitUsage)
 	}
-	ref := "../../perfmodel/calibrate/testdata/inferencemax_gptoss120b_h100_vllm0.13.csv"
+	ref := "../../../../perfmodel/calibrate/testdata/inferencemax_gptoss120b_h100_vllm0.13.csv"
 	for _, args := range [][]string{
 		{"sim", "validate", ref, "--leave-out", "b200"},                       // no B200 point
 		{"sim", "validate", ref, "--leave-out", "h100"},                       // nothing left to fit

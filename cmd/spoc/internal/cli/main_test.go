@@ -38,10 +38,10 @@ func spocBinary(t testing.TB) string {
 		binPath = filepath.Join(binDir, "spoc")
 		// -trimpath: the build cache then serves stampedBinary's build of
 		// the same sources from another folder (seconds, not a rebuild)
-		binOut, binError = exec.Command("go", "build", "-trimpath", "-o", binPath, "../../cmd/spoc").CombinedOutput()
+		binOut, binError = exec.Command("go", "build", "-trimpath", "-o", binPath, "../..").CombinedOutput()
 	})
 	if binError != nil {
-		t.Fatalf("go build ../../cmd/spoc: %v\n%s", binError, binOut)
+		t.Fatalf("go build ../.. (cmd/spoc): %v\n%s", binError, binOut)
 	}
 	return binPath
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 )
@@ -266,7 +267,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 
 // evaluateKept runs params live at load, writing its records to path.
 func (p *planner) evaluateKept(ctx context.Context, params map[string]any, load capacity.Load, path string) (*capacity.Evaluation, error) {
-	w, err := capacity.CreateAtomic(path)
+	w, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
@@ -774,7 +775,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := capacity.CreateAtomic(dst)
+	out, err := atomicfile.Create(dst)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -51,7 +52,7 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 		// compressed: the records of a default plan's sweep are ~80 MB as
 		// plain lines and ~4 MB gzipped; every reader of records
 		// (result.Reader, so spoc summarize) reads both forms
-		f, err := capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl%s", users, result.GzipSuffix)))
+		f, err := atomicfile.Create(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl%s", users, result.GzipSuffix)))
 		if err != nil {
 			return nil, err
 		}

@@ -250,6 +250,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 		return ev, err
 	}
 	if err != nil {
+		// the one place an engine failure caused by the flags becomes
+		// search's infeasible: a study records the trial INFEASIBLE and a
+		// sweep skips the candidate
 		if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
 			err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
 		}

@@ -28,7 +28,10 @@ var ErrNoRequests = fmt.Errorf("no request completed in the measured window: %w"
 // load on the study's engine and returns the run's summary. Errors that
 // wrap search.ErrInfeasible (a server out of memory, say) make the trial
 // INFEASIBLE; others make it FAIL. spoc's is
-// capacity.Evaluator.TuneEvaluator, which also owns the servers.
+// capacity.Evaluator.TuneEvaluator, which also owns the servers; its
+// evaluations already say an engine failure caused by the flags
+// (engine.ErrInfeasible) in search's terms (capacity.Evaluator.Evaluate is
+// the one place that translates).
 type Evaluator func(ctx context.Context, t *search.TrialContext) (*result.Result, error)
 
 // CapacityFunc finds the largest user count t.Params serve within the SLA
@@ -445,9 +448,6 @@ func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (va
 			var f *engine.Failure
 			if errors.As(err, &f) {
 				tc.SetUserAttr("failure_reason", string(f.Reason))
-			}
-			if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
-				err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
 			}
 		}
 	}()

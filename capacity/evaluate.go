@@ -115,6 +115,9 @@ type Evaluator struct {
 	setup    Setup
 	gen      workload.Workload
 	launcher engine.Launcher
+	// virtual is the simulator of a Setup that evaluates in virtual time
+	// (Setup.Virtual); nil evaluates on servers.
+	virtual engine.Virtual
 	// seeded holds the workloads of other seeds (Load.SeedOffset > 0),
 	// built on first use.
 	seedMu sync.Mutex
@@ -159,10 +162,19 @@ var ErrNothingServed = errors.New("the server served nothing")
 var ErrNoEngine = errors.New("evaluator: no engine launcher given")
 
 // NewEvaluator builds the workload of s once. s.Launcher is the engine
-// every evaluation runs on; nil is an error (ErrNoEngine).
+// every evaluation runs on; nil is an error (ErrNoEngine), and so is a
+// virtual Setup whose launcher is not the simulator.
 func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 	if s.Launcher == nil {
 		return nil, ErrNoEngine
+	}
+	var virtual engine.Virtual
+	if s.Virtual {
+		v, ok := s.Launcher.(engine.Virtual)
+		if !ok {
+			return nil, fmt.Errorf("%w: a virtual Setup needs the simulator's launcher, not %T", ErrNoEngine, s.Launcher)
+		}
+		virtual = v
 	}
 	gen, err := workload.OpenForRun(s.Workload, s.Deployment.MaxModelLen, s.MidSessionStart)
 	if err != nil {
@@ -171,7 +183,7 @@ func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{setup: s, gen: gen, launcher: s.Launcher, logger: logger}, nil
+	return &Evaluator{setup: s, gen: gen, launcher: s.Launcher, virtual: virtual, logger: logger}, nil
 }
 
 // Workload is the session source shared by every evaluation.
@@ -207,10 +219,7 @@ func (e *Evaluator) Setup() Setup { return e.setup }
 func (e *Evaluator) Launcher() engine.Launcher { return e.launcher }
 
 // Virtual reports whether evaluations run in the simulator's virtual time.
-func (e *Evaluator) Virtual() bool {
-	_, ok := e.launcher.(engine.Virtual)
-	return ok
-}
+func (e *Evaluator) Virtual() bool { return e.virtual != nil }
 
 // Usage returns the engine starts and time spent so far (live engines).
 func (e *Evaluator) Usage() EngineUsage {
@@ -234,9 +243,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 	start := time.Now()
 	var ev *Evaluation
 	var err error
-	if v, ok := e.launcher.(engine.Virtual); ok {
+	if e.virtual != nil {
 		var dep sim.Deployment
-		if dep, err = v.VirtualDeployment(engine.Params(params)); err == nil {
+		if dep, err = e.virtual.VirtualDeployment(engine.Params(params)); err == nil {
 			e.dry.add(params, load)
 			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
 		}
@@ -265,7 +274,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 // provenance is where an evaluation's numbers come from; endpoint is the
 // live server's (empty for virtual runs).
 func (e *Evaluator) provenance(endpoint string) Provenance {
-	p := launcherProvenance(e.launcher)
+	p := launcherProvenance(e.launcher, e.Virtual())
 	p.Endpoint = endpoint
 	if endpoint != "" {
 		p.Version = e.curVersion
@@ -277,13 +286,13 @@ func (e *Evaluator) provenance(endpoint string) Provenance {
 // launcher's, or, for a real engine, the configuration priced by the cost
 // model (for roofline predictions).
 func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
-	if v, ok := e.launcher.(engine.Virtual); ok {
-		return v.VirtualDeployment(engine.Params(params))
+	if e.virtual != nil {
+		return e.virtual.VirtualDeployment(engine.Params(params))
 	}
-	dep, err := sim.NewDeployment(e.setup.Deployment.Sim)
-	if err != nil {
-		return dep, err
+	if err := e.setup.Deployment.SimErr; err != nil {
+		return sim.Deployment{}, err
 	}
+	dep := e.setup.Deployment.Sim
 	return dep, dep.Params.Apply(params)
 }
 

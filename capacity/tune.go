@@ -50,7 +50,7 @@ func (e *Evaluator) TuneWorkers(load Load, n int) ([]tune.Worker, func(context.C
 			evs = append(evs, e)
 			continue
 		}
-		fork := &Evaluator{setup: e.setup, gen: e.gen, launcher: e.launcher, logger: e.logger, parent: e}
+		fork := &Evaluator{setup: e.setup, gen: e.gen, launcher: e.launcher, virtual: e.virtual, logger: e.logger, parent: e}
 		fork.watch.Store(e.watch.Load()) // its runs show as e's do
 		evs = append(evs, fork)
 	}

@@ -40,6 +40,13 @@ func (s *correctedSim) set(c sim.Correction) {
 	s.c, s.fitted = c, true
 }
 
+// reset puts back c, the correction before any fit: not calibrated.
+func (s *correctedSim) reset(c sim.Correction) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c, s.fitted = c, false
+}
+
 func (s *correctedSim) correction() sim.Correction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,18 +75,14 @@ func (s *correctedSim) Start(context.Context, engine.Params) (engine.Server, err
 	return nil, errors.New("the calibrated simulator runs in virtual time only")
 }
 
-// newCorrectedSim builds the simulator of s's deployment (with the
-// configured correction file, if any, as the starting point).
+// newCorrectedSim is the simulator of s's deployment, starting from the
+// configured correction (the correction file's, if any).
 func newCorrectedSim(s Setup) (*correctedSim, error) {
-	dep, err := sim.NewDeployment(s.Deployment.Sim)
+	l, err := s.simulator()
 	if err != nil {
 		return nil, err
 	}
-	l, err := engine.NewSim(dep, engine.SimOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return &correctedSim{Sim: l, c: dep.Correction}, nil
+	return &correctedSim{Sim: l, c: s.Deployment.Sim.Correction}, nil
 }
 
 // multiState is what the phases of a multi plan hand each other.
@@ -146,7 +149,7 @@ func (p *planner) initMulti() error {
 		return fmt.Errorf("multi plan: simulator of the deployment: %w", err)
 	}
 	ss := p.s.Setup
-	ss.Launcher = cs
+	ss.Launcher, ss.Virtual = cs, true
 	ev, err := capacity.NewEvaluator(ss, p.o.Logger)
 	if err != nil {
 		return err
@@ -254,14 +257,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 	}
 	// calibrate fits from the configured correction again, not from this
 	// phase's provisional one
-	start, err := newCorrectedSim(p.s)
-	if err != nil {
-		return "", err
-	}
-	m.csim.set(start.correction())
-	m.csim.mu.Lock()
-	m.csim.fitted = false
-	m.csim.mu.Unlock()
+	m.csim.reset(p.s.Deployment.Sim.Correction)
 	return fmt.Sprintf("%d live probes (uncalibrated simulated ceiling %d users, corrected %d); %s", len(m.rep.Probes), m.ceiling0, c, p.engineSoFar()), nil
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
-	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/tune"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -128,11 +127,10 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		SLA:         s.SLA,
 		Assumptions: s.Assumptions,
 	}
-	mode, err := prepareFidelity(&s, sum)
-	if err != nil {
+	if err := prepareFidelity(s, sum); err != nil {
 		return nil, err
 	}
-	if _, virtual := s.Launcher.(engine.Virtual); virtual {
+	if s.Virtual {
 		sum.Engine.Calibration = simCalibration(s)
 	}
 
@@ -163,7 +161,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		{"trace", p.trace},
 		{"compare", p.compare},
 	}
-	if mode == FidelityMulti {
+	if s.Fidelity.Mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
 			return nil, err
 		}
@@ -263,10 +261,10 @@ func simCalibration(s Setup) string {
 	if s.CalibrationFile != "" {
 		return "calibration file " + s.CalibrationFile
 	}
-	dep, err := sim.NewDeployment(s.Deployment.Sim)
-	if err != nil {
+	if err := s.Deployment.SimErr; err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
+	dep := s.Deployment.Sim
 	c, ok := perfmodel.CalibrationFor(dep.Model)
 	if !ok {
 		return "uncalibrated first-principles factors (no measurements for " + dep.Model.Name + ")"

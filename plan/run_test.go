@@ -19,7 +19,7 @@ import (
 // quickSetup resolves cfg as spoc plan --quick does.
 func quickSetup(t testing.TB, cfg *config.Config, out string) plan.Setup {
 	t.Helper()
-	s, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: out})
+	s, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: out, Plan: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,9 @@ engine time each fidelity would take before anything runs (docs/fidelity.md).`,
 				events = prog.planEvents
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Quick: quick, Compare: compare, Logger: logger})
+			// --estimate counts for the configured engine, whatever
+			// plan.fidelity; the plan runs on its fidelity's engine
+			setup, err := cfg.Setup(config.SetupOptions{OutDir: out, Quick: quick, Compare: compare, Plan: !estimate, Logger: logger})
 			if err != nil {
 				return usageError(err)
 			}

@@ -152,8 +152,8 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 		return total, skippable, err
 	}
 	// progress of a dry run is not the plan's: it is discarded
-	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, tuneUsers: ds.Search.Users, dryRun: true}
-	steps := []phaseStep{{"baseline", p.baselineSweep}, {"tune", p.tune}, {"choose", p.choose}, {"sweep", p.sweep}, {"default", p.tunedVsDefault}}
+	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, dryRun: true}
+	steps := p.steps(ev)[1:6] // baseline … default
 	if mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
 			return total, skippable, err

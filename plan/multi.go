@@ -459,19 +459,14 @@ func DescribeCorrection(c sim.Correction, terms []FitTerm) string {
 // with a full simulated sweep.
 func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 	m := p.m
-	sp := *p
-	sp.ev = m.simEv
-	sp.s.Launcher = m.csim
-	sp.baseline = nil
-	sp.tuneUsers = p.s.Search.Users
 	// the simulated study is not the live one: its own name per round
 	// and correction, so a later live plan never resumes simulated trials
 	c := m.csim.correction()
-	sp.s.Search.Study = fmt.Sprintf("%s-multi-r%d-%s", p.s.Search.Study, m.rep.Rounds, fingerprintID(map[string]string{
-		"compute": fmt.Sprint(c.Compute), "memory": fmt.Sprint(c.Memory), "step": fmt.Sprint(c.StepSeconds)}))
+	st := p.newSearch(fmt.Sprintf("%s-multi-r%d-%s", p.s.Search.Study, m.rep.Rounds, fingerprintID(map[string]string{
+		"compute": fmt.Sprint(c.Compute), "memory": fmt.Sprint(c.Memory), "step": fmt.Sprint(c.StepSeconds)})))
 	p.sum.Search, p.sum.Pareto, p.sum.Candidates, p.sum.Trials = nil, nil, nil, 0
-	for _, ph := range []func(context.Context) (string, error){sp.baselineSweep, sp.tune, sp.choose} {
-		detail, err := ph(ctx)
+	for _, ph := range []func(context.Context, *capacity.Evaluator, *searchState) (string, error){p.baselineSweep, p.tune, p.choose} {
+		detail, err := ph(ctx, m.simEv, st)
 		if err != nil {
 			return "", err
 		}
@@ -732,12 +727,10 @@ func (p *planner) finalSweep(ctx context.Context) (string, error) {
 	if len(grid) == 0 {
 		grid = append(grid, max(m.predicted, 1))
 	}
-	grid = dedupeSorted(grid)
-	fp := *p
-	fp.s.Sweep.Grid = grid
-	fp.s.Sweep.Known = known
-	p.logf("   live sweep around the predicted ceiling %d: grid %v (verified levels %d reused), then bisection", m.predicted, grid, len(known))
-	detail, err := fp.sweep(ctx)
+	opts := p.s.Sweep.SweepOptions
+	opts.Grid, opts.Known = dedupeSorted(grid), known
+	p.logf("   live sweep around the predicted ceiling %d: grid %v (verified levels %d reused), then bisection", m.predicted, opts.Grid, len(known))
+	detail, err := p.sweep(ctx, p.ev, opts)
 	if err != nil {
 		return "", err
 	}

@@ -37,23 +37,15 @@ type Options struct {
 // planner carries one Run's state.
 type planner struct {
 	// s is the resolved plan; no phase changes it.
-	s   Setup
-	o   Options
+	s Setup
+	o Options
+	// ev is the plan's evaluator, on the Setup's launcher: every phase of
+	// a live or simulated plan and the live phases of a multi plan run on it
 	ev  *capacity.Evaluator
 	sum *Summary
-	// tuneUsers is the load the study runs at: search.users, or the
-	// baseline's ceiling when that is 0 (auto).
-	tuneUsers int
-	// baseline is the configured engine flags' candidate sweep (the
-	// sweep's windows, one seed).
-	baseline *capacity.SweepResult
 	// final is the chosen configuration's sweep: the default phase
-	// compares it with the baseline.
+	// compares it with the search's baseline.
 	final *capacity.SweepResult
-	// bestTuned is the study's candidate with the highest ceiling: when
-	// the plan keeps engine.params, the default phase compares it with
-	// them on the same seeds.
-	bestTuned *tunedCandidate
 	// m is the multi-fidelity plan's state (multi.go); nil otherwise.
 	m *multiState
 	// dryRun marks a plan run on the simulator to count what it would
@@ -68,6 +60,46 @@ type planner struct {
 type phaseStep struct {
 	name string
 	fn   func(context.Context) (string, error)
+}
+
+// searchState is what the phases of one search — baseline, tune, choose
+// (and default, after the sweep) — hand each other. A live or simulated
+// plan runs one search on its evaluator; a multi plan runs one per round
+// on the calibrated simulator, each from a new state.
+type searchState struct {
+	// study is the name the study's is built from (search.study, or the
+	// multi plan's round name).
+	study string
+	// tuneUsers is the load the study runs at: search.users, or the
+	// baseline's ceiling when that is 0 (auto).
+	tuneUsers int
+	// baseline is the configured engine flags' candidate sweep (the
+	// sweep's windows, one seed).
+	baseline *capacity.SweepResult
+	// bestTuned is the study's candidate with the highest ceiling: when
+	// the plan keeps engine.params, the default phase compares it with
+	// them on the same seeds.
+	bestTuned *tunedCandidate
+}
+
+// newSearch is the state of a search for study at the configured load.
+func (p *planner) newSearch(study string) *searchState {
+	return &searchState{study: study, tuneUsers: p.s.Search.Users}
+}
+
+// steps are the phases of a live or simulated plan, all on ev.
+func (p *planner) steps(ev *capacity.Evaluator) []phaseStep {
+	st := p.newSearch(p.s.Search.Study)
+	return []phaseStep{
+		{"workload", p.inspect},
+		{"baseline", func(ctx context.Context) (string, error) { return p.baselineSweep(ctx, ev, st) }},
+		{"tune", func(ctx context.Context) (string, error) { return p.tune(ctx, ev, st) }},
+		{"choose", func(ctx context.Context) (string, error) { return p.choose(ctx, ev, st) }},
+		{"sweep", func(ctx context.Context) (string, error) { return p.sweep(ctx, ev, p.s.Sweep.SweepOptions) }},
+		{"default", func(ctx context.Context) (string, error) { return p.tunedVsDefault(ctx, ev, st) }},
+		{"trace", p.trace},
+		{"compare", p.compare},
+	}
 }
 
 func (p *planner) phase(name string, fn func() (string, error)) error {
@@ -149,18 +181,9 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 			o.Logger.Warn("stop engine at the end of the plan", "err", cerr)
 		}
 	}()
-	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
+	p := &planner{s: s, o: o, ev: ev, sum: sum}
 	p.watchRuns(ev)
-	steps := []phaseStep{
-		{"workload", p.inspect},
-		{"baseline", p.baselineSweep},
-		{"tune", p.tune},
-		{"choose", p.choose},
-		{"sweep", p.sweep},
-		{"default", p.tunedVsDefault},
-		{"trace", p.trace},
-		{"compare", p.compare},
-	}
+	steps := p.steps(ev)
 	if s.Fidelity.Mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
 			return nil, err
@@ -312,55 +335,56 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 // search.users is 0 (auto), the load the study tunes at: there the SLA
 // binds, so the front separates configurations that serve more users from
 // those that serve fewer.
-func (p *planner) baselineSweep(ctx context.Context) (string, error) {
-	res, err := capacity.BaselineSweep(ctx, p.ev, p.levels(capacity.CandidateSweepOptions(p.s.Setup)))
+func (p *planner) baselineSweep(ctx context.Context, ev *capacity.Evaluator, st *searchState) (string, error) {
+	res, err := capacity.BaselineSweep(ctx, ev, p.levels(capacity.CandidateSweepOptions(p.s.Setup)))
 	if err != nil {
 		return "", err
 	}
-	p.baseline = res
+	st.baseline = res
 	msg := fmt.Sprintf("engine.params ceiling %d users (the sweep's windows, one seed)", res.Ceiling)
-	if p.tuneUsers == 0 {
-		p.tuneUsers = max(res.Ceiling, 1)
-		msg += fmt.Sprintf("; the study tunes at %d users", p.tuneUsers)
+	if st.tuneUsers == 0 {
+		st.tuneUsers = max(res.Ceiling, 1)
+		msg += fmt.Sprintf("; the study tunes at %d users", st.tuneUsers)
 	}
 	return msg, nil
 }
 
-func (p *planner) tune(ctx context.Context) (string, error) {
-	if !engine.Reconfigurable(p.s.Launcher) {
+// tune runs the study of st on ev at st's load.
+func (p *planner) tune(ctx context.Context, ev *capacity.Evaluator, st *searchState) (string, error) {
+	if !engine.Reconfigurable(ev.Launcher()) {
 		// A server spoc does not start keeps its own flags: there is
 		// nothing to search, and the plan measures that server as it runs.
 		p.sum.Notes = append(p.sum.Notes, "The engine is an external server: spoc cannot change its flags, so no parameter search ran and the capacity is that of the server's own configuration.")
 		return "skipped: an external server's flags cannot change", nil
 	}
 	spec := p.s.Search
-	spec.Users = p.tuneUsers
+	spec.Users = st.tuneUsers
 	// A plan's study is named for its load and setup (fingerprint): a plan
 	// re-run with the same configuration continues its study, one with
 	// another load (the baseline found another ceiling), windows or
 	// hardware starts its own instead of refusing to continue the earlier.
-	spec.Study = fmt.Sprintf("%s-%dusers-%s", spec.Study, spec.Users, fingerprintID(spec.Fingerprint))
+	spec.Study = fmt.Sprintf("%s-%dusers-%s", st.study, spec.Users, fingerprintID(spec.Fingerprint))
 	load := p.s.Windows.Tune.At(spec.Users)
 	at := ""
 	if spec.Parallel > 1 {
 		at = fmt.Sprintf(", up to %d at once (search.parallel)", spec.Parallel)
 	}
 	window := fmt.Sprintf("a %s window each", load.Duration)
-	if p.ev.Virtual() {
+	if ev.Virtual() {
 		window += " in virtual time"
 	}
 	p.logf("   study %q in %s: %d trials of %d users, %s%s", spec.Study, spec.Storage, spec.Trials, spec.Users, window, at)
 	var artifacts string
-	if !p.ev.Virtual() {
+	if !ev.Virtual() {
 		// a live trial cannot be redone: keep its records and telemetry
 		artifacts = filepath.Join(p.s.OutDir, "trials")
 	}
 	// search.parallel: each trial running at once has its own evaluator
 	// (and server on a live engine)
-	workers, closeWorkers := p.ev.TuneWorkers(load, spec.Parallel)
+	workers, closeWorkers := ev.TuneWorkers(load, spec.Parallel)
 	defer closeWorkers(ctx)
 	res, err := tune.Run(ctx, spec, tune.Options{
-		Launcher: p.ev.Launcher(), Workers: workers, Logger: p.o.Logger,
+		Launcher: ev.Launcher(), Workers: workers, Logger: p.o.Logger,
 		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
 		Progress: func(pr tune.Progress) {
 			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))

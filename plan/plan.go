@@ -381,18 +381,12 @@ func (p *planner) tune(ctx context.Context, ev *capacity.Evaluator, st *searchSt
 	}
 	// search.parallel: each trial running at once has its own evaluator
 	// (and server on a live engine)
-	workers, closeWorkers := ev.TuneWorkers(load, spec.Parallel)
-	defer closeWorkers(ctx)
-	res, err := tune.Run(ctx, spec, tune.Options{
-		Launcher: ev.Launcher(), Workers: workers, Logger: p.o.Logger,
-		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
+	res, err := ev.Study(ctx, spec, capacity.TuneOptions{
+		Logger: p.o.Logger, ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
 		Progress: func(pr tune.Progress) {
 			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))
 		},
 	})
-	if err == nil {
-		err = capacity.NoTrialRan(res)
-	}
 	if err != nil {
 		return "", err
 	}

@@ -59,7 +59,7 @@ type Options struct {
 	// Workers, when set, replace Evaluate and Capacity: Run runs one
 	// study worker per entry, each claiming and evaluating trials on its
 	// own. A study with Spec.Parallel N > 1 needs exactly N
-	// (capacity.Evaluator.TuneWorkers); each needs a server of its own,
+	// (capacity.Evaluator.Study); each needs a server of its own,
 	// so the Launcher must run N at once.
 	Workers []Worker
 	// ArtifactsRoot holds one directory per trial (server log, records):
@@ -292,7 +292,7 @@ func (o Options) workers(spec Spec) ([]Worker, error) {
 		ws = []Worker{{Evaluate: o.Evaluate, Capacity: o.Capacity}}
 	}
 	if len(ws) != n {
-		return nil, fmt.Errorf("tune: search.parallel is %d but %d trial evaluators were given; each trial running at once needs its own (capacity.Evaluator.TuneWorkers)", n, len(ws))
+		return nil, fmt.Errorf("tune: search.parallel is %d but %d trial evaluators were given; each trial running at once needs its own (capacity.Evaluator.Study)", n, len(ws))
 	}
 	for _, w := range ws {
 		if w.Evaluate == nil {

@@ -112,9 +112,9 @@ func ifNotEmpty(prefix, s string) string {
 // Pareto front by short sweeps, sweep it to the capacity ceiling, analyse a
 // trace when one is configured and compare hardware when asked. The study
 // and the sweep's records go into s.OutDir; the answer is the returned
-// Summary, which Run does not write (report.WriteFiles does). A plan that
-// fails in any phase returns no Summary: a partial one would state a
-// capacity that was never established.
+// Summary, which Run does not write (report renders it; the CLI writes the
+// files). A plan that fails in any phase returns no Summary: a partial one
+// would state a capacity that was never established.
 func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if s.OutDir == "" {
 		return nil, errors.New("plan: no output folder")

@@ -153,7 +153,7 @@ func TestQuickPlan(t *testing.T) {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
 		if name := e.Name(); name == "summary.json" || name == "report.html" || name == "summary.md" {
-			t.Errorf("Run wrote %s; report files are report.WriteFiles'", name)
+			t.Errorf("Run wrote %s; report files are the CLI's (report.Files)", name)
 		}
 	}
 	if len(recs) == 0 {

@@ -24,7 +24,7 @@ type Setup struct {
 	Simulator *engine.Sim
 	// OutDir is the plan's output folder: the study (when its storage is
 	// relative), the servers' folders, the trials' and the sweep's records.
-	// Run writes no report file there; report.WriteFiles does.
+	// Run writes no report file there; the CLI writes report's renderings.
 	OutDir string
 	// Title heads the report.
 	Title string

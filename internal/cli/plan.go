@@ -14,7 +14,6 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/plan"
-	"github.com/spoc-project/spoc/report"
 )
 
 func init() { register(newPlanCmd) }
@@ -77,7 +76,7 @@ engine time each fidelity would take before anything runs (docs/fidelity.md).`,
 				}
 				return planFailed(cmd.Context(), cmd.ErrOrStderr(), out, created, removed, err)
 			}
-			if err := report.WriteFiles(out, d, planFormats(cfg.Report.Formats)); err != nil {
+			if err := writeReport(out, d, planFormats(cfg.Report.Formats)); err != nil {
 				return err
 			}
 			if asJSON {

@@ -104,11 +104,12 @@ func (ev *Evaluation) Repeat() Repeat {
 }
 
 // Evaluator runs one configuration at one load on the configured engine:
-// the simulator's launcher runs it in virtual time (engine.Virtual), any
-// other launcher serves it over HTTP. Live servers are reused: a server is
-// started once per distinct flag set and kept while evaluations ask for the
-// same flags (its prefix cache reset between runs), restarted only when the
-// flags change or it died. Close stops the last one.
+// a virtual Setup (Setup.Virtual) runs it in the simulator's virtual time
+// (virtual.go), any other serves it over HTTP (live.go). Live servers are
+// reused (servers.go): a server is started once per distinct flag set and
+// kept while evaluations ask for the same flags (its prefix cache reset
+// between runs), restarted only when the flags change or it died. Close
+// stops the last one.
 type Evaluator struct {
 	setup    Setup
 	gen      workload.Workload

@@ -266,8 +266,9 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 	if err := e.setup.Deployment.SimErr; err != nil {
 		return sim.Deployment{}, err
 	}
-	dep := e.setup.Deployment.Sim
-	return dep, dep.Params.Apply(params)
+	dep := e.setup.Deployment.Sim // a copy: the Setup's stays as resolved
+	err := dep.Params.Apply(params)
+	return dep, err
 }
 
 // IsInfeasible reports whether err means the configuration cannot run.

@@ -153,9 +153,9 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 }
 
 // resolveSim resolves the simulated deployment of e: the model, GPU,
-// engine flags and the calibration and correction files. It is the one
-// place outside package sim that calls sim.NewDeployment: every phase
-// reads the deployment from the Setup, never the files again.
+// engine flags and the calibration and correction files. It is config's
+// one call of sim.NewDeployment: every phase reads the deployment from the
+// Setup, never the files again.
 func resolveSim(e Engine) (sim.Deployment, error) {
 	return sim.NewDeployment(e.SimDeployment())
 }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -47,8 +48,12 @@ type KneeRun struct {
 	// Margin is the run's worst clause as log(value/limit): above 0 the
 	// run failed that clause. +Inf for a run that could not be judged on
 	// values (overloaded: nothing completed).
-	Margin float64 `json:"margin"`
-	Pass   bool    `json:"pass"`
+	Margin InfFloat `json:"margin"`
+	Pass   bool     `json:"pass"`
+	// Excluded says why the run is left out of the estimate (empty: it
+	// is in): a run the client bound or whose window was still settling
+	// measured something other than the deployment's steady state.
+	Excluded string `json:"excluded,omitempty"`
 }
 
 // CapacityEstimate is the capacity of one configuration: the user count at
@@ -59,16 +64,16 @@ type KneeRun struct {
 type CapacityEstimate struct {
 	Method string `json:"method"`
 	// Users is the estimate; [Lo, Hi] its confidence interval at
-	// Confidence. Hi is +Inf (JSON: null via HiBounded false) when the
-	// runs do not bound it.
-	Users      float64 `json:"users"`
-	Lo         float64 `json:"lo"`
-	Hi         float64 `json:"hi"`
-	Bounded    bool    `json:"bounded"`
-	Confidence float64 `json:"confidence"`
+	// Confidence. Hi is +Inf (JSON null) and Bounded false when the runs
+	// do not bound it.
+	Users      float64  `json:"users"`
+	Lo         float64  `json:"lo"`
+	Hi         InfFloat `json:"hi"`
+	Bounded    bool     `json:"bounded"`
+	Confidence float64  `json:"confidence"`
 	// Precision is the interval's half-width as a share of Users
-	// ((Hi−Lo)/2/Users); +Inf when unbounded.
-	Precision float64 `json:"precision"`
+	// ((Hi−Lo)/2/Users); +Inf (JSON null) when unbounded.
+	Precision InfFloat `json:"precision"`
 	// Binding is the clause whose crossing is lowest ("P2 ttft p95").
 	Binding string `json:"binding_clause"`
 	// Clauses are the crossings of every clause that came near its limit.
@@ -88,10 +93,10 @@ type CapacityEstimate struct {
 
 // ClauseCrossing is one clause's fitted crossing of its allowance.
 type ClauseCrossing struct {
-	Clause string  `json:"clause"`
-	Users  float64 `json:"users"`
-	Lo     float64 `json:"lo"`
-	Hi     float64 `json:"hi"`
+	Clause string   `json:"clause"`
+	Users  float64  `json:"users"`
+	Lo     float64  `json:"lo"`
+	Hi     InfFloat `json:"hi"`
 	// Bounded is false when the interval is open above (or the fit has
 	// no crossing it can place).
 	Bounded bool `json:"bounded"`
@@ -137,6 +142,13 @@ func EstimateCapacity(runs []KneeRun, confidence float64) (*CapacityEstimate, er
 	if confidence <= 0 || confidence >= 1 {
 		confidence = DefaultConfidence
 	}
+	kept := runs[:0:0]
+	for _, r := range runs {
+		if r.Excluded == "" {
+			kept = append(kept, r)
+		}
+	}
+	runs = kept
 	levels := map[int]bool{}
 	for _, r := range runs {
 		levels[r.Users] = true
@@ -170,9 +182,9 @@ func EstimateCapacity(runs []KneeRun, confidence float64) (*CapacityEstimate, er
 	for _, c := range est.Clauses[1:] {
 		est.Lo = math.Min(est.Lo, c.Lo)
 	}
-	est.Precision = math.Inf(1)
+	est.Precision = InfFloat(math.Inf(1))
 	if est.Bounded && est.Users > 0 {
-		est.Precision = (est.Hi - est.Lo) / 2 / est.Users
+		est.Precision = InfFloat((float64(est.Hi) - est.Lo) / 2 / est.Users)
 	}
 	est.SeedSpread = seedSpread(runs, confidence)
 	return est, nil
@@ -242,13 +254,13 @@ func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, 
 	qa := fit.b*fit.b - t*t*fit.vb
 	qb := 2 * (a0*fit.b - t*t*fit.cab)
 	qc := a0*a0 - t*t*fit.va
-	cr.Lo, cr.Hi = math.Inf(-1), math.Inf(1)
+	cr.Lo, cr.Hi = math.Inf(-1), InfFloat(math.Inf(1))
 	if qa > 0 {
 		disc := qb*qb - 4*qa*qc
 		if disc >= 0 {
 			s := math.Sqrt(disc)
 			cr.Lo = fit.xbar + (-qb-s)/(2*qa)
-			cr.Hi = fit.xbar + (-qb+s)/(2*qa)
+			cr.Hi = InfFloat(fit.xbar + (-qb+s)/(2*qa))
 			cr.Bounded = true
 		}
 	}
@@ -355,11 +367,12 @@ func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 func seedSpread(runs []KneeRun, confidence float64) *SeedSpread {
 	var xs, ys []float64
 	for _, r := range runs {
-		if math.IsInf(r.Margin, 0) || math.IsNaN(r.Margin) {
+		m := float64(r.Margin)
+		if math.IsInf(m, 0) || math.IsNaN(m) {
 			continue
 		}
 		xs = append(xs, float64(r.Users))
-		ys = append(ys, r.Margin)
+		ys = append(ys, m)
 	}
 	n := len(xs)
 	if n < 4 {
@@ -394,4 +407,32 @@ func seedSpread(runs []KneeRun, confidence float64) *SeedSpread {
 	z := distuv.UnitNormal.Quantile((1 + confidence) / 2)
 	median := -a / b
 	return &SeedSpread{Lo: median - z*sd, Median: median, Hi: median + z*sd, SDUsers: sd}
+}
+
+// InfFloat is a float64 that may be +Inf (an interval open above, a run
+// with no finite margin): JSON has no infinity, so +Inf is written as
+// null and null read back as +Inf.
+type InfFloat float64
+
+// MarshalJSON writes +Inf (and NaN) as null.
+func (f InfFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads null as +Inf.
+func (f *InfFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = InfFloat(math.Inf(1))
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = InfFloat(v)
+	return nil
 }

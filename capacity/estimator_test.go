@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -62,7 +63,7 @@ func (m kneeModel) run(rng *rand.Rand, users int) KneeRun {
 	// moves with its seed effect (a steeper share means a larger p95)
 	margin := (math.Log(p/(1-p)) - math.Log(0.05/0.95)) / 4
 	return KneeRun{Users: users, Clauses: []ClauseCount{{Scope: "P2", Clause: "ttft p95", Allowance: 0.05, Samples: int64(m.samples), Over: int64(over)}},
-		Margin: margin, Pass: margin <= 0}
+		Margin: InfFloat(margin), Pass: margin <= 0}
 }
 
 func TestEstimateCapacityCoversTheTruth(t *testing.T) {
@@ -89,8 +90,8 @@ func TestEstimateCapacityCoversTheTruth(t *testing.T) {
 			continue
 		}
 		bounded++
-		width += est.Hi - est.Lo
-		if est.Lo <= truth && truth <= est.Hi {
+		width += float64(est.Hi) - est.Lo
+		if est.Lo <= truth && truth <= float64(est.Hi) {
 			covered++
 		}
 	}
@@ -120,7 +121,7 @@ func TestEstimateCapacityNarrowsWithRuns(t *testing.T) {
 			if err != nil || !est.Bounded {
 				t.Fatalf("%d runs a level, experiment %d: no bounded interval (%v)", perLevel, e, err)
 			}
-			w += est.Hi - est.Lo
+			w += float64(est.Hi) - est.Lo
 		}
 		return w / 50
 	}
@@ -179,7 +180,7 @@ func TestSeedSpreadFromMargins(t *testing.T) {
 	var runs []KneeRun
 	for range 200 {
 		u := 150 + rng.IntN(41)
-		runs = append(runs, KneeRun{Users: u, Margin: 0.02*float64(u-170) + 0.1*rng.NormFloat64()})
+		runs = append(runs, KneeRun{Users: u, Margin: InfFloat(0.02*float64(u-170) + 0.1*rng.NormFloat64())})
 	}
 	s := seedSpread(runs, 0.95)
 	if s == nil {
@@ -190,5 +191,21 @@ func TestSeedSpreadFromMargins(t *testing.T) {
 	}
 	if math.Abs((s.Hi-s.Lo)/2-1.959964*s.SDUsers) > 1e-5 {
 		t.Errorf("spread [%.1f, %.1f] is not ±1.96 sd around the median", s.Lo, s.Hi)
+	}
+}
+
+func TestInfFloatJSON(t *testing.T) {
+	for _, v := range []float64{math.Inf(1), 12.5} {
+		b, err := json.Marshal(InfFloat(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back InfFloat
+		if err := json.Unmarshal(b, &back); err != nil || float64(back) != v {
+			t.Errorf("%v → %s → %v (%v)", v, b, back, err)
+		}
+	}
+	if b, _ := json.Marshal(InfFloat(math.Inf(1))); string(b) != "null" {
+		t.Errorf("+Inf encodes as %s, want null", b)
 	}
 }

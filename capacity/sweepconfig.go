@@ -75,7 +75,10 @@ func levelFunc(ev *Evaluator, params map[string]any, load func(users int) Load, 
 		if err != nil {
 			return Repeat{}, err
 		}
-		return r.Repeat(), nil
+		rep := r.Repeat()
+		k := r.KneeRun(repeat)
+		rep.Knee = &k
+		return rep, nil
 	}
 }
 

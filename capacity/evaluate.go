@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/telemetry"
-	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -106,15 +104,19 @@ func (ev *Evaluation) Repeat() Repeat {
 }
 
 // Evaluator runs one configuration at one load on the configured engine:
-// the simulator's launcher runs it in virtual time (engine.Virtual), any
-// other launcher serves it over HTTP. Live servers are reused: a server is
-// started once per distinct flag set and kept while evaluations ask for the
-// same flags (its prefix cache reset between runs), restarted only when the
-// flags change or it died. Close stops the last one.
+// a virtual Setup (Setup.Virtual) runs it in the simulator's virtual time
+// (virtual.go), any other serves it over HTTP (live.go). Live servers are
+// reused (servers.go): a server is started once per distinct flag set and
+// kept while evaluations ask for the same flags (its prefix cache reset
+// between runs), restarted only when the flags change or it died. Close
+// stops the last one.
 type Evaluator struct {
 	setup    Setup
 	gen      workload.Workload
 	launcher engine.Launcher
+	// virtual is the simulator of a Setup that evaluates in virtual time
+	// (Setup.Virtual); nil evaluates on servers.
+	virtual engine.Virtual
 	// seeded holds the workloads of other seeds (Load.SeedOffset > 0),
 	// built on first use.
 	seedMu sync.Mutex
@@ -140,29 +142,24 @@ type Evaluator struct {
 	parent *Evaluator
 }
 
-// EngineUsage counts what live evaluations cost on the engine.
-type EngineUsage struct {
-	// Starts is the number of servers started (a reused server counts once).
-	Starts int `json:"starts"`
-	// Seconds is the time servers were up, start-up included.
-	Seconds float64 `json:"engine_seconds"`
-	// Resets is the number of prefix-cache resets between runs.
-	Resets int `json:"cache_resets"`
-}
-
-// ErrNothingServed: a live server answered every request of a run with an
-// HTTP error; the run measured no capacity.
-var ErrNothingServed = errors.New("the server served nothing")
-
 // ErrNoEngine is a programming error: an Evaluator needs the launcher the
 // configuration names; spoc never substitutes the simulator for it.
 var ErrNoEngine = errors.New("evaluator: no engine launcher given")
 
 // NewEvaluator builds the workload of s once. s.Launcher is the engine
-// every evaluation runs on; nil is an error (ErrNoEngine).
+// every evaluation runs on; nil is an error (ErrNoEngine), and so is a
+// virtual Setup whose launcher is not the simulator.
 func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 	if s.Launcher == nil {
 		return nil, ErrNoEngine
+	}
+	var virtual engine.Virtual
+	if s.Virtual {
+		v, ok := s.Launcher.(engine.Virtual)
+		if !ok {
+			return nil, fmt.Errorf("%w: a virtual Setup needs the simulator's launcher, not %T", ErrNoEngine, s.Launcher)
+		}
+		virtual = v
 	}
 	gen, err := workload.OpenForRun(s.Workload, s.Deployment.MaxModelLen, s.MidSessionStart)
 	if err != nil {
@@ -171,7 +168,7 @@ func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{setup: s, gen: gen, launcher: s.Launcher, logger: logger}, nil
+	return &Evaluator{setup: s, gen: gen, launcher: s.Launcher, virtual: virtual, logger: logger}, nil
 }
 
 // Workload is the session source shared by every evaluation.
@@ -207,21 +204,7 @@ func (e *Evaluator) Setup() Setup { return e.setup }
 func (e *Evaluator) Launcher() engine.Launcher { return e.launcher }
 
 // Virtual reports whether evaluations run in the simulator's virtual time.
-func (e *Evaluator) Virtual() bool {
-	_, ok := e.launcher.(engine.Virtual)
-	return ok
-}
-
-// Usage returns the engine starts and time spent so far (live engines).
-func (e *Evaluator) Usage() EngineUsage {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	u := e.usage
-	if e.cur != nil {
-		u.Seconds += time.Since(e.curFrom).Seconds()
-	}
-	return u
-}
+func (e *Evaluator) Virtual() bool { return e.virtual != nil }
 
 // Evaluate runs params at load and judges the run against the SLA. An
 // engine configuration that cannot run (weights or KV cache do not fit, the
@@ -234,9 +217,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 	start := time.Now()
 	var ev *Evaluation
 	var err error
-	if v, ok := e.launcher.(engine.Virtual); ok {
+	if e.virtual != nil {
 		var dep sim.Deployment
-		if dep, err = v.VirtualDeployment(engine.Params(params)); err == nil {
+		if dep, err = e.virtual.VirtualDeployment(engine.Params(params)); err == nil {
 			e.dry.add(params, load)
 			ev, err = e.evaluateVirtual(ctx, dep, params, load, out)
 		}
@@ -250,6 +233,9 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 		return ev, err
 	}
 	if err != nil {
+		// the one place an engine failure caused by the flags becomes
+		// search's infeasible: a study records the trial INFEASIBLE and a
+		// sweep skips the candidate
 		if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
 			err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
 		}
@@ -262,7 +248,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Lo
 // provenance is where an evaluation's numbers come from; endpoint is the
 // live server's (empty for virtual runs).
 func (e *Evaluator) provenance(endpoint string) Provenance {
-	p := launcherProvenance(e.launcher)
+	p := launcherProvenance(e.launcher, e.Virtual())
 	p.Endpoint = endpoint
 	if endpoint != "" {
 		p.Version = e.curVersion
@@ -274,331 +260,16 @@ func (e *Evaluator) provenance(endpoint string) Provenance {
 // launcher's, or, for a real engine, the configuration priced by the cost
 // model (for roofline predictions).
 func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
-	if v, ok := e.launcher.(engine.Virtual); ok {
-		return v.VirtualDeployment(engine.Params(params))
+	if e.virtual != nil {
+		return e.virtual.VirtualDeployment(engine.Params(params))
 	}
-	dep, err := sim.NewDeployment(e.setup.Deployment.Sim)
-	if err != nil {
-		return dep, err
+	if err := e.setup.Deployment.SimErr; err != nil {
+		return sim.Deployment{}, err
 	}
-	return dep, dep.Params.Apply(params)
-}
-
-// server returns a running server configured with params: the current one
-// when its flags are the same (prefix cache reset), else a new one. The
-// caller holds e.mu.
-func (e *Evaluator) server(ctx context.Context, params map[string]any, load Load) (engine.Server, error) {
-	flags, err := vllm.Flags(vllm.Merge(e.setup.Search.BaseParams, params)) // the command line, not how it was spelt
-	if err != nil {
-		return nil, err
-	}
-	key := strings.Join(flags, " ")
-	if e.cur != nil && e.curKey == key {
-		err := e.cur.ResetCache(ctx)
-		switch {
-		case err == nil:
-			e.usage.Resets++
-			return e.cur, nil
-		case errors.Is(err, engine.ErrResetUnsupported):
-			if !e.warnedReset {
-				e.warnedReset = true
-				e.logger.Warn("the server cannot reset its prefix cache; each run starts with the cache the previous run left", "err", err)
-			}
-			return e.cur, nil
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		}
-		e.logger.Warn("server did not answer the cache reset; restarting it", "err", err)
-	}
-	if err := e.stopLocked(ctx); err != nil {
-		return nil, err
-	}
-	if watch := e.watcher(); watch != nil && ownsServers(e.launcher) {
-		watch(RunStatus{Load: load, Starting: true})
-	}
-	srv, err := e.launcher.Start(ctx, engine.Params(params))
-	if err != nil {
-		return nil, fmt.Errorf("start engine: %w", err)
-	}
-	e.cur, e.curKey, e.curFrom, e.curVersion = srv, key, time.Now(), ""
-	e.usage.Starts++
-	ep := srv.Endpoint()
-	if ep.Model == "" {
-		ep.Model = e.model()
-	}
-	if err := Preflight(ctx, ep, e.setup.Client.Endpoint, e.setup.Client.APIKey); err != nil {
-		if serr := e.stopLocked(ctx); serr != nil {
-			e.logger.Warn("stop engine after a failed preflight", "err", serr)
-		}
-		return nil, err
-	}
-	e.curVersion = serverVersion(ctx, ep.BaseURL)
-	return srv, nil
-}
-
-// stopLocked stops the current server, if any. The caller holds e.mu.
-func (e *Evaluator) stopLocked(ctx context.Context) error {
-	if e.cur == nil {
-		return nil
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	err := e.cur.Stop(sctx)
-	e.usage.Seconds += time.Since(e.curFrom).Seconds()
-	e.cur, e.curKey = nil, ""
-	if err != nil {
-		return fmt.Errorf("stop engine: %w", err)
-	}
-	return nil
-}
-
-// Close stops the running server, if any. The Evaluator can be used
-// again afterwards (the next evaluation starts a server).
-func (e *Evaluator) Close(ctx context.Context) error {
-	e.mu.Lock()
-	err := e.stopLocked(ctx)
-	var u EngineUsage
-	if e.parent != nil {
-		u, e.usage = e.usage, EngineUsage{}
-	}
-	e.mu.Unlock()
-	if e.parent != nil {
-		e.parent.mu.Lock()
-		e.parent.usage.Starts += u.Starts
-		e.parent.usage.Seconds += u.Seconds
-		e.parent.usage.Resets += u.Resets
-		e.parent.mu.Unlock()
-	}
-	return err
-}
-
-func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
-	gen, err := e.workloadFor(load.SeedOffset)
-	if err != nil {
-		return nil, err
-	}
-	epoch := time.Unix(0, 0).UTC()
-	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
-	sum := result.NewSummary(e.setup.SLA, window, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
-	sinks := []result.Sink{sum}
-	var w *result.Writer
-	if out.Records != nil {
-		w = result.NewWriter(out.Records)
-		sinks = append(sinks, w)
-	}
-	stats, err := sim.RunVirtual(ctx, sim.Options{
-		Deployment: dep, Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration,
-		ThinkTimeScale: load.ThinkTimeScale, Start: epoch, RunID: fmt.Sprintf("sim-%d", load.Users),
-		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed + load.SeedOffset,
-	}, gen, result.Tee(sinks...))
-	if w != nil {
-		if cerr := w.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("write records: %w", cerr)
-		}
-	}
-	if err != nil {
-		if stats == nil && ctx.Err() == nil {
-			// the deployment could not be built: weights or KV cache do not fit
-			return nil, fmt.Errorf("%w: %w", search.ErrInfeasible, err)
-		}
-		return nil, err
-	}
-	res := sum.Result()
-	ev := &Evaluation{Users: load.Users, Params: params, Virtual: true, Provenance: e.provenance(""), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
-	sig := SimSignals(stats, dep, e.setup.Telemetry.StragglerClockDrop)
-	ev.Signals = &sig
-	share := stats.Share()
-	ev.Sim = &SimInfo{
-		Replicas: stats.Replicas, KVTokens: stats.KVTokens, MeanKVUsage: stats.MeanKVUsage, PeakKVUsage: stats.PeakKVUsage,
-		MeanSMActive: stats.MeanSMActive, Preemptions: stats.Engine.Preemptions,
-		AttentionShare: share.Attention, MoEShare: share.MoE, DenseShare: share.DenseGEMM, CommShare: share.Communication,
-		OverheadShare: share.Overhead, OtherShare: share.Other, Engine: stats.Engine, Series: &stats.Series,
-	}
-	if q := stats.Engine.PrefixQueries; q > 0 {
-		ev.Sim.PrefixHitRate = float64(stats.Engine.PrefixHits) / float64(q)
-	}
-	return ev, nil
-}
-
-func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
-	gen, err := e.workloadFor(load.SeedOffset)
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	srv, err := e.server(ctx, params, load)
-	if err != nil {
-		return nil, err
-	}
-	ep := srv.Endpoint()
-	defer func() {
-		// A run that failed may have killed the server: the next
-		// evaluation must not reuse it blindly. Say what really happens to
-		// it: spoc stops only a server it started.
-		if err == nil {
-			return
-		}
-		interrupted := ctx.Err() != nil
-		switch owned := ownsServers(e.launcher); {
-		case !owned && interrupted:
-			e.logger.Warn("interrupted: the run's requests were cancelled; the external server keeps running (spoc never stops a server it did not start)", "endpoint", ep.BaseURL)
-		case !owned:
-			e.logger.Warn("the run failed; the external server is left as it is (spoc never stops a server it did not start): the next run checks it again", "endpoint", ep.BaseURL, "err", err)
-		case interrupted:
-			e.logger.Warn("interrupted: stopping the server spoc started", "err", err)
-		default:
-			e.logger.Warn("stopping the server after a failed run; the next run starts a new one", "err", err)
-		}
-		if serr := e.stopLocked(ctx); serr != nil {
-			e.logger.Warn("stop engine after a failed run", "err", serr)
-		}
-	}()
-
-	tel := e.setup.Telemetry
-	var targets []telemetry.Target
-	for i, u := range ep.MetricsURLs {
-		name := fmt.Sprintf("engine%d", i)
-		if i < len(ep.MetricsNames) && ep.MetricsNames[i] != "" {
-			name = ep.MetricsNames[i] // the pod of a Kubernetes replica
-		}
-		targets = append(targets, telemetry.Target{Name: name, URL: u})
-	}
-	targets = append(targets, e.setup.Telemetry.Targets...)
-	var coll *telemetry.Collector
-	tctx, stopTelemetry := context.WithCancel(ctx)
-	var twg sync.WaitGroup
-	// With a Prometheus server configured, the run's window is queried from
-	// it afterwards instead of scraping the targets directly.
-	if tel.Enabled && len(targets) > 0 && tel.Prometheus == "" {
-		coll, err = telemetry.NewCollector(targets, tel.Interval, telemetry.Options{
-			JSONL: out.Telemetry, Logger: e.logger,
-			Derive: telemetry.DeriveOptions{ClockFraction: tel.StragglerClockDrop, TPSize: e.setup.Deployment.TensorParallelSize},
-		})
-		if err != nil {
-			stopTelemetry()
-			return nil, fmt.Errorf("telemetry: %w", err)
-		}
-		twg.Add(1)
-		go func() { defer twg.Done(); _ = coll.Run(tctx) }()
-	}
-	defer func() { stopTelemetry(); twg.Wait() }()
-
-	model := ep.Model
-	if model == "" {
-		model = e.model()
-	}
-	runner, err := loadgen.New(loadgen.Options{
-		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey,
-		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
-		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
-		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
-		Renderer: gen, Logger: e.logger,
-	})
-	if err != nil {
-		return nil, err
-	}
-	sum := result.NewSummary(e.setup.SLA, result.Window{}, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
-	sinks := []result.Sink{sum}
-	var w *result.Writer
-	if out.Records != nil {
-		w = result.NewWriter(out.Records)
-		sinks = append(sinks, w)
-	}
-	report := out.Progress
-	if watch := e.watcher(); watch != nil {
-		started, length := time.Now(), load.Warmup+load.Duration
-		report = func(pr loadgen.Progress) {
-			if out.Progress != nil {
-				out.Progress(pr)
-			}
-			watch(RunStatus{Load: load, Elapsed: time.Since(started), Length: length, Progress: pr})
-		}
-	}
-	stopProgress := watchProgress(runner, report)
-	rep, err := runner.Run(ctx, gen, result.Tee(sinks...))
-	stopProgress()
-	if w != nil {
-		if cerr := w.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("write records: %w", cerr)
-		}
-	}
-	interrupted := err != nil && rep != nil && rep.Interrupted && ctx.Err() != nil
-	if err != nil && !interrupted {
-		return nil, err
-	}
-	if !interrupted {
-		// A server that died during the run failed its requests: that is
-		// no measurement of its capacity, so no verdict either.
-		if aerr := engine.Alive(ctx, srv); aerr != nil {
-			return nil, fmt.Errorf("after the run at %d users: %w", load.Users, aerr)
-		}
-	}
-	sum.SetWindow(rep.Window)
-	sum.SetClientHealth(rep.Health)
-	res := sum.Result()
-	if o := res.Overall; !interrupted && o.OK == 0 && o.Errors > 0 && o.ErrorsByClass[result.StatusHTTPError] == o.Errors {
-		// The server answered every request with an error: it serves
-		// nothing, so this is no point of a capacity curve.
-		return nil, fmt.Errorf("%w: every one of %d requests at %d users got an HTTP error %v", ErrNothingServed, o.Errors, load.Users, o.ErrorsByHTTPStatus)
-	}
-	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
-		Interrupted: interrupted, Scheduled: rep.Scheduled}
-	if interrupted {
-		// What was measured before Ctrl-C is returned with the error: a
-		// caller may print it, but it is no verdict.
-		return ev, err
-	}
-	derive := telemetry.DeriveOptions{ClockFraction: tel.StragglerClockDrop, TPSize: e.setup.Deployment.TensorParallelSize}
-	switch {
-	case coll != nil:
-		stopTelemetry()
-		twg.Wait()
-		sig := coll.Window(rep.Window.Start, rep.Window.End)
-		ev.Signals = &sig
-	case tel.Enabled && tel.Prometheus != "":
-		store, qerr := telemetry.QueryRange(ctx, tel.Prometheus, rep.Window.Start, rep.Window.End,
-			telemetry.QueryOptions{Step: tel.Interval, Queries: tel.Queries})
-		if qerr != nil {
-			// the load run stands on its own; the gap is logged, not fatal
-			e.logger.Warn("telemetry query failed; the run has no engine or GPU signals", "prometheus", tel.Prometheus, "err", qerr)
-			break
-		}
-		sig := store.Window(rep.Window.Start, rep.Window.End, derive)
-		ev.Signals = &sig
-	}
-	return ev, nil
+	dep := e.setup.Deployment.Sim // a copy: the Setup's stays as resolved
+	err := dep.Params.Apply(params)
+	return dep, err
 }
 
 // IsInfeasible reports whether err means the configuration cannot run.
 func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) }
-
-// model is the name requests use when the server does not say: the served
-// name, else the model.
-func (e *Evaluator) model() string {
-	return e.setup.Deployment.RequestModel()
-}
-
-// watchProgress calls fn with the runner's counters every second until the
-// returned stop is called; a nil fn watches nothing.
-func watchProgress(r *loadgen.Runner, fn func(loadgen.Progress)) (stop func()) {
-	if fn == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fn(r.Progress())
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
-}

@@ -175,11 +175,7 @@ func TestEvaluatorReusesServerPerFlagSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep, err := sim.NewDeployment(setup.Deployment.Sim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &countingLauncher{t: t, dep: dep}
+	l := &countingLauncher{t: t, dep: setup.Deployment.Sim}
 	setup.Launcher = l
 	ev, err := capacity.NewEvaluator(setup.Setup, nil)
 	if err != nil {

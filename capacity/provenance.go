@@ -45,10 +45,11 @@ type Provenance struct {
 	Version string `json:"engine_version,omitempty"`
 }
 
-// launcherProvenance describes l without a server.
-func launcherProvenance(l engine.Launcher) Provenance {
+// launcherProvenance describes l without a server; virtual is set when
+// evaluations run in the simulator's virtual time.
+func launcherProvenance(l engine.Launcher, virtual bool) Provenance {
 	p := Provenance{Source: SourceLive}
-	if _, ok := l.(engine.Virtual); ok {
+	if virtual {
 		p.Source = SourceSimulated
 		if c, ok := l.(Calibrated); ok && c.Calibrated() {
 			p.Source = SourceCalibrated

@@ -22,9 +22,14 @@ type Setup struct {
 	// Deployment is what is served, on which GPUs, with which flags.
 	Deployment Deployment
 	// Launcher starts the servers every evaluation runs on: the engine the
-	// configuration names, never a substitute. The simulator's launcher
-	// (engine.Virtual) runs evaluations in virtual time.
+	// configuration names, never a substitute (a simulated plan's is the
+	// simulator, because the configuration asks for it).
 	Launcher engine.Launcher
+	// Virtual is set when evaluations run in the simulator's virtual time
+	// (sim.RunVirtual) instead of on a server over HTTP: the Launcher is
+	// then the simulator (an engine.Virtual). A simulator launcher
+	// without it serves its deployment over HTTP like any engine.
+	Virtual bool
 	// Workload generates the sessions; MidSessionStart starts each user
 	// inside a session, as on a service that has been running for a while.
 	Workload        workload.Spec
@@ -63,9 +68,14 @@ type Deployment struct {
 	// Params are the configured engine flags (engine.params): what every
 	// candidate configuration is applied over.
 	Params map[string]any
-	// Sim is the deployment as the cost model prices it: the simulator's
-	// input for sim engines, and the roofline's for any engine.
-	Sim sim.DeploymentSpec
+	// Sim is the deployment as the cost model prices it, resolved once
+	// (model, GPU, flags, calibration and correction files): the
+	// simulator's input for sim engines, and the roofline's for any
+	// engine. SimErr, when set, is why a real engine's deployment has no
+	// simulated counterpart (flags the simulator does not model); Sim is
+	// then zero.
+	Sim    sim.Deployment
+	SimErr error
 	// SimErrorRate injects server errors into simulated runs.
 	SimErrorRate float64
 }

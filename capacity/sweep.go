@@ -39,6 +39,9 @@ type Repeat struct {
 	// Detail is whatever the evaluator wants kept with the level (a summary,
 	// telemetry); the sweep never reads it.
 	Detail any `json:"detail,omitempty"`
+	// Knee is the run as the capacity estimator reads it (nil when the
+	// evaluator does not say).
+	Knee *KneeRun `json:"-"`
 }
 
 // up reports whether the sweep walks on above l: it passed, or it had too
@@ -69,6 +72,12 @@ type SweepOptions struct {
 	Progress func(l Level, phase string)
 	// SeedProgress, when set, is called with each other seed's ceiling.
 	SeedProgress func(s SeedCeiling)
+	// Precision, when its Target is set, refines the capacity estimate
+	// on fresh seeds after the walk (refine.go) instead of walking
+	// Seeds−1 more seeds; RunProgress is called after each of its runs
+	// with the estimate so far (nil before there is one).
+	Precision   Precision
+	RunProgress func(k KneeRun, est *CapacityEstimate)
 	// Known are levels measured before the sweep with the same
 	// configuration and windows (a multi-fidelity plan's verified
 	// points): their repeat 0 of the first seed is taken from here
@@ -104,6 +113,14 @@ type SweepResult struct {
 	// NoInterval says why).
 	Interval   *Interval `json:"interval,omitempty"`
 	NoInterval string    `json:"no_interval,omitempty"`
+	// Estimate is the capacity estimated from the refinement's runs
+	// (Runs), with its confidence interval and the spread over seeds;
+	// nil when the refinement was off or could not estimate it
+	// (NoEstimate says why). Refinement says what it spent and reached.
+	Estimate   *CapacityEstimate `json:"estimate,omitempty"`
+	NoEstimate string            `json:"no_estimate,omitempty"`
+	Refinement *Refinement       `json:"refinement,omitempty"`
+	Runs       []KneeRun         `json:"runs,omitempty"`
 	// Margin is the binding clause's distance from its limit at the
 	// ceiling and at the first failing count (set by SweepConfig, which
 	// sees the runs' summaries; nil when they were not kept).
@@ -314,6 +331,12 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 	sort.Slice(res.Levels, func(i, j int) bool { return res.Levels[i].Users < res.Levels[j].Users })
 	res.Knee = knee(res.Levels)
 	res.Spread = spread(res.Levels)
+	if o.Precision.Target > 0 {
+		if err := refine(ctx, eval, o, res); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
 	if err := AddInterval(ctx, eval, o, res); err != nil {
 		return nil, err
 	}

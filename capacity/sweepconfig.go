@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/spoc-project/spoc/internal/atomicfile"
 )
 
 // SweepConfig sweeps params to the capacity ceiling. Each run has its own
@@ -73,7 +75,10 @@ func levelFunc(ev *Evaluator, params map[string]any, load func(users int) Load, 
 		if err != nil {
 			return Repeat{}, err
 		}
-		return r.Repeat(), nil
+		rep := r.Repeat()
+		k := r.KneeRun(repeat)
+		rep.Knee = &k
+		return rep, nil
 	}
 }
 
@@ -164,7 +169,7 @@ func SweepOne(ctx context.Context, s Setup, params map[string]any, o SweepRun) (
 			return nil, err
 		}
 		records = func(users int) (io.WriteCloser, error) {
-			return CreateAtomic(filepath.Join(o.RecordsDir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
+			return atomicfile.Create(filepath.Join(o.RecordsDir, fmt.Sprintf("sweep-users-%05d.jsonl", users)))
 		}
 	}
 	return SweepConfig(ctx, ev, params, s.Windows.Sweep.At, opts, records)

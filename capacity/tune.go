@@ -36,21 +36,21 @@ func (e *Evaluator) TuneEvaluator(load Load) tune.Evaluator {
 	}
 }
 
-// TuneWorkers returns the evaluators of a study that runs n trials at once
+// tuneWorkers returns the evaluators of a study that runs n trials at once
 // (search.parallel) and the function that closes them. On the simulator
 // every worker evaluates on e (virtual runs start no server and run
 // side by side); on a live engine worker 1 is e and each other worker a
 // fork of e with a server of its own (the launcher must run n at once:
 // kubernetes, one Deployment per trial), whose engine usage Close adds to
 // e's.
-func (e *Evaluator) TuneWorkers(load Load, n int) ([]tune.Worker, func(context.Context) error) {
+func (e *Evaluator) tuneWorkers(load Load, n int) ([]tune.Worker, func(context.Context) error) {
 	evs := []*Evaluator{e}
 	for i := 1; i < max(n, 1); i++ {
 		if e.Virtual() {
 			evs = append(evs, e)
 			continue
 		}
-		fork := &Evaluator{setup: e.setup, gen: e.gen, launcher: e.launcher, logger: e.logger, parent: e}
+		fork := &Evaluator{setup: e.setup, gen: e.gen, launcher: e.launcher, virtual: e.virtual, logger: e.logger, parent: e}
 		fork.watch.Store(e.watch.Load()) // its runs show as e's do
 		evs = append(evs, fork)
 	}
@@ -194,19 +194,32 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 		line += fmt.Sprintf(", %d at once", spec.Parallel)
 	}
 	notify(line)
-	workers, closeWorkers := ev.TuneWorkers(s.Windows.Tune.At(spec.Users), spec.Parallel)
+	o.Notify = notify
+	return ev.Study(ctx, spec, o)
+}
+
+// Study runs the study spec on e's engine at spec.Users with the tuning
+// windows: each trial running at once (spec.Parallel) on an evaluator of
+// its own, its artefacts under o.ArtifactsRoot, its progress and the
+// study's decisions to o.Progress and o.Notify (o's BaselineLevel and Runs
+// are Tune's). It is the one place a study is wired to spoc's evaluations:
+// spoc tune (Tune) and a plan's tune phase call it. It returns the study's
+// state, also with the error of an interrupted run, and
+// ErrEveryTrialFailed when every trial failed.
+func (e *Evaluator) Study(ctx context.Context, spec tune.Spec, o TuneOptions) (*tune.Result, error) {
+	workers, closeWorkers := e.tuneWorkers(e.setup.Windows.Tune.At(spec.Users), spec.Parallel)
 	defer func() {
 		if err := closeWorkers(ctx); err != nil {
-			ev.logger.Warn("stop a parallel worker's server", "err", err)
+			e.logger.Warn("stop a parallel worker's server", "err", err)
 		}
 	}()
 	res, err := tune.Run(ctx, spec, tune.Options{
-		Launcher:      s.Launcher,
+		Launcher:      e.launcher,
 		Workers:       workers,
 		ArtifactsRoot: o.ArtifactsRoot,
 		Progress:      o.Progress,
 		Logger:        o.Logger,
-		Notify:        notify,
+		Notify:        o.Notify,
 	})
 	if err == nil {
 		err = NoTrialRan(res)

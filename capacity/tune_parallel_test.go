@@ -11,7 +11,6 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/search"
-	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/tune"
 )
 
@@ -124,16 +123,13 @@ func TestTuneParallelLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep, err := sim.NewDeployment(setup.Deployment.Sim)
+	s, err := engine.NewSim(setup.Deployment.Sim, engine.SimOptions{TimeScale: 100, MaxServers: 3, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := engine.NewSim(dep, engine.SimOptions{TimeScale: 100, MaxServers: 3, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the simulator served over HTTP, as a real engine is
 	l := &liveSim{sim: s}
-	setup.Launcher = l
+	setup.Launcher, setup.Virtual = l, false
 	res, err := capacity.Tune(context.Background(), setup.Setup, capacity.TuneOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,9 @@ type LauncherOptions struct {
 	// Runner replaces kubectl (tests, wrappers); nil runs the configured
 	// binary.
 	Runner engine.Runner
+	// Sim is the simulated deployment Config.Setup resolved once, for the
+	// sim launcher; nil resolves the engine section's.
+	Sim    *sim.Deployment
 	Logger *slog.Logger
 }
 
@@ -62,77 +65,97 @@ func (e Engine) BaseParams() engine.Params {
 	return vllm.Merge(p, e.Params)
 }
 
+// launchers are the engine kinds and their launchers' constructors, one
+// entry per kind (blackbox_exporter's prober table is the model): a new
+// engine is one entry here, its section in engine.go and its name in
+// EngineKinds.
+var launchers = map[string]func(Engine, LauncherOptions) (engine.Launcher, error){
+	EngineSim:        simLauncher,
+	EngineProcess:    processLauncher,
+	EngineExternal:   externalLauncher,
+	EngineKubernetes: kubernetesLauncher,
+}
+
 // Launcher returns the launcher the engine section describes: the one
 // engine every phase of a plan runs on.
 func (e Engine) Launcher(o LauncherOptions) (engine.Launcher, error) {
-	served := vllm.ServedName(e.Model, e.ServedModelName)
-	switch e.Kind {
-	case EngineSim:
-		return e.SimLauncher(o)
-	case EngineProcess:
-		pe := e.Process
-		return engine.NewProcess(engine.ProcessOptions{
-			Command:          pe.Command,
-			Env:              pe.Env,
-			Model:            e.Model,
-			ServedModelName:  served,
-			BaseParams:       e.BaseParams(),
-			HealthPath:       pe.HealthPath,
-			MetricsPath:      pe.MetricsPath,
-			ExtraMetricsURLs: o.ExtraMetricsURLs,
-			HealthTimeout:    time.Duration(pe.HealthTimeout),
-			StopTimeout:      time.Duration(pe.StopTimeout),
-			Dir:              o.Dir,
-			Logger:           o.Logger,
-		})
-	case EngineExternal:
-		urls := append(append([]string(nil), e.External.MetricsURL...), o.ExtraMetricsURLs...)
-		return engine.NewExternal(e.External.URL, served, "", urls)
-	case EngineKubernetes:
-		k := e.Kubernetes
-		tp := max(e.TensorParallelSize, 1)
-		runner := o.Runner
-		if runner == nil {
-			runner = engine.ExecRunner{Binary: k.Kubectl}
-		}
-		opts := engine.KubernetesOptions{
-			Namespace:       k.Namespace,
-			Context:         k.Context,
-			Kubeconfig:      k.Kubeconfig,
-			Study:           o.Study,
-			Image:           k.Image,
-			Args:            k.Args,
-			Model:           e.Model,
-			ServedModelName: served,
-			BaseParams:      e.BaseParams(),
-			Replicas:        max(e.GPUs/tp, 1),
-			GPUsPerReplica:  tp,
-			GPUResource:     k.GPUResource,
-			NodeSelector:    k.NodeSelector,
-			ReadyTimeout:    time.Duration(k.ReadyTimeout),
-			StopTimeout:     time.Duration(e.Process.StopTimeout),
-			PortForward:     k.PortForward,
-			NamePrefix:      o.NamePrefix,
-			MaxServers:      o.MaxServers,
-			Dir:             o.Dir,
-			Runner:          runner,
-			Logger:          o.Logger,
-		}
-		if err := k.Pod.apply(&opts); err != nil {
-			return nil, err
-		}
-		return engine.NewKubernetes(opts)
+	newLauncher, ok := launchers[e.Kind]
+	if !ok {
+		return nil, fmt.Errorf("engine.kind: unknown engine %q", e.Kind)
 	}
-	return nil, fmt.Errorf("engine.kind: unknown engine %q", e.Kind)
+	return newLauncher(e, o)
 }
 
-// SimLauncher is the simulator launcher of the engine section's model, GPU
-// and flags, whatever its kind: for the sim kind, and where the
-// configuration asks for a simulation (hardware comparison targets).
-func (e Engine) SimLauncher(o LauncherOptions) (*engine.Sim, error) {
-	d, err := sim.NewDeployment(e.SimDeployment())
-	if err != nil {
-		return nil, fmt.Errorf("sim engine: %w", err)
+// simLauncher is the simulator of the engine section's model, GPU and
+// flags: o.Sim, the deployment Config.Setup resolved, or the section's own
+// when o has none.
+func simLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
+	d := o.Sim
+	if d == nil {
+		resolved, err := resolveSim(e)
+		if err != nil {
+			return nil, err
+		}
+		d = &resolved
 	}
-	return engine.NewSim(d, engine.SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, MaxServers: o.MaxServers, Dir: o.Dir, Logger: o.Logger})
+	return engine.NewSim(*d, engine.SimOptions{TimeScale: e.Sim.TimeScale, ErrorRate: e.Sim.ErrorRate, MaxServers: o.MaxServers, Dir: o.Dir, Logger: o.Logger})
+}
+
+func processLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
+	pe := e.Process
+	return engine.NewProcess(engine.ProcessOptions{
+		Command:          pe.Command,
+		Env:              pe.Env,
+		Model:            e.Model,
+		ServedModelName:  vllm.ServedName(e.Model, e.ServedModelName),
+		BaseParams:       e.BaseParams(),
+		HealthPath:       pe.HealthPath,
+		MetricsPath:      pe.MetricsPath,
+		ExtraMetricsURLs: o.ExtraMetricsURLs,
+		HealthTimeout:    time.Duration(pe.HealthTimeout),
+		StopTimeout:      time.Duration(pe.StopTimeout),
+		Dir:              o.Dir,
+		Logger:           o.Logger,
+	})
+}
+
+func externalLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
+	urls := append(append([]string(nil), e.External.MetricsURL...), o.ExtraMetricsURLs...)
+	return engine.NewExternal(e.External.URL, vllm.ServedName(e.Model, e.ServedModelName), "", urls)
+}
+
+func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
+	k := e.Kubernetes
+	tp := max(e.TensorParallelSize, 1)
+	runner := o.Runner
+	if runner == nil {
+		runner = engine.ExecRunner{Binary: k.Kubectl}
+	}
+	opts := engine.KubernetesOptions{
+		Namespace:       k.Namespace,
+		Context:         k.Context,
+		Kubeconfig:      k.Kubeconfig,
+		Study:           o.Study,
+		Image:           k.Image,
+		Args:            k.Args,
+		Model:           e.Model,
+		ServedModelName: vllm.ServedName(e.Model, e.ServedModelName),
+		BaseParams:      e.BaseParams(),
+		Replicas:        max(e.GPUs/tp, 1),
+		GPUsPerReplica:  tp,
+		GPUResource:     k.GPUResource,
+		NodeSelector:    k.NodeSelector,
+		ReadyTimeout:    time.Duration(k.ReadyTimeout),
+		StopTimeout:     time.Duration(e.Process.StopTimeout),
+		PortForward:     k.PortForward,
+		NamePrefix:      o.NamePrefix,
+		MaxServers:      o.MaxServers,
+		Dir:             o.Dir,
+		Runner:          runner,
+		Logger:          o.Logger,
+	}
+	if err := k.Pod.apply(&opts); err != nil {
+		return nil, err
+	}
+	return engine.NewKubernetes(opts)
 }

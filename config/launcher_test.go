@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spoc-project/spoc/engine"
@@ -55,5 +56,21 @@ func TestEngineLauncher(t *testing.T) {
 	want := "vllm serve m --max-model-len 8192 --block-size 16 --data-parallel-size 2 --enable-chunked-prefill --enable-prefix-caching --enable-prompt-tokens-details --gpu-memory-utilization 0.9 --max-num-batched-tokens 8192 --max-num-seqs 32 --tensor-parallel-size 2"
 	if got != want {
 		t.Errorf("process dry run:\n got %s\nwant %s", got, want)
+	}
+}
+
+// The launcher table has one constructor per engine kind the configuration
+// accepts, and no other.
+func TestLauncherTableCoversEveryKind(t *testing.T) {
+	if len(launchers) != len(EngineKinds) {
+		t.Errorf("%d launchers for %d engine kinds %v", len(launchers), len(EngineKinds), EngineKinds)
+	}
+	for _, k := range EngineKinds {
+		if launchers[k] == nil {
+			t.Errorf("engine kind %q has no launcher", k)
+		}
+	}
+	if _, err := (Engine{Kind: "slurm"}).Launcher(LauncherOptions{}); err == nil || !strings.Contains(err.Error(), `unknown engine "slurm"`) {
+		t.Errorf("unknown kind: %v", err)
 	}
 }

@@ -114,5 +114,5 @@ func (pl *Plan) demand() plan.Demand {
 
 // fidelity resolves the fidelity keys for plan.Setup.
 func (pl *Plan) fidelity() plan.Fidelity {
-	return plan.Fidelity{Mode: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D(), VerifyTopK: pl.VerifyTopK}
+	return plan.Fidelity{Requested: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D(), VerifyTopK: pl.VerifyTopK}
 }

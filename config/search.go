@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/search/samplers"
+	"github.com/spoc-project/spoc/tune"
 )
 
 // Objective metrics a study can optimise.
@@ -98,8 +100,9 @@ func DefaultSpace() []Param {
 }
 
 func (s *Search) validate(p string, errs *Errors) {
-	if !oneOf(s.Sampler, []string{"auto", "tpe", "nsga2", "random", "grid"}) {
-		errs.Addf(p+".sampler", "unknown sampler %q (one of \"auto\", \"tpe\", \"nsga2\", \"random\", \"grid\")", s.Sampler)
+	// the samplers are search/samplers' registry, and auto picks one of them
+	if names := append([]string{tune.SamplerAuto}, samplers.Names()...); !oneOf(s.Sampler, names) {
+		errs.Addf(p+".sampler", "unknown sampler %q (one of %s)", s.Sampler, quoteList(names))
 	}
 	if s.Trials < 1 {
 		errs.Addf(p+".trials", "must be at least 1, got %d", s.Trials)

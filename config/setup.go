@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/tune"
 	"github.com/spoc-project/spoc/workload"
@@ -29,6 +32,15 @@ type SetupOptions struct {
 	// Quick resolves the smoke-run settings (ApplyQuick) on a copy of the
 	// configuration (spoc plan --quick).
 	Quick bool
+	// Plan resolves the Setup plan.Run runs (spoc plan): its fidelity
+	// chooses the engine every phase evaluates on — plan.fidelity
+	// simulated on a real engine is the simulator of the configured
+	// deployment, in virtual time — and a fidelity that needs the
+	// simulator (simulated, multi) fails here when the deployment has none.
+	// Without it the Setup's launcher is the engine the configuration
+	// names, whatever plan.fidelity says (spoc run, sweep, tune, plan
+	// --estimate).
+	Plan bool
 	// NamePrefix names Kubernetes objects (default "spoc-" + study name).
 	NamePrefix string
 	Logger     *slog.Logger
@@ -42,11 +54,14 @@ var DefaultCompareTargets = []Target{
 }
 
 // Setup validates c and resolves it, once, into the value every use case
-// runs on: the engine's launcher, the workload, SLA, client, windows, sweep
-// policy, study and telemetry as domain types. Files that later phases read
-// must exist now (an error naming the field rather than a failure after
-// minutes of tuning). Only config knows the YAML schema; nothing downstream
-// sees *Config.
+// runs on: the simulated deployment (model, GPU, flags, calibration and
+// correction files read once), the engine's launcher and whether it
+// evaluates in virtual time, the plan's fidelity, the workload, SLA,
+// client, windows, sweep policy, study and telemetry as domain types, and
+// each compare target's simulated Setup. Files that later phases read must
+// exist now (an error naming the field rather than a failure after minutes
+// of tuning). Only config knows the YAML schema; nothing downstream sees
+// *Config.
 func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	if o.Quick {
 		quick := *c
@@ -62,7 +77,19 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	if o.NamePrefix == "" {
 		o.NamePrefix = "spoc-" + c.Search.Study
 	}
+	// The simulated deployment: the sim engine's input, and for any other
+	// engine the cost model's view of it (a multi plan's search, the
+	// roofline, --estimate). A real engine may run flags the simulator
+	// does not model: then it has no simulated counterpart, and only what
+	// needs one fails (SimErr).
+	dep, simErr := resolveSim(c.Engine)
+	if simErr != nil && c.Engine.Kind == EngineSim {
+		return plan.Setup{}, fmt.Errorf("sim engine: %w", simErr)
+	}
 	lo := LauncherOptions{NamePrefix: o.NamePrefix, Study: c.Search.Study, MaxServers: c.Search.Parallel, Logger: o.Logger}
+	if simErr == nil {
+		lo.Sim = &dep
+	}
 	if o.OutDir != "" {
 		lo.Dir = filepath.Join(o.OutDir, "servers")
 	}
@@ -71,7 +98,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		return plan.Setup{}, err
 	}
 	s := plan.Setup{
-		Setup:           c.capacitySetup(o.OutDir),
+		Setup:           c.capacitySetup(o.OutDir, dep, simErr),
 		OutDir:          o.OutDir,
 		Title:           c.Report.Title,
 		Trace:           plan.Trace{File: c.Trace.File, Window: c.Trace.Window, NVTX: c.Trace.NVTX, Rules: c.Trace.Rules},
@@ -81,6 +108,22 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		Fidelity:        c.Plan.fidelity(),
 	}
 	s.Launcher = launcher
+	// the simulator engine runs every evaluation in virtual time
+	s.Virtual = c.Engine.Kind == EngineSim
+	switch sl, ok := launcher.(*engine.Sim); {
+	case ok:
+		s.Simulator = sl
+	case simErr == nil:
+		if s.Simulator, err = engine.NewSim(dep, engine.SimOptions{Logger: o.Logger}); err != nil {
+			return plan.Setup{}, err
+		}
+	}
+	s.Fidelity.Mode, s.Fidelity.Note = plan.ResolveFidelity(s.Fidelity.Requested, c.Engine.Kind, s.Virtual, engine.Reconfigurable(launcher))
+	if o.Plan {
+		if err := planEngine(&s, c.Engine.Kind); err != nil {
+			return plan.Setup{}, err
+		}
+	}
 	for _, a := range Assumptions(c) {
 		s.Assumptions = append(s.Assumptions, plan.Assumption{Field: a.Path, Value: a.Value, Note: a.Note})
 	}
@@ -93,21 +136,54 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		tc.Engine.GPU, tc.Engine.GPUs, tc.Engine.TensorParallelSize = t.GPU, t.GPUs, t.TensorParallelSize
 		// Hardware the user does not have can only be simulated: the
 		// target runs on the simulator, whatever the plan's engine.
-		sl, err := tc.Engine.SimLauncher(LauncherOptions{Logger: o.Logger})
+		tdep, err := resolveSim(tc.Engine)
+		if err != nil {
+			return plan.Setup{}, &Errors{List: []*FieldError{{Path: "engine.compare", Msg: "target " + t.Name + ": sim engine: " + err.Error()}}}
+		}
+		sl, err := simLauncher(tc.Engine, LauncherOptions{Sim: &tdep, Logger: o.Logger})
 		if err != nil {
 			return plan.Setup{}, &Errors{List: []*FieldError{{Path: "engine.compare", Msg: "target " + t.Name + ": " + err.Error()}}}
 		}
-		ts := tc.capacitySetup(o.OutDir)
-		ts.Launcher = sl
+		ts := tc.capacitySetup(o.OutDir, tdep, nil)
+		ts.Launcher, ts.Virtual = sl, true
 		ts.Deployment.Kind = EngineSim
 		s.Compare = append(s.Compare, plan.Target{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize, Setup: ts})
 	}
 	return s, nil
 }
 
+// resolveSim resolves the simulated deployment of e: the model, GPU,
+// engine flags and the calibration and correction files. It is config's
+// one call of sim.NewDeployment: every phase reads the deployment from the
+// Setup, never the files again.
+func resolveSim(e Engine) (sim.Deployment, error) {
+	return sim.NewDeployment(e.SimDeployment())
+}
+
+// planEngine points a plan whose fidelity needs no engine time at the
+// simulator of the configured deployment, and refuses a fidelity that
+// needs the simulator when the deployment has none.
+func planEngine(s *plan.Setup, kind string) error {
+	mode := s.Fidelity.Mode
+	if s.Simulator == nil && (mode == plan.FidelityMulti || mode == plan.FidelitySimulated && !s.Virtual) {
+		what := "plan.fidelity " + mode
+		if s.Fidelity.Requested == "" {
+			what += " (the default on the " + kind + " engine)"
+		}
+		return &Errors{List: []*FieldError{{Path: "plan.fidelity", Msg: fmt.Sprintf("%s runs the simulator of the deployment, and it has none: %v; set plan.fidelity: live", what, s.Deployment.SimErr)}}}
+	}
+	if mode == plan.FidelitySimulated && !s.Virtual {
+		// no engine time: every phase runs on the simulator of the
+		// configured deployment (Fidelity.Note says so)
+		s.Launcher, s.Virtual = s.Simulator, true
+	}
+	return nil
+}
+
 // capacitySetup is the part of the Setup that does not depend on the
-// launcher; out resolves a relative study storage.
-func (c *Config) capacitySetup(out string) capacity.Setup {
+// launcher; out resolves a relative study storage, dep and simErr are the
+// resolved simulated deployment (resolveSim).
+func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) capacity.Setup {
 	e := c.Engine
 	params := make(map[string]any, len(e.Params))
 	for k, v := range e.Params {
@@ -136,7 +212,7 @@ func (c *Config) capacitySetup(out string) capacity.Setup {
 		Deployment: capacity.Deployment{
 			Kind: e.Kind, Model: e.Model, ServedModelName: e.ServedModelName, GPU: e.GPU, GPUs: e.GPUs,
 			TensorParallelSize: e.TensorParallelSize, WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen,
-			Params: params, Sim: e.SimDeployment(), SimErrorRate: e.Sim.ErrorRate,
+			Params: params, Sim: dep, SimErr: simErr, SimErrorRate: e.Sim.ErrorRate,
 		},
 		Workload:        c.workloadSpec(),
 		MidSessionStart: c.Run.MidSessionStart,

@@ -82,7 +82,7 @@ type tunedCandidate struct {
 // so only the other seeds' walks run here — and compares the two. When the
 // plan kept engine.params, the study's best candidate is compared with
 // them instead, so the report still says what tuning would have changed.
-func (p *planner) tunedVsDefault(ctx context.Context) (string, error) {
+func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st *searchState) (string, error) {
 	if p.final == nil {
 		return "", fmt.Errorf("no sweep of the chosen configuration to compare")
 	}
@@ -91,7 +91,7 @@ func (p *planner) tunedVsDefault(ctx context.Context) (string, error) {
 	// interval walks the other seeds of a candidate sweep (a copy).
 	interval := func(params map[string]any, r *capacity.SweepResult) (*capacity.SweepResult, error) {
 		c := *r
-		if err := capacity.IntervalConfig(ctx, p.ev, params, p.s.Windows.Sweep.At, opts, &c); err != nil {
+		if err := capacity.IntervalConfig(ctx, ev, params, p.s.Windows.Sweep.At, opts, &c); err != nil {
 			return nil, err
 		}
 		return &c, nil
@@ -99,17 +99,17 @@ func (p *planner) tunedVsDefault(ctx context.Context) (string, error) {
 	tv := &TunedVsDefault{Tuned: estimate(p.final), TunedTrial: p.sum.Capacity.ChosenTrial}
 	base := withBase(p.s.Deployment.Params, nil)
 	switch {
-	case p.sum.Capacity.ChosenTrial >= 0 && p.baseline != nil:
-		def, err := interval(map[string]any{}, p.baseline)
+	case p.sum.Capacity.ChosenTrial >= 0 && st.baseline != nil:
+		def, err := interval(map[string]any{}, st.baseline)
 		if err != nil {
 			return "", fmt.Errorf("engine.params: %w", err)
 		}
 		tv.Default = estimate(def)
 		tv.Changed = changedFlags(base, p.sum.Capacity.Config)
-	case p.sum.Capacity.ChosenTrial < 0 && p.bestTuned != nil:
+	case p.sum.Capacity.ChosenTrial < 0 && st.bestTuned != nil:
 		// the plan keeps engine.params: its sweep is the final one
 		tv.KeptDefault, tv.Default = true, tv.Tuned
-		b := p.bestTuned
+		b := st.bestTuned
 		tuned, err := interval(b.params, b.res)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", trialName(b.trial), err)

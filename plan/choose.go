@@ -17,7 +17,7 @@ import (
 // ceiling (or the most throughput at its ceiling, under sweep.choose:
 // max-throughput). A tie keeps the earlier candidate: the configured flags
 // first, then the study's higher throughput.
-func (p *planner) choose(ctx context.Context) (string, error) {
+func (p *planner) choose(ctx context.Context, ev *capacity.Evaluator, st *searchState) (string, error) {
 	sw := p.s.Sweep
 	type cand struct {
 		trial  int
@@ -42,12 +42,12 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 	cands = append([]cand{{trial: -1, params: map[string]any{}}}, cands...)
 	best, bestTput := -1, 0.0
 	for n, c := range cands {
-		res, err := p.baseline, error(nil)
+		res, err := st.baseline, error(nil)
 		if c.trial >= 0 || res == nil {
 			// the flags as the final sweep passes them (configured flags
 			// plus the trial's), so that the evaluator keys its server the
 			// same way and the sweep reuses the chosen candidate's server
-			res, err = capacity.CandidateSweep(ctx, p.ev, withBase(p.s.Deployment.Params, c.params), nil)
+			res, err = capacity.CandidateSweep(ctx, ev, withBase(p.s.Deployment.Params, c.params), nil)
 		}
 		if err != nil {
 			if capacity.IsInfeasible(err) {
@@ -60,8 +60,8 @@ func (p *planner) choose(ctx context.Context) (string, error) {
 			StudyThroughput: c.tput, Provenance: res.Provenance()}
 		p.sum.Candidates = append(p.sum.Candidates, rc)
 		p.stepf(n+1, len(cands), false, "candidate %s: ceiling %d users (%s)", trialName(c.trial), res.Ceiling, describeParams(c.params))
-		if c.trial >= 0 && (p.bestTuned == nil || res.Ceiling > p.bestTuned.res.Ceiling) {
-			p.bestTuned = &tunedCandidate{trial: c.trial, params: c.params, res: res}
+		if c.trial >= 0 && (st.bestTuned == nil || res.Ceiling > st.bestTuned.res.Ceiling) {
+			st.bestTuned = &tunedCandidate{trial: c.trial, params: c.params, res: res}
 		}
 		tput := res.CeilingThroughput()
 		if best < 0 || better(sw.Choose, rc, p.sum.Candidates[best], tput, bestTput) {

@@ -42,10 +42,10 @@ type EnvelopePoint struct {
 // built-in calibration of the simulated model. It returns nil and a note
 // when there is nothing to compare with.
 func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
-	dep, err := sim.NewDeployment(s.Deployment.Sim)
-	if err != nil {
+	if err := s.Deployment.SimErr; err != nil {
 		return nil, "calibration envelope not checked: " + err.Error()
 	}
+	dep := s.Deployment.Sim
 	var env *Envelope
 	var c perfmodel.Calibration
 	if s.CalibrationFile != "" {
@@ -75,7 +75,7 @@ func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
 	params := dep.Params
 	if len(sum.Capacity.Config) > 0 {
 		merged := map[string]any{}
-		for k, v := range s.Deployment.Sim.Params {
+		for k, v := range s.Deployment.Params {
 			merged[k] = v
 		}
 		for k, v := range sum.Capacity.Config {

@@ -17,7 +17,11 @@ import (
 // concurrency are flagged one by one.
 func TestEnvelopeReferenceCase(t *testing.T) {
 	var s Setup
-	s.Deployment.Sim = sim.ReferenceDeploymentSpec()
+	dep, err := sim.NewDeployment(sim.ReferenceDeploymentSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Deployment.Sim = dep
 	sum := &Summary{
 		Workload: &workload.Inspection{Profiles: []workload.ProfileSummary{
 			{Name: "P0", ContextStartP50: 5000, ContextMax: 50000, OutputBudgetP50: 600, TurnsP50: 8},

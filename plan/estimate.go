@@ -10,7 +10,6 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
-	"github.com/spoc-project/spoc/sim"
 )
 
 // Estimate is the engine time each fidelity of a plan would take, before
@@ -66,13 +65,13 @@ type EstimateRow struct {
 // differ sweeps other levels, which is the estimate's error
 // (docs/fidelity.md measures it).
 func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, error) {
-	dep, err := sim.NewDeployment(s.Deployment.Sim)
+	simulator, err := s.simulator()
 	if err != nil {
 		return nil, err
 	}
 	est := &Estimate{RunOverheadSeconds: RunOverhead.Seconds(), BudgetSeconds: s.Fidelity.Budget.Seconds(), GPUs: s.Deployment.GPUs,
 		Method: "the plan's control flow run on the simulator of the configured deployment, each run counted as its windows plus run overhead, each server start as the start-up time"}
-	_, virtual := s.Launcher.(engine.Virtual)
+	virtual := s.Virtual
 	switch {
 	case virtual:
 		est.StartupSource = "none: the simulator engine runs in virtual time"
@@ -93,7 +92,7 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	defaultMode, _ := Fidelity{}.mode(s.Launcher)
+	defaultMode, _ := ResolveFidelity("", s.Deployment.Kind, virtual, engine.Reconfigurable(s.Launcher))
 	for _, mode := range Fidelities {
 		row := EstimateRow{Fidelity: mode, Default: mode == defaultMode}
 		if virtual && mode != FidelitySimulated {
@@ -105,7 +104,7 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			continue
 		}
 		progressf(o.Progress, "estimate %s: running the plan's control flow on the simulator, counting the live runs it stands for (seconds to minutes of CPU, no engine time)", mode)
-		u, skippable, err := dryRun(ctx, s, o, dep, mode, filepath.Join(tmp, mode))
+		u, skippable, err := dryRun(ctx, s, o, simulator, mode, filepath.Join(tmp, mode))
 		if err != nil {
 			return nil, fmt.Errorf("estimate %s: %w", mode, err)
 		}
@@ -139,13 +138,9 @@ func ifEmpty(s, alt string) string {
 // runs a live plan would make, and those of them a live plan skips when its
 // study finds no feasible trial (choose, default). The study goes into dir,
 // never into the plan's own storage.
-func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, dir string) (total, skippable capacity.WouldUse, err error) {
-	l, err := engine.NewSim(dep, engine.SimOptions{})
-	if err != nil {
-		return total, skippable, err
-	}
+func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode, dir string) (total, skippable capacity.WouldUse, err error) {
 	ds := s
-	ds.Launcher = l
+	ds.Launcher, ds.Virtual = simulator, true
 	ds.OutDir = dir
 	ds.Search.Storage = "sqlite:" + filepath.Join(dir, "study.db")
 	ds.Compare, ds.Trace = nil, Trace{}
@@ -157,8 +152,8 @@ func dryRun(ctx context.Context, s Setup, o Options, dep sim.Deployment, mode, d
 		return total, skippable, err
 	}
 	// progress of a dry run is not the plan's: it is discarded
-	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, tuneUsers: ds.Search.Users, dryRun: true}
-	steps := []phaseStep{{"baseline", p.baselineSweep}, {"tune", p.tune}, {"choose", p.choose}, {"sweep", p.sweep}, {"default", p.tunedVsDefault}}
+	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, dryRun: true}
+	steps := p.steps(ev)[1:6] // baseline … default
 	if mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
 			return total, skippable, err

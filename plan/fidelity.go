@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/sim"
 )
 
@@ -28,11 +27,18 @@ var Fidelities = []string{FidelityLive, FidelitySimulated, FidelityMulti}
 
 // Fidelity is how a plan spends engine time, and how much it may spend.
 type Fidelity struct {
-	// Mode is FidelityLive, FidelitySimulated or FidelityMulti; empty
-	// means multi on an engine spoc starts, live on an external server
-	// (its flags cannot change: nothing to search) and simulated on the
-	// simulator.
+	// Mode is the fidelity the plan runs — FidelityLive, FidelitySimulated
+	// or FidelityMulti — resolved by config for the configured engine
+	// (ResolveFidelity).
 	Mode string
+	// Requested is plan.fidelity as configured; empty means multi on an
+	// engine spoc starts, live on an external server (its flags cannot
+	// change: nothing to search) and simulated on the simulator.
+	Requested string
+	// Note is what the plan says about Mode on this engine ("" when
+	// nothing): a fidelity the engine turned into another, or that a
+	// simulated plan did not start the engine.
+	Note string
 	// Budget bounds the engine time of the plan (0: no bound). A budget
 	// below what the plan needs at least is refused before anything runs.
 	Budget time.Duration
@@ -76,24 +82,29 @@ func (f Fidelity) verifyTopK() int {
 // ceiling, so that it differs from a fitted probe in the flag alone.
 var ProbeLoads = []float64{0.5, 1}
 
-// mode resolves the configured fidelity for the plan's engine: on the
-// simulator every fidelity is the simulated plan (there is no live phase to
-// spare), and note says so when the user asked for another.
-func (f Fidelity) mode(l engine.Launcher) (mode, note string) {
-	_, virtual := l.(engine.Virtual)
+// ResolveFidelity is the fidelity a plan that asks for requested (empty:
+// the default) runs on an engine of kind — virtual: the simulator;
+// reconfigurable: spoc applies each configuration's flags — and the note
+// the plan prints about it ("" when none). On the simulator every fidelity
+// is the simulated plan (there is no live phase to spare); a simulated plan
+// on a real engine never starts it. config calls it once, resolving the
+// Setup.
+func ResolveFidelity(requested, kind string, virtual, reconfigurable bool) (mode, note string) {
 	switch {
-	case virtual && (f.Mode == FidelityLive || f.Mode == FidelityMulti):
-		return FidelitySimulated, fmt.Sprintf("plan.fidelity %s on the simulator engine is the simulated plan: every run is simulated anyway.", f.Mode)
-	case virtual, f.Mode == FidelitySimulated:
+	case virtual && (requested == FidelityLive || requested == FidelityMulti):
+		return FidelitySimulated, fmt.Sprintf("plan.fidelity %s on the simulator engine is the simulated plan: every run is simulated anyway.", requested)
+	case virtual:
 		return FidelitySimulated, ""
-	case !engine.Reconfigurable(l) && f.Mode == FidelityMulti:
+	case requested == FidelitySimulated:
+		return FidelitySimulated, fmt.Sprintf("plan.fidelity simulated: the %s engine was not started; every number comes from the simulator of the configured deployment.", kind)
+	case !reconfigurable && requested == FidelityMulti:
 		return FidelityLive, "plan.fidelity multi on an external server is the live plan: spoc cannot change the server's flags, so there is nothing to search in the simulator."
-	case !engine.Reconfigurable(l) && f.Mode == "":
+	case !reconfigurable && requested == "":
 		return FidelityLive, ""
-	case f.Mode == "":
+	case requested == "":
 		return FidelityMulti, ""
 	}
-	return f.Mode, ""
+	return requested, ""
 }
 
 // ErrBudget marks a plan refused because its budget cannot cover even the
@@ -249,36 +260,33 @@ func minimumEngineTime(s Setup, mode string) (time.Duration, string) {
 	return 0, ""
 }
 
-// prepareFidelity resolves the plan's fidelity into sum.Fidelity, points a
-// simulated plan on a real engine at the simulator of its deployment, and
-// refuses a budget below the plan's minimum before anything runs.
-func prepareFidelity(s *Setup, sum *Summary) (string, error) {
-	mode, note := s.Fidelity.mode(s.Launcher)
-	if note != "" {
-		sum.Notes = append(sum.Notes, note)
+// ErrUnresolved marks a Setup whose fidelity config did not resolve for
+// Run (config.SetupOptions.Plan).
+var ErrUnresolved = errors.New("plan: the Setup is not resolved for a plan")
+
+// prepareFidelity states the plan's fidelity, resolved by config, in
+// sum.Fidelity and its notes, and refuses a budget below the plan's minimum
+// before anything runs.
+func prepareFidelity(s Setup, sum *Summary) error {
+	f := s.Fidelity
+	switch {
+	case f.Mode == "":
+		return fmt.Errorf("%w: no fidelity (config resolves it)", ErrUnresolved)
+	case f.Mode == FidelitySimulated && !s.Virtual:
+		// a simulated plan must not start the engine
+		return fmt.Errorf("%w: a simulated plan on the %s engine evaluates on the simulator of the deployment (config.SetupOptions.Plan)", ErrUnresolved, s.Deployment.Kind)
 	}
-	sum.Fidelity = &FidelityReport{Mode: mode, Requested: s.Fidelity.Mode, BudgetSeconds: s.Fidelity.Budget.Seconds()}
-	if s.Fidelity.Budget > 0 {
-		if least, what := minimumEngineTime(*s, mode); least > s.Fidelity.Budget {
-			return "", fmt.Errorf("%w %s is too small for a %s plan: it needs at least %s of engine time (%s); raise plan.budget or see spoc plan --estimate",
-				ErrBudget, s.Fidelity.Budget, mode, least.Round(time.Second), what)
+	if f.Note != "" {
+		sum.Notes = append(sum.Notes, f.Note)
+	}
+	sum.Fidelity = &FidelityReport{Mode: f.Mode, Requested: f.Requested, BudgetSeconds: f.Budget.Seconds()}
+	if f.Budget > 0 {
+		if least, what := minimumEngineTime(s, f.Mode); least > f.Budget {
+			return fmt.Errorf("%w %s is too small for a %s plan: it needs at least %s of engine time (%s); raise plan.budget or see spoc plan --estimate",
+				ErrBudget, f.Budget, f.Mode, least.Round(time.Second), what)
 		}
 	}
-	if _, virtual := s.Launcher.(engine.Virtual); mode == FidelitySimulated && !virtual {
-		// the user asked for no engine time: every phase runs on the
-		// simulator of the configured deployment, and says so
-		dep, err := sim.NewDeployment(s.Deployment.Sim)
-		if err != nil {
-			return "", fmt.Errorf("simulated plan: %w", err)
-		}
-		l, err := engine.NewSim(dep, engine.SimOptions{})
-		if err != nil {
-			return "", err
-		}
-		s.Launcher = l
-		sum.Notes = append(sum.Notes, fmt.Sprintf("plan.fidelity simulated: the %s engine was not started; every number comes from the simulator of the configured deployment.", s.Deployment.Kind))
-	}
-	return mode, nil
+	return nil
 }
 
 // finishFidelity totals engine time per phase once the phases ran.

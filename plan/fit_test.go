@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -71,7 +72,7 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 				{60, map[string]any{"max-num-batched-tokens": 1024}, true},
 			} {
 				name := fmt.Sprintf("run-%d.jsonl", i+1)
-				w, err := capacity.CreateAtomic(filepath.Join(dir, name))
+				w, err := atomicfile.Create(filepath.Join(dir, name))
 				if err != nil {
 					t.Fatal(err)
 				}

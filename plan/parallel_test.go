@@ -12,7 +12,7 @@ import (
 )
 
 // TestQuickPlanParallelSearch: search.parallel reaches the plan's search
-// phase (tune.Run through the evaluator's TuneWorkers): the quick plan's
+// phase (tune.Run through capacity.Evaluator.Study): the quick plan's
 // study holds its whole budget, evaluated by several workers at once.
 func TestQuickPlanParallelSearch(t *testing.T) {
 	if testing.Short() {

@@ -2,23 +2,18 @@ package plan
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/perfmodel"
-	"github.com/spoc-project/spoc/sim"
-	"github.com/spoc-project/spoc/tune"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -38,23 +33,15 @@ type Options struct {
 // planner carries one Run's state.
 type planner struct {
 	// s is the resolved plan; no phase changes it.
-	s   Setup
-	o   Options
+	s Setup
+	o Options
+	// ev is the plan's evaluator, on the Setup's launcher: every phase of
+	// a live or simulated plan and the live phases of a multi plan run on it
 	ev  *capacity.Evaluator
 	sum *Summary
-	// tuneUsers is the load the study runs at: search.users, or the
-	// baseline's ceiling when that is 0 (auto).
-	tuneUsers int
-	// baseline is the configured engine flags' candidate sweep (the
-	// sweep's windows, one seed).
-	baseline *capacity.SweepResult
 	// final is the chosen configuration's sweep: the default phase
-	// compares it with the baseline.
+	// compares it with the search's baseline.
 	final *capacity.SweepResult
-	// bestTuned is the study's candidate with the highest ceiling: when
-	// the plan keeps engine.params, the default phase compares it with
-	// them on the same seeds.
-	bestTuned *tunedCandidate
 	// m is the multi-fidelity plan's state (multi.go); nil otherwise.
 	m *multiState
 	// dryRun marks a plan run on the simulator to count what it would
@@ -69,6 +56,21 @@ type planner struct {
 type phaseStep struct {
 	name string
 	fn   func(context.Context) (string, error)
+}
+
+// steps are the phases of a live or simulated plan, all on ev.
+func (p *planner) steps(ev *capacity.Evaluator) []phaseStep {
+	st := p.newSearch(p.s.Search.Study)
+	return []phaseStep{
+		{"workload", p.inspect},
+		{"baseline", func(ctx context.Context) (string, error) { return p.baselineSweep(ctx, ev, st) }},
+		{"tune", func(ctx context.Context) (string, error) { return p.tune(ctx, ev, st) }},
+		{"choose", func(ctx context.Context) (string, error) { return p.choose(ctx, ev, st) }},
+		{"sweep", func(ctx context.Context) (string, error) { return p.sweep(ctx, ev, p.s.Sweep.SweepOptions) }},
+		{"default", func(ctx context.Context) (string, error) { return p.tunedVsDefault(ctx, ev, st) }},
+		{"trace", p.trace},
+		{"compare", p.compare},
+	}
 }
 
 func (p *planner) phase(name string, fn func() (string, error)) error {
@@ -110,9 +112,9 @@ func ifNotEmpty(prefix, s string) string {
 // Pareto front by short sweeps, sweep it to the capacity ceiling, analyse a
 // trace when one is configured and compare hardware when asked. The study
 // and the sweep's records go into s.OutDir; the answer is the returned
-// Summary, which Run does not write (report.WriteFiles does). A plan that
-// fails in any phase returns no Summary: a partial one would state a
-// capacity that was never established.
+// Summary, which Run does not write (report renders it; the CLI writes the
+// files). A plan that fails in any phase returns no Summary: a partial one
+// would state a capacity that was never established.
 func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if s.OutDir == "" {
 		return nil, errors.New("plan: no output folder")
@@ -128,11 +130,10 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		SLA:         s.SLA,
 		Assumptions: s.Assumptions,
 	}
-	mode, err := prepareFidelity(&s, sum)
-	if err != nil {
+	if err := prepareFidelity(s, sum); err != nil {
 		return nil, err
 	}
-	if _, virtual := s.Launcher.(engine.Virtual); virtual {
+	if s.Virtual {
 		sum.Engine.Calibration = simCalibration(s)
 	}
 
@@ -151,19 +152,10 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 			o.Logger.Warn("stop engine at the end of the plan", "err", cerr)
 		}
 	}()
-	p := &planner{s: s, o: o, ev: ev, sum: sum, tuneUsers: s.Search.Users}
+	p := &planner{s: s, o: o, ev: ev, sum: sum}
 	p.watchRuns(ev)
-	steps := []phaseStep{
-		{"workload", p.inspect},
-		{"baseline", p.baselineSweep},
-		{"tune", p.tune},
-		{"choose", p.choose},
-		{"sweep", p.sweep},
-		{"default", p.tunedVsDefault},
-		{"trace", p.trace},
-		{"compare", p.compare},
-	}
-	if mode == FidelityMulti {
+	steps := p.steps(ev)
+	if s.Fidelity.Mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
 			return nil, err
 		}
@@ -263,10 +255,10 @@ func simCalibration(s Setup) string {
 	if s.CalibrationFile != "" {
 		return "calibration file " + s.CalibrationFile
 	}
-	dep, err := sim.NewDeployment(s.Deployment.Sim)
-	if err != nil {
+	if err := s.Deployment.SimErr; err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
+	dep := s.Deployment.Sim
 	c, ok := perfmodel.CalibrationFor(dep.Model)
 	if !ok {
 		return "uncalibrated first-principles factors (no measurements for " + dep.Model.Name + ")"
@@ -307,97 +299,4 @@ func (p *planner) inspect(ctx context.Context) (string, error) {
 		parts = append(parts, fmt.Sprintf("%s %.0f%% start p50 %d", pr.Name, 100*pr.Share, pr.ContextStartP50))
 	}
 	return fmt.Sprintf("%d sessions; %s; ideal prefix-cache hit rate %.1f%%", insp.Sessions, strings.Join(parts, ", "), 100*insp.Prefix.IdealHitRate), nil
-}
-
-// baselineSweep gives the configured engine flags a candidate sweep. Its
-// ceiling is the baseline every tuned candidate must beat and, when
-// search.users is 0 (auto), the load the study tunes at: there the SLA
-// binds, so the front separates configurations that serve more users from
-// those that serve fewer.
-func (p *planner) baselineSweep(ctx context.Context) (string, error) {
-	res, err := capacity.BaselineSweep(ctx, p.ev, p.levels(capacity.CandidateSweepOptions(p.s.Setup)))
-	if err != nil {
-		return "", err
-	}
-	p.baseline = res
-	msg := fmt.Sprintf("engine.params ceiling %d users (the sweep's windows, one seed)", res.Ceiling)
-	if p.tuneUsers == 0 {
-		p.tuneUsers = max(res.Ceiling, 1)
-		msg += fmt.Sprintf("; the study tunes at %d users", p.tuneUsers)
-	}
-	return msg, nil
-}
-
-func (p *planner) tune(ctx context.Context) (string, error) {
-	if !engine.Reconfigurable(p.s.Launcher) {
-		// A server spoc does not start keeps its own flags: there is
-		// nothing to search, and the plan measures that server as it runs.
-		p.sum.Notes = append(p.sum.Notes, "The engine is an external server: spoc cannot change its flags, so no parameter search ran and the capacity is that of the server's own configuration.")
-		return "skipped: an external server's flags cannot change", nil
-	}
-	spec := p.s.Search
-	spec.Users = p.tuneUsers
-	// A plan's study is named for its load and setup (fingerprint): a plan
-	// re-run with the same configuration continues its study, one with
-	// another load (the baseline found another ceiling), windows or
-	// hardware starts its own instead of refusing to continue the earlier.
-	spec.Study = fmt.Sprintf("%s-%dusers-%s", spec.Study, spec.Users, fingerprintID(spec.Fingerprint))
-	load := p.s.Windows.Tune.At(spec.Users)
-	at := ""
-	if spec.Parallel > 1 {
-		at = fmt.Sprintf(", up to %d at once (search.parallel)", spec.Parallel)
-	}
-	window := fmt.Sprintf("a %s window each", load.Duration)
-	if p.ev.Virtual() {
-		window += " in virtual time"
-	}
-	p.logf("   study %q in %s: %d trials of %d users, %s%s", spec.Study, spec.Storage, spec.Trials, spec.Users, window, at)
-	var artifacts string
-	if !p.ev.Virtual() {
-		// a live trial cannot be redone: keep its records and telemetry
-		artifacts = filepath.Join(p.s.OutDir, "trials")
-	}
-	// search.parallel: each trial running at once has its own evaluator
-	// (and server on a live engine)
-	workers, closeWorkers := p.ev.TuneWorkers(load, spec.Parallel)
-	defer closeWorkers(ctx)
-	res, err := tune.Run(ctx, spec, tune.Options{
-		Launcher: p.ev.Launcher(), Workers: workers, Logger: p.o.Logger,
-		ArtifactsRoot: artifacts, Notify: func(line string) { p.logf("   %s", line) },
-		Progress: func(pr tune.Progress) {
-			p.stepf(pr.Finished, pr.Total, false, "%s", tune.ProgressLine(pr))
-		},
-	})
-	if err == nil {
-		err = capacity.NoTrialRan(res)
-	}
-	if err != nil {
-		return "", err
-	}
-	p.sum.Search = searchSection(spec, res)
-	if spec.Parallel > 1 {
-		p.sum.Search.Parallel = spec.Parallel
-	}
-	p.sum.Trials = len(res.Trials)
-	for _, m := range p.sum.Search.Trials {
-		if m.OnFront {
-			p.sum.Pareto = append(p.sum.Pareto, m)
-		}
-	}
-	return fmt.Sprintf("%d trials (%d complete, %d infeasible, %d failed), %d on the feasible front",
-		len(res.Trials), p.sum.Search.Complete, p.sum.Search.Infeasible, p.sum.Search.Failed, len(p.sum.Pareto)), nil
-}
-
-// fingerprintID is a short stable digest of a study fingerprint.
-func fingerprintID(fp map[string]string) string {
-	keys := make([]string, 0, len(fp))
-	for k := range fp {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s=%s\n", k, fp[k])
-	}
-	return hex.EncodeToString(h.Sum(nil)[:4])
 }

@@ -19,7 +19,7 @@ import (
 // quickSetup resolves cfg as spoc plan --quick does.
 func quickSetup(t testing.TB, cfg *config.Config, out string) plan.Setup {
 	t.Helper()
-	s, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: out})
+	s, err := cfg.Setup(config.SetupOptions{Quick: true, OutDir: out, Plan: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestQuickPlan(t *testing.T) {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
 		if name := e.Name(); name == "summary.json" || name == "report.html" || name == "summary.md" {
-			t.Errorf("Run wrote %s; report files are report.WriteFiles'", name)
+			t.Errorf("Run wrote %s; report files are the CLI's (report.Files)", name)
 		}
 	}
 	if len(recs) == 0 {

@@ -1,16 +1,30 @@
 package plan
 
-import "github.com/spoc-project/spoc/capacity"
+import (
+	"errors"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+)
 
 // Setup is a resolved plan: the capacity Setup every phase evaluates with,
 // plus what only a plan does (a kernel trace, hardware comparison, the
 // report's title and the assumptions to show). config builds it
-// (Config.Setup); Run never changes it.
+// (Config.Setup, with SetupOptions.Plan for the Setup Run runs); Run never
+// changes it.
 type Setup struct {
+	// Setup is what every phase evaluates on: for a simulated plan on a
+	// real engine its launcher is Simulator, in virtual time.
 	capacity.Setup
+	// Simulator is the simulator of the configured deployment, in virtual
+	// time: the engine of a simulated plan, of a multi plan's calibrated
+	// search and of EstimateEngineTime's dry runs (the Setup's launcher on
+	// the sim engine). It is nil when the deployment has no simulated
+	// counterpart (Deployment.SimErr says why).
+	Simulator *engine.Sim
 	// OutDir is the plan's output folder: the study (when its storage is
 	// relative), the servers' folders, the trials' and the sweep's records.
-	// Run writes no report file there; report.WriteFiles does.
+	// Run writes no report file there; the CLI writes report's renderings.
 	OutDir string
 	// Title heads the report.
 	Title string
@@ -74,4 +88,15 @@ type Target struct {
 	TensorParallelSize int
 	// Setup is the plan's Setup on this hardware, with a simulator launcher.
 	Setup capacity.Setup
+}
+
+// simulator is s.Simulator, or why s has none.
+func (s Setup) simulator() (*engine.Sim, error) {
+	switch {
+	case s.Simulator != nil:
+		return s.Simulator, nil
+	case s.Deployment.SimErr != nil:
+		return nil, s.Deployment.SimErr
+	}
+	return nil, errors.New("the Setup has no simulator of the deployment (config resolves it)")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -26,18 +27,18 @@ func (p *planner) levels(opts capacity.SweepOptions) func(capacity.Level, string
 	}
 }
 
-// sweep sweeps the chosen configuration to its capacity ceiling with the
-// sweep's windows and repeats, keeping each level's records in
+// sweep sweeps the chosen configuration on ev to its capacity ceiling with
+// the sweep's windows and repeats (opts: the sweep policy, or a multi plan's
+// grid around its prediction), keeping each level's records in
 // OutDir/records and the telemetry at the ceiling, then measures the
 // ceiling's interval over sweep.seeds workload seeds.
-func (p *planner) sweep(ctx context.Context) (string, error) {
+func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capacity.SweepOptions) (string, error) {
 	params := p.sum.Capacity.Config
 	recDir := filepath.Join(p.s.OutDir, stagingRecords)
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return "", err
 	}
 	levels := map[int]*capacity.Evaluation{}
-	opts := p.s.Sweep.SweepOptions
 	opts.Progress = p.levels(opts)
 	detail := opts.Progress
 	opts.Progress = func(l capacity.Level, phase string) {
@@ -47,11 +48,11 @@ func (p *planner) sweep(ctx context.Context) (string, error) {
 		}
 	}
 	opts.SeedProgress = p.seedProgress
-	res, err := capacity.SweepConfig(ctx, p.ev, params, p.s.Windows.Sweep.At, opts, func(users int) (io.WriteCloser, error) {
+	res, err := capacity.SweepConfig(ctx, ev, params, p.s.Windows.Sweep.At, opts, func(users int) (io.WriteCloser, error) {
 		// compressed: the records of a default plan's sweep are ~80 MB as
 		// plain lines and ~4 MB gzipped; every reader of records
 		// (result.Reader, so spoc summarize) reads both forms
-		f, err := capacity.CreateAtomic(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl%s", users, result.GzipSuffix)))
+		f, err := atomicfile.Create(filepath.Join(recDir, fmt.Sprintf("users-%05d.jsonl%s", users, result.GzipSuffix)))
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,8 @@
 // Package report renders a capacity plan's plan.Summary as one
 // self-contained HTML file, Markdown and JSON (summary.json). Renderers write
-// to the io.Writer they are given and never run anything; WriteFiles is the
-// one function that writes files, a plan's output folder.
+// to the io.Writer they are given, never open a file and never run
+// anything; Files names a plan's output files and their renderers, which
+// the caller writes (the CLI, atomically).
 //
 // The HTML page loads nothing: no script (hover details are SVG titles),
 // no web font, style sheet or image. Charts are inline SVG drawn by the

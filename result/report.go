@@ -60,6 +60,10 @@ type Stats struct {
 
 	// Drift compares the successful requests with their plan.
 	Drift Drift `json:"drift"`
+
+	// Exceedance counts, for each enabled SLA latency clause, the samples
+	// over its limit (the capacity estimator's input).
+	Exceedance []Exceedance `json:"sla_exceedance,omitempty"`
 }
 
 // Drift compares what a profile's live requests were with what the plan
@@ -145,13 +149,16 @@ func (s *Summary) Result() *Result {
 	res.Window.Seconds = secs
 
 	res.Overall = s.overall.stats(secs)
+	res.Overall.Exceedance = s.overall.exceed.list(s.sla)
 	names := make([]string, 0, len(s.profiles))
 	for n := range s.profiles {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		res.Profiles = append(res.Profiles, s.profiles[n].stats(secs))
+		st := s.profiles[n].stats(secs)
+		st.Exceedance = s.profiles[n].exceed.list(s.sla)
+		res.Profiles = append(res.Profiles, st)
 	}
 
 	c := &res.Client

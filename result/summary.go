@@ -228,12 +228,14 @@ func (s *Summary) Add(r *Record) bool {
 	}
 	good := s.isGood(r)
 	s.overall.add(r, good)
+	s.overall.exceed.count(s.sla, r)
 	g := s.profiles[r.Profile]
 	if g == nil {
 		g = newGroup(r.Profile)
 		s.profiles[r.Profile] = g
 	}
 	g.add(r, good)
+	g.exceed.count(s.sla, r)
 	s.slot(r)
 	return true
 }
@@ -306,6 +308,9 @@ type group struct {
 	fillSum     float64
 	okOutput    int64
 	okReasoning int64
+
+	// exceed counts the samples over each SLA clause's limit.
+	exceed exceedance
 }
 
 func newGroup(name string) *group {

@@ -6,10 +6,7 @@ import (
 	"math"
 
 	"github.com/spoc-project/spoc/search"
-	"github.com/spoc-project/spoc/search/grid"
-	"github.com/spoc-project/spoc/search/nsga2"
-	"github.com/spoc-project/spoc/search/random"
-	"github.com/spoc-project/spoc/search/tpe"
+	"github.com/spoc-project/spoc/search/samplers"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -167,25 +164,20 @@ func ResolveSampler(spec Spec, stored string) string {
 	return "nsga2"
 }
 
-// Sampler builds the sampler spec names (ResolveSampler for auto).
+// Sampler builds the sampler spec names (ResolveSampler for auto) from the
+// one name→constructor registry of samplers, search/samplers.
 func Sampler(s Spec, dirs []search.Direction) (search.Sampler, error) {
-	switch ResolveSampler(s, "") {
-	case "tpe":
-		return tpe.New(tpe.Options{Directions: dirs, Seed: s.Seed})
-	case "nsga2":
-		return nsga2.New(nsga2.Options{
-			PopulationSize: s.Population,
-			Directions:     dirs,
-			CrossoverProb:  s.CrossoverProb,
-			MutationProb:   s.MutationProb,
-			Seed:           s.Seed,
-		})
-	case "random":
-		return random.New(s.Seed), nil
-	case "grid":
-		return grid.New(0, s.Seed), nil
+	smp, err := samplers.New(ResolveSampler(s, ""), samplers.Config{
+		Directions:     dirs,
+		Seed:           s.Seed,
+		PopulationSize: s.Population,
+		CrossoverProb:  s.CrossoverProb,
+		MutationProb:   s.MutationProb,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search.sampler: %w", err)
 	}
-	return nil, fmt.Errorf("search.sampler: unknown sampler %q (auto, tpe, nsga2, random or grid)", s.Sampler)
+	return smp, nil
 }
 
 // SamplerConfig is what the study stores about the sampler, for display.

@@ -1,10 +1,12 @@
 package tune
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/search/samplers"
 )
 
 func TestSpaceFromReferenceSpec(t *testing.T) {
@@ -123,6 +125,26 @@ func TestResolveSampler(t *testing.T) {
 	} {
 		if got := ResolveSampler(Spec{Sampler: c.sampler, Trials: c.trials}, c.stored); got != c.want {
 			t.Errorf("ResolveSampler(%q, %d trials, stored %q) = %q, want %q", c.sampler, c.trials, c.stored, got, c.want)
+		}
+	}
+}
+
+// Every sampler of the registry is a sampler a study can run, built by the
+// registry's own constructor: tune has no list of its own.
+func TestSamplerIsTheRegistrys(t *testing.T) {
+	dirs := []search.Direction{search.Maximize, search.Minimize}
+	for _, name := range samplers.Names() {
+		got, err := Sampler(Spec{Sampler: name, Population: 8, Seed: 7}, dirs)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		want, err := samplers.New(name, samplers.Config{Directions: dirs, PopulationSize: 8, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reflect.TypeOf(got) != reflect.TypeOf(want) {
+			t.Errorf("%s: tune built a %T, the registry a %T", name, got, want)
 		}
 	}
 }

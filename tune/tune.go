@@ -16,19 +16,16 @@ import (
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/study"
-	"github.com/spoc-project/spoc/vllm"
 )
-
-// ErrNoRequests marks a run in which no request completed: its latency
-// percentiles are meaningless, and a configuration that serves nothing is
-// infeasible. It wraps search.ErrInfeasible.
-var ErrNoRequests = fmt.Errorf("no request completed in the measured window: %w", search.ErrInfeasible)
 
 // Evaluator measures one trial's configuration (t.Params) at the study's
 // load on the study's engine and returns the run's summary. Errors that
 // wrap search.ErrInfeasible (a server out of memory, say) make the trial
 // INFEASIBLE; others make it FAIL. spoc's is
-// capacity.Evaluator.TuneEvaluator, which also owns the servers.
+// capacity.Evaluator.TuneEvaluator, which also owns the servers; its
+// evaluations already say an engine failure caused by the flags
+// (engine.ErrInfeasible) in search's terms (capacity.Evaluator.Evaluate is
+// the one place that translates).
 type Evaluator func(ctx context.Context, t *search.TrialContext) (*result.Result, error)
 
 // CapacityFunc finds the largest user count t.Params serve within the SLA
@@ -56,7 +53,7 @@ type Options struct {
 	// Workers, when set, replace Evaluate and Capacity: Run runs one
 	// study worker per entry, each claiming and evaluating trials on its
 	// own. A study with Spec.Parallel N > 1 needs exactly N
-	// (capacity.Evaluator.TuneWorkers); each needs a server of its own,
+	// (capacity.Evaluator.Study); each needs a server of its own,
 	// so the Launcher must run N at once.
 	Workers []Worker
 	// ArtifactsRoot holds one directory per trial (server log, records):
@@ -111,78 +108,6 @@ type Result struct {
 	Front      []search.Trial            `json:"front"`
 	Directions []search.Direction        `json:"directions"`
 	States     map[search.TrialState]int `json:"states"`
-}
-
-// Plan is the search a Spec describes.
-type Plan struct {
-	Space      search.Space
-	Directions []search.Direction
-	Sampler    search.Sampler
-	Objectives []search.ObjectiveSpec
-	// Dropped are the configured dimensions Prune removed; every trial
-	// runs with their one value (Fixed).
-	Dropped []Dropped
-	// Fixed holds the flags of Dropped with their values; the objective
-	// adds them to every trial's flags.
-	Fixed search.Params
-	// Seeds are evaluated first in a new study (trial 0 is the configured
-	// engine.params when the space can hold them); SeedNotes say which
-	// were left out and why.
-	Seeds     []Seed
-	SeedNotes []string
-}
-
-// Notes are the lines a study prints before its first trial: each dropped
-// dimension with its reason, each seed and each left-out seed.
-func (p *Plan) Notes() []string {
-	var out []string
-	for _, d := range p.Dropped {
-		out = append(out, fmt.Sprintf("search.space: %s dropped, every trial runs with %v: %s", d.Name, d.Value, d.Reason))
-	}
-	for i, sd := range p.Seeds {
-		flags := make([]string, 0, len(p.Space.Params))
-		for _, sp := range p.Space.Params {
-			flags = append(flags, fmt.Sprintf("%s=%v", sp.Name, sd.Params[sp.Name]))
-		}
-		out = append(out, fmt.Sprintf("trial %d is %s: %s", i, sd.Name, strings.Join(flags, " ")))
-	}
-	return append(out, p.SeedNotes...)
-}
-
-// NewPlan builds the space (with vLLM's start-up rules, without the
-// dimensions Prune drops), directions, sampler and seeds of spec.
-func NewPlan(spec Spec) (*Plan, error) {
-	kept, dropped := Prune(spec.Space, spec.BaseParams, spec.MaxModelLen)
-	if len(kept) == 0 {
-		return nil, fmt.Errorf("search.space: nothing left to search: %s", droppedText(dropped))
-	}
-	space, err := Space(kept, spec.BaseParams, spec.MaxModelLen)
-	if err != nil {
-		return nil, err
-	}
-	fixed := search.Params{}
-	for _, d := range dropped {
-		fixed[d.Name] = d.Value
-	}
-	seeds, notes := Seeds(space, vllm.Merge(spec.BaseParams, fixed))
-	dirs, err := Directions(spec.Objectives)
-	if err != nil {
-		return nil, err
-	}
-	s, err := Sampler(spec, dirs)
-	if err != nil {
-		return nil, err
-	}
-	return &Plan{Space: space, Directions: dirs, Sampler: s, Objectives: spec.Objectives,
-		Dropped: dropped, Fixed: fixed, Seeds: seeds, SeedNotes: notes}, nil
-}
-
-func droppedText(ds []Dropped) string {
-	parts := make([]string, len(ds))
-	for i, d := range ds {
-		parts[i] = d.Name + " (" + d.Reason + ")"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // Run creates or resumes the study spec.Study in spec.Storage and runs
@@ -289,7 +214,7 @@ func (o Options) workers(spec Spec) ([]Worker, error) {
 		ws = []Worker{{Evaluate: o.Evaluate, Capacity: o.Capacity}}
 	}
 	if len(ws) != n {
-		return nil, fmt.Errorf("tune: search.parallel is %d but %d trial evaluators were given; each trial running at once needs its own (capacity.Evaluator.TuneWorkers)", n, len(ws))
+		return nil, fmt.Errorf("tune: search.parallel is %d but %d trial evaluators were given; each trial running at once needs its own (capacity.Evaluator.Study)", n, len(ws))
 	}
 	for _, w := range ws {
 		if w.Evaluate == nil {
@@ -417,207 +342,4 @@ func Best(trials []search.Trial, dirs []search.Direction) *search.Trial {
 		}
 	}
 	return best
-}
-
-// Objective is the objective Run evaluates spec's trials with: o.Evaluate
-// runs the trial's flags (with the dimensions Prune dropped) at the
-// study's load, o.Capacity answers the capacity objective, the SLA
-// clauses become constraints. Only o.Evaluate and o.Capacity are used.
-// spoc search objective serves it to other optimisers (bench/).
-func (p *Plan) Objective(spec Spec, o Options) search.Objective {
-	return (&evaluation{spec: spec, o: o, plan: p}).objective
-}
-
-// evaluation is the study's objective.
-type evaluation struct {
-	spec Spec
-	o    Options
-	plan *Plan
-}
-
-// objective evaluates one trial and turns the summary into objective and
-// constraint values. The evaluator owns the servers (it reuses one while
-// the flags stay the same); the objective records why a trial failed.
-func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (values, constraints []float64, err error) {
-	defer func() {
-		if err != nil {
-			tc.SetUserAttr("error", err.Error())
-			var f *engine.Failure
-			if errors.As(err, &f) {
-				tc.SetUserAttr("failure_reason", string(f.Reason))
-			}
-			if errors.Is(err, engine.ErrInfeasible) && !errors.Is(err, search.ErrInfeasible) {
-				err = fmt.Errorf("%w: %w", search.ErrInfeasible, err)
-			}
-		}
-	}()
-	if len(e.plan.Fixed) > 0 {
-		// Dimensions dropped from the space still reach the server.
-		tc.Params = search.Params(vllm.Merge(e.plan.Fixed, tc.Params))
-	}
-	res, err := e.o.Evaluate(ctx, tc)
-	if err != nil {
-		return nil, nil, err
-	}
-	if res.Overall.OK == 0 {
-		// Requests in flight when the window ended mean the flags could
-		// not serve this load within it; when replies are simply longer
-		// than the window, the window is what must change.
-		return nil, nil, fmt.Errorf("%w (%s; if one reply takes longer than the window, lengthen search.duration)", ErrNoRequests, res.SLA.First())
-	}
-	metrics := Metrics(res)
-	for _, ob := range e.plan.Objectives {
-		if ob.Metric == MetricCapacity {
-			users, err := e.o.Capacity(ctx, tc)
-			if err != nil {
-				return nil, nil, fmt.Errorf("capacity search: %w", err)
-			}
-			metrics[MetricCapacity] = float64(users)
-			break
-		}
-	}
-	values = make([]float64, len(e.plan.Objectives))
-	for i, ob := range e.plan.Objectives {
-		v, ok := metrics[ob.Metric]
-		if !ok {
-			return nil, nil, fmt.Errorf("objective %q: no such metric", ob.Metric)
-		}
-		values[i] = v
-	}
-	constraints, names := Constraints(res, e.spec.SLA)
-	tc.SetUserAttr("metrics", metrics)
-	tc.SetUserAttr("constraint_names", names)
-	tc.SetUserAttr("sla", res.SLA.String())
-	tc.SetUserAttr("requests", res.Overall.Requests)
-	tc.SetUserAttr(AttrUsers, e.spec.Users)
-	if len(e.spec.Fingerprint) > 0 {
-		tc.SetUserAttr(AttrFingerprint, e.spec.Fingerprint)
-	}
-	return values, constraints, nil
-}
-
-// AttrUsers is the trial attribute holding the user count the trial was
-// evaluated at; a study keeps one load throughout.
-const AttrUsers = "users"
-
-// trialUsers returns the user count recorded with t, or 0.
-func trialUsers(t search.Trial) int {
-	switch v := t.UserAttrs[AttrUsers].(type) {
-	case int:
-		return v
-	case int64:
-		return int(v)
-	case float64:
-		return int(v)
-	}
-	return 0
-}
-
-// checkUsers refuses to continue a study at another load than its trials
-// ran at: their objective values would not be comparable.
-func checkUsers(ctx context.Context, st *study.Study, users int) error {
-	trials, err := st.Trials(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range trials {
-		if u := trialUsers(t); u > 0 && u != users {
-			return fmt.Errorf("study %q was evaluated at %d users (trial %d), not %d; use that load or another study name", st.Name, u, t.Number, users)
-		}
-	}
-	return nil
-}
-
-// StudyUsers returns the user count the named study's trials were
-// evaluated at, or 0 when the study does not exist or has no evaluated
-// trial yet. A resumed study with an automatic load (search.users 0) keeps
-// the load it started with instead of measuring a new one.
-func StudyUsers(ctx context.Context, storage, name string) (int, error) {
-	db, err := study.Open(ctx, storage)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	st, err := db.Load(ctx, name)
-	if errors.Is(err, study.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	trials, err := st.Trials(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range trials {
-		if u := trialUsers(t); u > 0 {
-			return u, nil
-		}
-	}
-	return 0, nil
-}
-
-// AttrFingerprint is the trial attribute holding the study's Fingerprint.
-const AttrFingerprint = "fingerprint"
-
-// checkFingerprint refuses to continue a study whose trials ran with
-// another fingerprint, naming every field that changed.
-func checkFingerprint(ctx context.Context, st *study.Study, fp map[string]string) error {
-	if len(fp) == 0 {
-		return nil
-	}
-	trials, err := st.Trials(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range trials {
-		stored, ok := t.UserAttrs[AttrFingerprint].(map[string]any)
-		if !ok {
-			continue
-		}
-		var changed []string
-		keys := make([]string, 0, len(fp))
-		for k := range fp {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if was, _ := stored[k].(string); was != fp[k] {
-				changed = append(changed, fmt.Sprintf("%s %q → %q", k, was, fp[k]))
-			}
-		}
-		if len(changed) > 0 {
-			return fmt.Errorf("study %q ran its trials with another setup (%s): its results would not compare; use the same configuration or another study name",
-				st.Name, strings.Join(changed, ", "))
-		}
-		return nil
-	}
-	return nil
-}
-
-// ErrNoTrial: the study has no trial of that number.
-var ErrNoTrial = errors.New("no such trial")
-
-// TrialParams returns the parameters of trial n of the study spec names
-// (spoc sweep --trial N).
-func TrialParams(ctx context.Context, spec Spec, n int) (map[string]any, error) {
-	db, err := study.Open(ctx, spec.Storage)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	st, err := db.Load(ctx, spec.Study)
-	if err != nil {
-		return nil, err
-	}
-	trials, err := st.Trials(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range trials {
-		if t.Number == n {
-			return map[string]any(t.Params), nil
-		}
-	}
-	return nil, fmt.Errorf("study %q: %w %d", spec.Study, ErrNoTrial, n)
 }

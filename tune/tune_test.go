@@ -72,7 +72,9 @@ func synthetic(ctx context.Context, tc *search.TrialContext) (*result.Result, er
 	u := p.Float("gpu-memory-utilization")
 	switch {
 	case u > 0.93:
-		return nil, &engine.Failure{Reason: engine.ReasonOutOfMemory, Detail: "torch.OutOfMemoryError", ExitCode: 1}
+		// as capacity's evaluator says it: the engine's failure in
+		// search's terms
+		return nil, fmt.Errorf("%w: %w", search.ErrInfeasible, &engine.Failure{Reason: engine.ReasonOutOfMemory, Detail: "torch.OutOfMemoryError", ExitCode: 1})
 	case u < 0.81:
 		return nil, errors.New("connection refused")
 	}

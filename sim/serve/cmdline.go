@@ -152,11 +152,20 @@ func (c *CommandLine) Parse(args []string) (Options, error) {
 	return o, nil
 }
 
-// Deployment completes the deployment the caller resolved (its model, GPU
-// and engine flags, the positional MODEL among them) with what vllm serve
-// derives from its command line: the GPUs are the data-parallel size times
-// the tensor-parallel size.
-func (o Options) Deployment(spec sim.DeploymentSpec) (sim.DeploymentSpec, error) {
+// Deployment resolves the deployment the caller describes (its model,
+// GPU and engine flags, the positional MODEL among them) with what vllm
+// serve derives from its command line: the GPUs are the data-parallel size
+// times the tensor-parallel size.
+func (o Options) Deployment(spec sim.DeploymentSpec) (sim.Deployment, error) {
+	spec, err := o.deploymentSpec(spec)
+	if err != nil {
+		return sim.Deployment{}, err
+	}
+	return sim.NewDeployment(spec)
+}
+
+// deploymentSpec applies the data-parallel rule to spec.
+func (o Options) deploymentSpec(spec sim.DeploymentSpec) (sim.DeploymentSpec, error) {
 	if o.dataParallel == 0 {
 		return spec, nil
 	}

@@ -40,9 +40,9 @@ func TestCommandLineReadsAVLLMServeCommandLine(t *testing.T) {
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)
 	}
-	spec, err := o.Deployment(sim.DeploymentSpec{GPUs: 8, TensorParallelSize: 2})
-	if err != nil || spec.GPUs != 4 {
-		t.Errorf("TP 2 × DP 2: %d GPUs, %v", spec.GPUs, err)
+	dep, err := o.Deployment(sim.ReferenceDeploymentSpec())
+	if err != nil || dep.GPUs != 2*dep.TensorParallelSize {
+		t.Errorf("TP %d × DP 2: %d GPUs, %v", dep.TensorParallelSize, dep.GPUs, err)
 	}
 	c := o.Server(sim.Deployment{GPUs: 4}, Config{TimeScale: 20, Stalls: []Stall{{Duration: time.Second}}})
 	if !c.VLLMFaithful || c.TokensPerChunk != 3 || !c.DevMode || !c.EnablePromptTokensDetails || c.TimeScale != 20 || len(c.Stalls) != 2 || c.Deployment.GPUs != 4 {
@@ -70,7 +70,7 @@ func TestCommandLineDataParallelGPUs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.argv, err)
 		}
-		got, err := o.Deployment(spec)
+		got, err := o.deploymentSpec(spec)
 		if tc.err != "" {
 			if err == nil || err.Error() != tc.err {
 				t.Errorf("%v: %v, want %q", tc.argv, err, tc.err)

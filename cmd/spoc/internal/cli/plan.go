@@ -14,7 +14,6 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/plan"
-	"github.com/spoc-project/spoc/report"
 )
 
 func init() { register(newPlanCmd) }
@@ -71,7 +70,9 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 		events = prog.planEvents
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	setup, err := cfg.Setup(config.SetupOptions{OutDir: f.out, Quick: f.quick, Compare: f.compare, Logger: logger})
+	// --estimate counts for the configured engine, whatever
+	// plan.fidelity; the plan runs on its fidelity's engine
+	setup, err := cfg.Setup(config.SetupOptions{OutDir: f.out, Quick: f.quick, Compare: f.compare, Plan: !f.estimate, Logger: logger})
 	if err != nil {
 		return usageError(err)
 	}
@@ -90,7 +91,7 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 		}
 		return planFailed(cmd.Context(), cmd.ErrOrStderr(), f.out, created, removed, err)
 	}
-	if err := report.WriteFiles(f.out, d, planFormats(cfg.Report.Formats)); err != nil {
+	if err := writeReport(f.out, d, planFormats(cfg.Report.Formats)); err != nil {
 		return err
 	}
 	if f.asJSON {

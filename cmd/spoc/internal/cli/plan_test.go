@@ -15,7 +15,7 @@ import (
 	"github.com/spoc-project/spoc/report"
 )
 
-// A plan's Summary survives the trip through its files: report.WriteFiles
+// A plan's Summary survives the trip through its files: writeReport
 // writes summary.json, which decodes to the same summary and encodes to the
 // same bytes, and spoc report DIR renders from it the page the plan wrote,
 // leaving summary.json as it was.
@@ -33,7 +33,7 @@ func TestPlanSummaryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.WriteFiles(dir, s, nil); err != nil {
+	if err := writeReport(dir, s, nil); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,7 +39,7 @@ func newReportCmd() *cobra.Command {
 			}
 			if out == "" {
 				// summary.json is the input here: render, never rewrite it.
-				if err := report.WriteFiles(dir, &d, []string{"html", "md"}); err != nil {
+				if err := writeReport(dir, &d, []string{"html", "md"}); err != nil {
 					return err
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), filepath.Join(dir, "report.html"))
@@ -53,6 +54,35 @@ func newReportCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the HTML report here instead of DIR/report.html")
 	return cmd
+}
+
+// writeReport writes a plan's output files for s into dir, which must
+// exist: the ones formats names (report.Files). Every file is rendered
+// before any is written, and each replaces its predecessor through a
+// temporary file renamed into place: a failed render leaves the previous
+// files untouched, and a reader never sees half a file.
+func writeReport(dir string, s *plan.Summary, formats []string) error {
+	files, err := report.Files(formats)
+	if err != nil {
+		return err
+	}
+	rendered := make([][]byte, len(files))
+	for i, f := range files {
+		var b bytes.Buffer
+		if err := f.Render(&b, s); err != nil {
+			return err
+		}
+		rendered[i] = b.Bytes()
+	}
+	for i, f := range files {
+		if err := writeAtomic(filepath.Join(dir, f.Name), func(w io.Writer) error {
+			_, err := w.Write(rendered[i])
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeAtomic writes path through a temporary file in the same folder.

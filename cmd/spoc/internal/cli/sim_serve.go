@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spoc-project/spoc/config"
-	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/sim/serve"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -84,7 +83,7 @@ func newSimServeCmd() *cobra.Command {
 
 // simServeConfig resolves the served deployment: the configuration file
 // with the command line's settings over it, completed by vllm serve's
-// rules (opts.Deployment).
+// rules and resolved by opts.Deployment.
 func simServeConfig(file string, settings []config.Setting, opts serve.Options) (serve.Config, error) {
 	var cfg *config.Config
 	var err error
@@ -102,11 +101,7 @@ func simServeConfig(file string, settings []config.Setting, opts serve.Options) 
 	if err != nil {
 		return serve.Config{}, err
 	}
-	spec, err := opts.Deployment(cfg.Engine.SimDeployment())
-	if err != nil {
-		return serve.Config{}, err
-	}
-	dep, err := sim.NewDeployment(spec)
+	dep, err := opts.Deployment(cfg.Engine.SimDeployment())
 	if err != nil {
 		return serve.Config{}, err
 	}

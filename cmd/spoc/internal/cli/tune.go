@@ -108,7 +108,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	// flags, so its records (megabytes per trial) are kept only on request;
 	// a real server's trial folder holds its records and cannot be redone.
 	artifacts := filepath.Join(f.out, "trials")
-	if _, virtual := setup.Launcher.(engine.Virtual); virtual && !f.keepArtifacts {
+	if setup.Virtual && !f.keepArtifacts {
 		artifacts = ""
 	}
 	start := time.Now()

@@ -1,0 +1,211 @@
+package capacity
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// kneeModel is a synthetic deployment near its knee: the logit of the
+// share of samples over the limit grows linearly with users, and each run
+// (a workload seed) shifts it by a normal seed effect, so runs vary more
+// than binomial sampling — as the simulator's do (dispersion 2–8 on the
+// reference case).
+type kneeModel struct {
+	x0      float64 // where the logit without seed effect crosses logit(0.05)
+	slope   float64 // logit per user
+	seedSD  float64 // the seed effect's standard deviation, in logit
+	samples int     // samples per run
+}
+
+// share is the expected share over the limit at x for seed effect u.
+func (m kneeModel) share(x, u float64) float64 {
+	return sigmoid(math.Log(0.05/0.95) + m.slope*(x-m.x0) + u)
+}
+
+// trueCapacity is where the share over the limit, averaged over seeds,
+// reaches 5 %: the quantity EstimateCapacity estimates.
+func (m kneeModel) trueCapacity() float64 {
+	marginal := func(x float64) float64 {
+		// Gauss–Hermite would do; a fine grid over ±5 sd is plenty
+		const k = 400
+		var s, w float64
+		for i := 0; i <= k; i++ {
+			z := -5 + 10*float64(i)/k
+			p := math.Exp(-z * z / 2)
+			s += p * m.share(x, z*m.seedSD)
+			w += p
+		}
+		return s / w
+	}
+	lo, hi := m.x0-200, m.x0+200
+	for range 100 {
+		mid := (lo + hi) / 2
+		if marginal(mid) < 0.05 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// run draws one run at users.
+func (m kneeModel) run(rng *rand.Rand, users int) KneeRun {
+	u := rng.NormFloat64() * m.seedSD
+	p := m.share(float64(users), u)
+	over := distuv.Binomial{N: float64(m.samples), P: p, Src: rng}.Rand()
+	// the run's own margin: log of its sample p95 over the limit, which
+	// moves with its seed effect (a steeper share means a larger p95)
+	margin := (math.Log(p/(1-p)) - math.Log(0.05/0.95)) / 4
+	return KneeRun{Users: users, Clauses: []ClauseCount{{Scope: "P2", Clause: "ttft p95", Allowance: 0.05, Samples: int64(m.samples), Over: int64(over)}},
+		Margin: InfFloat(margin), Pass: margin <= 0}
+}
+
+func TestEstimateCapacityCoversTheTruth(t *testing.T) {
+	m := kneeModel{x0: 165, slope: 0.07, seedSD: 0.35, samples: 150}
+	truth := m.trueCapacity()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const experiments = 400
+	covered, bounded := 0, 0
+	var width float64
+	for e := 0; e < experiments; e++ {
+		var runs []KneeRun
+		// the design a sweep ends with: three levels around the knee,
+		// four fresh seeds each
+		for _, u := range []int{150, 160, 170, 180} {
+			for range 4 {
+				runs = append(runs, m.run(rng, u))
+			}
+		}
+		est, err := EstimateCapacity(runs, 0.95)
+		if err != nil {
+			t.Fatalf("experiment %d: %v", e, err)
+		}
+		if !est.Bounded {
+			continue
+		}
+		bounded++
+		width += float64(est.Hi) - est.Lo
+		if est.Lo <= truth && truth <= float64(est.Hi) {
+			covered++
+		}
+	}
+	rate := float64(covered) / float64(bounded)
+	t.Logf("truth %.1f users; %d of %d bounded intervals cover it (%.1f %%), mean width %.1f users", truth, covered, bounded, 100*rate, width/float64(bounded))
+	if bounded < experiments*9/10 {
+		t.Errorf("only %d of %d intervals bounded with 16 runs across the knee", bounded, experiments)
+	}
+	if rate < 0.92 || rate > 0.985 {
+		t.Errorf("a 95 %% interval covered the truth in %.1f %% of experiments, want 92–98.5 %%", 100*rate)
+	}
+}
+
+func TestEstimateCapacityNarrowsWithRuns(t *testing.T) {
+	m := kneeModel{x0: 165, slope: 0.07, seedSD: 0.35, samples: 150}
+	rng := rand.New(rand.NewPCG(3, 4))
+	width := func(perLevel int) float64 {
+		var w float64
+		for e := range 50 {
+			var runs []KneeRun
+			for _, u := range []int{150, 160, 170, 180} {
+				for range perLevel {
+					runs = append(runs, m.run(rng, u))
+				}
+			}
+			est, err := EstimateCapacity(runs, 0.95)
+			if err != nil || !est.Bounded {
+				t.Fatalf("%d runs a level, experiment %d: no bounded interval (%v)", perLevel, e, err)
+			}
+			w += float64(est.Hi) - est.Lo
+		}
+		return w / 50
+	}
+	w4, w16 := width(4), width(16)
+	t.Logf("mean width: %.1f users with 4 runs a level, %.1f with 16", w4, w16)
+	// a confidence interval shrinks like 1/√runs: a quarter of the runs, about twice the width
+	if !(w16 < 0.7*w4) {
+		t.Errorf("the interval did not narrow with 4× the runs: %.1f → %.1f users", w4, w16)
+	}
+}
+
+func TestEstimateCapacityPicksTheBindingClause(t *testing.T) {
+	mk := func(users int, p2, p0 int64) KneeRun {
+		return KneeRun{Users: users, Clauses: []ClauseCount{
+			{Scope: "P0", Clause: "ttft p95", Allowance: 0.05, Samples: 2000, Over: p0},
+			{Scope: "P2", Clause: "ttft p95", Allowance: 0.05, Samples: 150, Over: p2},
+			{Scope: "P0", Clause: "itl p95", Allowance: 0.05, Samples: 90000, Over: 0},
+		}}
+	}
+	runs := []KneeRun{mk(150, 2, 4), mk(150, 3, 3), mk(160, 5, 12), mk(160, 6, 14), mk(170, 9, 25), mk(170, 10, 27), mk(180, 19, 80), mk(180, 17, 90)}
+	est, err := EstimateCapacity(runs, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Binding != "P2 ttft p95" {
+		t.Errorf("binding clause %q, want P2 ttft p95 (P0's share stays lower, its ITL never exceeds)", est.Binding)
+	}
+	for _, c := range est.Clauses {
+		if c.Clause == "P0 itl p95" {
+			t.Errorf("a clause that never came near its limit was fitted: %+v", c)
+		}
+	}
+	if est.Users < 155 || est.Users > 170 {
+		t.Errorf("capacity %.1f, want between the levels where P2's share passes 5 %% (160–170)", est.Users)
+	}
+}
+
+func TestEstimateCapacityWithoutABracket(t *testing.T) {
+	far := []KneeRun{}
+	for _, u := range []int{50, 60, 70} {
+		far = append(far, KneeRun{Users: u, Clauses: []ClauseCount{{Scope: "overall", Clause: "ttft p95", Allowance: 0.05, Samples: 500, Over: 1}}})
+	}
+	if _, err := EstimateCapacity(far, 0.95); !errors.Is(err, ErrNoCrossing) {
+		t.Errorf("runs far below the limit: err %v, want ErrNoCrossing", err)
+	}
+	one := []KneeRun{far[0], far[0], far[0]}
+	if _, err := EstimateCapacity(one, 0.95); !errors.Is(err, ErrNoCrossing) {
+		t.Errorf("runs at one user count: err %v, want ErrNoCrossing", err)
+	}
+}
+
+func TestSeedSpreadFromMargins(t *testing.T) {
+	// margins rise 0.02 per user around a median threshold of 170, with
+	// residuals of sd 0.1: one run's threshold has sd 5 users
+	rng := rand.New(rand.NewPCG(5, 6))
+	var runs []KneeRun
+	for range 200 {
+		u := 150 + rng.IntN(41)
+		runs = append(runs, KneeRun{Users: u, Margin: InfFloat(0.02*float64(u-170) + 0.1*rng.NormFloat64())})
+	}
+	s := seedSpread(runs, 0.95)
+	if s == nil {
+		t.Fatal("no spread")
+	}
+	if math.Abs(s.Median-170) > 1.5 || math.Abs(s.SDUsers-5) > 0.8 {
+		t.Errorf("spread %+v, want median 170 and sd 5 users", s)
+	}
+	if math.Abs((s.Hi-s.Lo)/2-1.959964*s.SDUsers) > 1e-5 {
+		t.Errorf("spread [%.1f, %.1f] is not ±1.96 sd around the median", s.Lo, s.Hi)
+	}
+}
+
+func TestInfFloatJSON(t *testing.T) {
+	for _, v := range []float64{math.Inf(1), 12.5} {
+		b, err := json.Marshal(InfFloat(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back InfFloat
+		if err := json.Unmarshal(b, &back); err != nil || float64(back) != v {
+			t.Errorf("%v → %s → %v (%v)", v, b, back, err)
+		}
+	}
+	if b, _ := json.Marshal(InfFloat(math.Inf(1))); string(b) != "null" {
+		t.Errorf("+Inf encodes as %s, want null", b)
+	}
+}

@@ -1,0 +1,196 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/loadgen"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/telemetry"
+)
+
+// ErrNothingServed: a live server answered every request of a run with an
+// HTTP error; the run measured no capacity.
+var ErrNothingServed = errors.New("the server served nothing")
+
+// evaluateLive runs params at load on a server of the launcher (the one
+// running when its flags are the same, servers.go) over HTTP in real time,
+// scraping or querying its telemetry, and checks the server outlived the
+// run: a dead server's errors are no measurement of its capacity.
+func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
+	gen, err := e.workloadFor(load.SeedOffset)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	srv, err := e.server(ctx, params, load)
+	if err != nil {
+		return nil, err
+	}
+	ep := srv.Endpoint()
+	defer func() {
+		// A run that failed may have killed the server: the next
+		// evaluation must not reuse it blindly. Say what really happens to
+		// it: spoc stops only a server it started.
+		if err == nil {
+			return
+		}
+		interrupted := ctx.Err() != nil
+		switch owned := ownsServers(e.launcher); {
+		case !owned && interrupted:
+			e.logger.Warn("interrupted: the run's requests were cancelled; the external server keeps running (spoc never stops a server it did not start)", "endpoint", ep.BaseURL)
+		case !owned:
+			e.logger.Warn("the run failed; the external server is left as it is (spoc never stops a server it did not start): the next run checks it again", "endpoint", ep.BaseURL, "err", err)
+		case interrupted:
+			e.logger.Warn("interrupted: stopping the server spoc started", "err", err)
+		default:
+			e.logger.Warn("stopping the server after a failed run; the next run starts a new one", "err", err)
+		}
+		if serr := e.stopLocked(ctx); serr != nil {
+			e.logger.Warn("stop engine after a failed run", "err", serr)
+		}
+	}()
+
+	tel := e.setup.Telemetry
+	var targets []telemetry.Target
+	for i, u := range ep.MetricsURLs {
+		name := fmt.Sprintf("engine%d", i)
+		if i < len(ep.MetricsNames) && ep.MetricsNames[i] != "" {
+			name = ep.MetricsNames[i] // the pod of a Kubernetes replica
+		}
+		targets = append(targets, telemetry.Target{Name: name, URL: u})
+	}
+	targets = append(targets, e.setup.Telemetry.Targets...)
+	var coll *telemetry.Collector
+	tctx, stopTelemetry := context.WithCancel(ctx)
+	var twg sync.WaitGroup
+	// With a Prometheus server configured, the run's window is queried from
+	// it afterwards instead of scraping the targets directly.
+	if tel.Enabled && len(targets) > 0 && tel.Prometheus == "" {
+		coll, err = telemetry.NewCollector(targets, tel.Interval, telemetry.Options{
+			JSONL: out.Telemetry, Logger: e.logger,
+			Derive: telemetry.DeriveOptions{ClockFraction: tel.StragglerClockDrop, TPSize: e.setup.Deployment.TensorParallelSize},
+		})
+		if err != nil {
+			stopTelemetry()
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+		twg.Add(1)
+		go func() { defer twg.Done(); _ = coll.Run(tctx) }()
+	}
+	defer func() { stopTelemetry(); twg.Wait() }()
+
+	model := ep.Model
+	if model == "" {
+		model = e.model()
+	}
+	runner, err := loadgen.New(loadgen.Options{
+		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey,
+		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
+		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
+		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
+		Renderer: gen, Logger: e.logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum := result.NewSummary(e.setup.SLA, result.Window{}, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
+	sinks := []result.Sink{sum}
+	var w *result.Writer
+	if out.Records != nil {
+		w = result.NewWriter(out.Records)
+		sinks = append(sinks, w)
+	}
+	report := out.Progress
+	if watch := e.watcher(); watch != nil {
+		started, length := time.Now(), load.Warmup+load.Duration
+		report = func(pr loadgen.Progress) {
+			if out.Progress != nil {
+				out.Progress(pr)
+			}
+			watch(RunStatus{Load: load, Elapsed: time.Since(started), Length: length, Progress: pr})
+		}
+	}
+	stopProgress := watchProgress(runner, report)
+	rep, err := runner.Run(ctx, gen, result.Tee(sinks...))
+	stopProgress()
+	if w != nil {
+		if cerr := w.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("write records: %w", cerr)
+		}
+	}
+	interrupted := err != nil && rep != nil && rep.Interrupted && ctx.Err() != nil
+	if err != nil && !interrupted {
+		return nil, err
+	}
+	if !interrupted {
+		// A server that died during the run failed its requests: that is
+		// no measurement of its capacity, so no verdict either.
+		if aerr := engine.Alive(ctx, srv); aerr != nil {
+			return nil, fmt.Errorf("after the run at %d users: %w", load.Users, aerr)
+		}
+	}
+	sum.SetWindow(rep.Window)
+	sum.SetClientHealth(rep.Health)
+	res := sum.Result()
+	if o := res.Overall; !interrupted && o.OK == 0 && o.Errors > 0 && o.ErrorsByClass[result.StatusHTTPError] == o.Errors {
+		// The server answered every request with an error: it serves
+		// nothing, so this is no point of a capacity curve.
+		return nil, fmt.Errorf("%w: every one of %d requests at %d users got an HTTP error %v", ErrNothingServed, o.Errors, load.Users, o.ErrorsByHTTPStatus)
+	}
+	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
+		Interrupted: interrupted, Scheduled: rep.Scheduled}
+	if interrupted {
+		// What was measured before Ctrl-C is returned with the error: a
+		// caller may print it, but it is no verdict.
+		return ev, err
+	}
+	derive := telemetry.DeriveOptions{ClockFraction: tel.StragglerClockDrop, TPSize: e.setup.Deployment.TensorParallelSize}
+	switch {
+	case coll != nil:
+		stopTelemetry()
+		twg.Wait()
+		sig := coll.Window(rep.Window.Start, rep.Window.End)
+		ev.Signals = &sig
+	case tel.Enabled && tel.Prometheus != "":
+		store, qerr := telemetry.QueryRange(ctx, tel.Prometheus, rep.Window.Start, rep.Window.End,
+			telemetry.QueryOptions{Step: tel.Interval, Queries: tel.Queries})
+		if qerr != nil {
+			// the load run stands on its own; the gap is logged, not fatal
+			e.logger.Warn("telemetry query failed; the run has no engine or GPU signals", "prometheus", tel.Prometheus, "err", qerr)
+			break
+		}
+		sig := store.Window(rep.Window.Start, rep.Window.End, derive)
+		ev.Signals = &sig
+	}
+	return ev, nil
+}
+
+// watchProgress calls fn with the runner's counters every second until the
+// returned stop is called; a nil fn watches nothing.
+func watchProgress(r *loadgen.Runner, fn func(loadgen.Progress)) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fn(r.Progress())
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

@@ -61,6 +61,8 @@ type RunStats struct {
 	// MeanSMActive is the measured window's mean DCGM SM-active estimate.
 	MeanSMActive float64 `json:"mean_sm_active"`
 	Series       Series  `json:"series"`
+	// Fleet is how the router spread the measured window over the replicas.
+	Fleet FleetStats `json:"fleet"`
 }
 
 // Share returns each term's fraction of the summed step time.
@@ -91,6 +93,9 @@ type vuser struct {
 	gaps    []int64
 	next    float64
 	phase   uint8
+	// the session header's value and the session it was made for
+	key        string
+	keySession int
 }
 
 // runner is one virtual run's state.
@@ -107,6 +112,7 @@ type runner struct {
 	warm  float64
 	stats RunStats
 	seq   uint64
+	fleet *fleetMeter
 }
 
 // RunVirtual runs the users' session scripts against the simulated
@@ -140,6 +146,7 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 		overh: c.system.Factors(),
 	}
 	r.warm, r.end = sched.Window()
+	r.fleet = newFleetMeter(len(c.engines), r.warm, r.end)
 	r.mon = newMonitor(c, interval, o.SeriesInterval >= 0, r.warm)
 	r.stats.Start = o.Start
 	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
@@ -198,6 +205,9 @@ func (r *runner) loop(ctx context.Context) error {
 		if t >= r.end {
 			return nil
 		}
+		if !r.fleet.snapped && t >= r.warm {
+			r.fleet.snapshot(engines)
+		}
 		r.mon.Advance(t)
 		if ei >= 0 && ts <= tu {
 			if err := r.completeStep(ei, ts); err != nil {
@@ -220,7 +230,8 @@ func (r *runner) loop(ctx context.Context) error {
 				return err
 			}
 		case phaseSubmit:
-			k := r.c.Route()
+			k := r.c.Assign(vu.req, tu)
+			r.fleet.routed(k, tu)
 			vu.replica, vu.phase = k, phaseInFlight
 			vu.req.Arrival = tu
 			e := engines[k]
@@ -299,6 +310,12 @@ func (r *runner) due(vu *vuser, t float64) error {
 	r.seq++
 	req.ID, req.Tag, req.PromptTokens, req.OutputTokens = r.seq, vu.id, prompt, reply
 	req.BlockHashes = vu.hasher.Hashes()
+	if r.c.NeedsSessionKey() {
+		if vu.key == "" || vu.keySession != next.Session {
+			vu.key, vu.keySession = r.c.SessionKeyOf(vu.id, next.Session), next.Session
+		}
+		req.SessionKey = vu.key
+	}
 	vu.gaps = make([]int64, 0, reply-1)
 	vu.next, vu.phase = t+r.overh.RequestOverhead(prompt), phaseSubmit
 	r.heap.push(int32(vu.id))
@@ -318,6 +335,8 @@ func (r *runner) completeStep(k int, t float64) error {
 		if !req.Finished() {
 			continue
 		}
+		r.c.Release(req, t)
+		r.fleet.answered(k, t)
 		rec := vu.rec
 		rec.Done = r.at(t)
 		rec.Status = result.StatusOK
@@ -363,6 +382,10 @@ func (r *runner) finish() {
 			continue
 		}
 		vu.rec.Status, vu.rec.Done, vu.rec.Error = result.StatusCancelled, r.at(r.end), "measured window ended"
+		if vu.phase == phaseInFlight {
+			r.c.Release(vu.req, r.end)
+			r.fleet.answered(vu.replica, r.end)
+		}
 		if err := r.emit(vu); err != nil {
 			break
 		}
@@ -384,6 +407,7 @@ func (r *runner) finish() {
 		t.Terms = t.Terms.Plus(s.Terms)
 	}
 	r.stats.Series = r.mon.series
+	r.stats.Fleet = r.fleet.stats(r.c.Router(), r.c.engines)
 	if m := r.mon; m.n > 0 {
 		r.stats.MeanKVUsage, r.stats.PeakKVUsage = m.kvSum/m.n, m.kvPeak
 		if m.gpuN > 0 {

@@ -205,7 +205,7 @@ func newRouter(f Fleet, engines []*Engine) (router, error) {
 		if p.wPrefix == 0 && p.wQueue == 0 && p.wKV == 0 {
 			p.wPrefix, p.wQueue, p.wKV = defaultPrefixWeight, defaultQueueWeight, defaultKVCacheWeight
 		}
-		p.prefix = make([]float64, len(engines))
+		p.prefix, p.waiting, p.kv = make([]int, len(engines)), make([]int, len(engines)), make([]float64, len(engines))
 		return p, nil
 	case RouterVLLMDataParallel:
 		d := &dataParallel{engines: engines, interval: f.StatsInterval, next: math.Inf(-1)}
@@ -284,32 +284,41 @@ type prefixAware struct {
 	engines              []*Engine
 	rng                  *rand.Rand
 	wPrefix, wQueue, wKV float64
-	prefix               []float64
+	// the replicas' state for one request
+	prefix, waiting []int
+	kv              []float64
 }
 
 func (p *prefixAware) route(r *Request, _ float64) int {
+	limit := max(r.PromptTokens-1, 0) / max(p.engines[0].p.BlockSize, 1)
+	for i, e := range p.engines {
+		p.prefix[i] = e.cachedPrefixBlocks(r.BlockHashes, limit)
+		p.waiting[i] = e.NumWaiting()
+		p.kv[i] = e.KVUsage()
+	}
+	return p.pick()
+}
+
+// pick scores the replicas' state and returns the best.
+func (p *prefixAware) pick() int {
 	// precise-prefix-cache-scorer: consecutive cached blocks from the
 	// start on each replica, min–max normalised over the replicas that
 	// hold any (all 1 when they tie), 0 where none is cached.
 	lo, hi := math.MaxInt, -1
-	limit := max(r.PromptTokens-1, 0) / max(p.engines[0].p.BlockSize, 1)
-	for i, e := range p.engines {
-		n := e.cachedPrefixBlocks(r.BlockHashes, limit)
-		p.prefix[i] = float64(n)
+	for _, n := range p.prefix {
 		if n > 0 {
 			lo, hi = min(lo, n), max(hi, n)
 		}
 	}
 	// queue-scorer: min–max of the waiting queue, shortest 1, all equal 1.
 	qlo, qhi := math.MaxInt, math.MinInt
-	for _, e := range p.engines {
-		q := e.NumWaiting()
+	for _, q := range p.waiting {
 		qlo, qhi = min(qlo, q), max(qhi, q)
 	}
 	best, bestScore, ties := 0, math.Inf(-1), 0
-	for i, e := range p.engines {
+	for i, n := range p.prefix {
 		var s float64
-		if n := int(p.prefix[i]); n > 0 {
+		if n > 0 {
 			if hi == lo {
 				s = p.wPrefix
 			} else {
@@ -319,9 +328,9 @@ func (p *prefixAware) route(r *Request, _ float64) int {
 		if qhi == qlo {
 			s += p.wQueue
 		} else {
-			s += p.wQueue * float64(qhi-e.NumWaiting()) / float64(qhi-qlo)
+			s += p.wQueue * float64(qhi-p.waiting[i]) / float64(qhi-qlo)
 		}
-		s += p.wKV * (1 - e.KVUsage()) // kv-cache-utilization-scorer
+		s += p.wKV * (1 - p.kv[i]) // kv-cache-utilization-scorer
 		switch {
 		case s > bestScore:
 			best, bestScore, ties = i, s, 1

@@ -120,6 +120,12 @@ type runner struct {
 // from this goroutine. It stops when the measured window ends or ctx is
 // done (returning ctx's error with the stats so far).
 func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result.Sink) (*RunStats, error) {
+	return runVirtualWith(ctx, o, src, sink, nil)
+}
+
+// runVirtualWith is RunVirtual with the cluster's router replaced by route
+// when it is not nil (tests pin users to replicas with it).
+func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink result.Sink, route router) (*RunStats, error) {
 	sched, err := workload.NewSchedule(src, workload.ScheduleOptions{
 		Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
 	})
@@ -132,6 +138,9 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 	c, err := o.Deployment.Build()
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)
+	}
+	if route != nil {
+		c.router = route
 	}
 	if o.Start.IsZero() {
 		o.Start = time.Unix(0, 0).UTC()

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -84,11 +85,44 @@ func (f fleetRun) String() string {
 		o.TTFT.P95, o.ITL.P95, o.OK, 100*f.st.Fleet.HitRate, f.st.Fleet.Imbalance, f.res.SLA.State)
 }
 
-// ceiling is the largest user count in [lo, hi] that passes (lo-1 when none
-// does), by bisection to step users, assuming pass is monotone.
-func ceiling(lo, hi, step int, pass func(users int) bool) int {
-	if !pass(lo) {
-		return lo - 1
+// ceiling is the largest user count that passes, assuming pass is
+// monotone: from guess it steps by a quarter up (or a fifth down) until the
+// verdict changes, then bisects to step users. It returns 0 when even one
+// user fails.
+func ceiling(guess, step int, passes func(users int) bool) int {
+	memo := map[int]bool{}
+	pass := func(u int) bool {
+		if v, ok := memo[u]; ok {
+			return v
+		}
+		memo[u] = passes(u)
+		return memo[u]
+	}
+	guess = max(guess, 1)
+	lo, hi := 0, 0 // lo passes (0: none found), hi fails
+	if pass(guess) {
+		lo = guess
+		for hi == 0 {
+			next := lo + max(lo/4, step)
+			if !pass(next) {
+				hi = next
+			} else {
+				lo = next
+			}
+		}
+	} else {
+		hi = guess
+		for lo == 0 {
+			next := hi - max(hi/5, 1)
+			if next < 1 {
+				return 0
+			}
+			if pass(next) {
+				lo = next
+			} else {
+				hi = next
+			}
+		}
 	}
 	for hi-lo > step {
 		mid := (lo + hi) / 2
@@ -97,9 +131,6 @@ func ceiling(lo, hi, step int, pass func(users int) bool) int {
 		} else {
 			hi = mid
 		}
-	}
-	if pass(hi) {
-		return hi
 	}
 	return lo
 }
@@ -192,16 +223,31 @@ func TestFleetIssueWorkload(t *testing.T) {
 		l    fleetLoad
 	}{{"8 s + 15 s", short}, {"60 s + 120 s", long}} {
 		for _, rw := range []row{{RouterLeastLoaded, 1}, {RouterLeastLoaded, 2}, {RouterLeastLoaded, 3},
-			{RouterRoundRobin, 3}, {RouterSessionAffinity, 3}} {
+			{RouterRoundRobin, 3}, {RouterSessionAffinity, 3}, {RouterPrefixAware, 3}} {
+			fleet := Fleet{Router: rw.policy, Seed: 1}
 			for _, users := range []int{6, 18, 30, 45, 60} {
 				l := w.l
 				l.users = users
-				f := runFleet(t, issueDeployment(t, rw.r, Fleet{Router: rw.policy}), src, issueSLA(), l)
+				f := runFleet(t, issueDeployment(t, rw.r, fleet), src, issueSLA(), l)
 				t.Logf("%-12s %-16s R=%d %2d users: %v", w.name, rw.policy, rw.r, users, f)
-				if w.l == long && users == 30 {
+				if w.l == long && users == 18 {
 					hit[rw] = f.st.Fleet.HitRate
 				}
 			}
+			if w.l != long {
+				continue // the short windows judge too few requests to bisect
+			}
+			var why string
+			got := ceiling(30*rw.r, 3, func(users int) bool {
+				l := w.l
+				l.users = users
+				f := runFleet(t, issueDeployment(t, rw.r, fleet), src, issueSLA(), l)
+				if !f.res.SLA.Pass {
+					why = f.res.SLA.First()
+				}
+				return f.res.SLA.Pass
+			})
+			t.Logf("%-12s %-16s R=%d: ceiling %d users (resolution 3; a failing level: %s)", w.name, rw.policy, rw.r, got, why)
 		}
 	}
 	one := hit[row{RouterLeastLoaded, 1}]
@@ -408,5 +454,52 @@ func TestFleetValidate(t *testing.T) {
 	d.GPUs, d.TensorParallelSize = 6, 4
 	if _, err := d.Replicas(); err == nil {
 		t.Error("6 GPUs in groups of 4 accepted")
+	}
+}
+
+// FleetStats add up: requests routed in the window match the records
+// scheduled in it (up to the API overhead at its edges), round-robin's
+// request counts differ by at most one, and the fleet's hit rate is the
+// replicas' pooled.
+func TestFleetStats(t *testing.T) {
+	d := issueDeployment(t, 3, Fleet{Router: RouterRoundRobin})
+	var inWindow int64
+	from, to := time.Unix(30, 0), time.Unix(90, 0)
+	st, err := RunVirtual(context.Background(), Options{Deployment: d, Users: 20, Ramp: 5 * time.Second, Warmup: 30 * time.Second,
+		Duration: 60 * time.Second, ThinkTimeScale: 1}, issueWorkload(t), result.SinkFunc(func(r *result.Record) error {
+		if !r.Scheduled.Before(from) && r.Scheduled.Before(to) && r.Status != result.StatusHTTPError {
+			inWindow++
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := st.Fleet
+	if fs.Router != RouterRoundRobin || len(fs.Replicas) != 3 {
+		t.Fatalf("%+v", fs)
+	}
+	var n, q, h, lo, hi int64 = 0, 0, 0, 1 << 62, 0
+	for _, r := range fs.Replicas {
+		n, q, h = n+r.Requests, q+r.PrefixQueries, h+r.PrefixHits
+		lo, hi = min(lo, r.Requests), max(hi, r.Requests)
+		if r.Load <= 0 || r.BusySeconds <= 0 || r.BusySeconds > 60 || r.HitRate <= 0 || r.HitRate >= 1 {
+			t.Errorf("replica stats %+v", r)
+		}
+	}
+	if d := n - inWindow; d < -3 || d > 3 {
+		t.Errorf("%d requests routed in the window, %d records scheduled in it", n, inWindow)
+	}
+	if hi-lo > 1 || fs.RequestImbalance > float64(hi)/(float64(n)/3)+1e-9 {
+		t.Errorf("round-robin request counts %d..%d, imbalance %.3f", lo, hi, fs.RequestImbalance)
+	}
+	if want := float64(h) / float64(q); math.Abs(fs.HitRate-want) > 1e-12 {
+		t.Errorf("fleet hit rate %v, pooled %v", fs.HitRate, want)
+	}
+	if Imbalance([]float64{1, 1, 4}) != 2 || Imbalance(nil) != 0 {
+		t.Error("Imbalance is not max over mean")
+	}
+	if SessionKey(SessionKeyUser, 17, 3) != "u17" || SessionKey(SessionKeySession, 17, 3) != "u17-s3" {
+		t.Error("session header values changed: a live HAProxy fleet would place sessions differently")
 	}
 }

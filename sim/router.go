@@ -157,9 +157,12 @@ func (f Fleet) Validate(replicas int) error {
 	if fn := strings.ToLower(f.Hash.Function); fn != "" && !slices.Contains(HashFunctions, fn) {
 		return fmt.Errorf("fleet.hash: unknown function %q (one of %s)", f.Hash.Function, strings.Join(HashFunctions, ", "))
 	}
-	for name, w := range map[string]float64{"prefix_weight": f.PrefixWeight, "queue_weight": f.QueueWeight, "kv_cache_weight": f.KVCacheWeight} {
-		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-			return fmt.Errorf("fleet.%s: must be a non-negative number, got %v", name, w)
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"prefix_weight", f.PrefixWeight}, {"queue_weight", f.QueueWeight}, {"kv_cache_weight", f.KVCacheWeight}} {
+		if w.v < 0 || math.IsNaN(w.v) || math.IsInf(w.v, 0) {
+			return fmt.Errorf("fleet.%s: must be a non-negative number, got %v", w.name, w.v)
 		}
 	}
 	if f.StatsInterval < 0 || f.IdleConnTimeout < 0 || f.MaxIdleConns < 0 {
@@ -175,6 +178,15 @@ type router interface {
 	// release tells the router r's response on replica k ended.
 	release(r *Request, k int, now float64)
 }
+
+var (
+	_ router = (*leastLoaded)(nil)
+	_ router = (*roundRobin)(nil)
+	_ router = (*affinity)(nil)
+	_ router = (*prefixAware)(nil)
+	_ router = (*dataParallel)(nil)
+	_ router = (*connPool)(nil)
+)
 
 func newRouter(f Fleet, engines []*Engine) (router, error) {
 	if err := f.Validate(len(engines)); err != nil {

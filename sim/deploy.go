@@ -33,6 +33,23 @@ type Deployment struct {
 	// ServedModelName is the model name of the API and metrics; empty means
 	// the catalog name.
 	ServedModelName string
+	// Fleet is the router in front of the replicas; the zero value is
+	// least-loaded.
+	Fleet Fleet
+}
+
+// Replicas is the number of replicas (data-parallel groups, servers, pods)
+// the deployment's GPUs make: GPUs / TensorParallelSize, each replica one
+// tensor-parallel group of TensorParallelSize GPUs with its own engine and
+// KV cache. Unset sizes count as one; a size that does not divide the GPUs
+// is an error. This is the one place spoc does this arithmetic.
+func (d Deployment) Replicas() (int, error) {
+	tp := max(d.TensorParallelSize, 1)
+	gpus := max(d.GPUs, tp)
+	if gpus%tp != 0 {
+		return 0, fmt.Errorf("deployment: tensor parallel size %d does not divide %d GPUs", tp, gpus)
+	}
+	return gpus / tp, nil
 }
 
 // DeploymentSpec names a deployment before it is resolved: the model and
@@ -61,6 +78,8 @@ type DeploymentSpec struct {
 	Throttles []Throttle
 	// Correction is a file from spoc sim calibrate --records; empty: none.
 	Correction string
+	// Fleet is the router in front of the replicas (Deployment.Fleet).
+	Fleet Fleet
 }
 
 // NewDeployment resolves the model, GPU, engine flags and calibration of
@@ -87,6 +106,7 @@ func NewDeployment(spec DeploymentSpec) (Deployment, error) {
 		Model: model, GPU: gpu, GPUs: spec.GPUs, TensorParallelSize: spec.TensorParallelSize,
 		WeightFormat: spec.WeightFormat, MaxModelLen: spec.MaxModelLen, Params: p,
 		ServedModelName: vllm.ServedName(spec.Model, spec.ServedModelName),
+		Fleet:           spec.Fleet,
 	}
 	if spec.Calibration != "" {
 		f, err := LoadCalibration(spec.Calibration)
@@ -131,7 +151,8 @@ func ReferenceDeploymentSpec() DeploymentSpec {
 }
 
 // Cluster is a built deployment: the cost model and one Engine per
-// data-parallel replica, with the router that spreads requests over them.
+// data-parallel replica, with the router (Deployment.Fleet) that spreads
+// requests over them.
 // RunVirtual drives one in virtual time; the HTTP server (package
 // sim/serve) drives one in scaled wall-clock time. Like Engine it is not
 // safe for concurrent use.
@@ -140,15 +161,20 @@ type Cluster struct {
 	system   *perfmodel.System
 	engines  []*Engine
 	kvTokens int
+	router   router
 }
 
 // Build prices the deployment and creates its engines, each with an empty
 // KV cache.
 func (d Deployment) Build() (*Cluster, error) {
+	replicas, err := d.Replicas()
+	if err != nil {
+		return nil, err
+	}
 	tp := max(d.TensorParallelSize, 1)
-	gpus := max(d.GPUs, tp)
-	if gpus%tp != 0 {
-		return nil, fmt.Errorf("deployment: tensor parallel size %d does not divide %d GPUs", tp, gpus)
+	gpus := replicas * tp
+	if err := d.Fleet.Validate(replicas); err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	if err := d.Correction.Normal().Validate(); err != nil {
 		return nil, fmt.Errorf("deployment: %w", err)
@@ -204,7 +230,7 @@ func (d Deployment) Build() (*Cluster, error) {
 		return nil, fmt.Errorf("deployment: %w", err)
 	}
 	c := &Cluster{dep: d, system: sys, kvTokens: kvTokens}
-	for r := range gpus / tp {
+	for r := range replicas {
 		var th []Throttle
 		for i, t := range d.Throttles {
 			if t.GPU < 0 || t.GPU >= gpus {
@@ -224,20 +250,16 @@ func (d Deployment) Build() (*Cluster, error) {
 		}
 		c.engines = append(c.engines, e)
 	}
+	if c.router, err = newRouter(d.Fleet, c.engines); err != nil {
+		return nil, fmt.Errorf("deployment: %w", err)
+	}
 	return c, nil
 }
 
-// Route picks the replica for a new request: the one with the fewest
-// running plus waiting requests, the lowest index on ties.
-func (c *Cluster) Route() int {
-	best, load := 0, int(^uint(0)>>1)
-	for i, e := range c.engines {
-		if l := e.NumRunning() + e.NumWaiting(); l < load {
-			best, load = i, l
-		}
-	}
-	return best
-}
+// Route picks the replica for a new request the least-loaded way, whatever
+// the cluster's router: the one with the fewest running plus waiting
+// requests, the lowest index on ties. Assign applies the cluster's router.
+func (c *Cluster) Route() int { return leastLoadedOf(c.engines) }
 
 // MaxModelLen is the engines' context limit in tokens.
 func (c *Cluster) MaxModelLen() int { return c.engines[0].maxModelLen }

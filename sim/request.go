@@ -20,6 +20,9 @@ type Request struct {
 	BlockHashes []uint64
 	// Arrival is when the request entered the engine, in engine seconds.
 	Arrival float64
+	// SessionKey is the session header's value (SessionKey), which a
+	// session-affinity router hashes; empty when the router does not read it.
+	SessionKey string
 
 	// FirstScheduled is when the request first got GPU work (negative before).
 	FirstScheduled float64
@@ -41,6 +44,11 @@ type Request struct {
 	slide        []int32
 	running      bool
 	finished     bool
+
+	// the cluster router's bookkeeping (Cluster.Assign, Release)
+	replica int32
+	conn    int32
+	routed  bool
 }
 
 // Reset clears r for reuse, keeping its buffers.

@@ -61,6 +61,8 @@ type RunStats struct {
 	// MeanSMActive is the measured window's mean DCGM SM-active estimate.
 	MeanSMActive float64 `json:"mean_sm_active"`
 	Series       Series  `json:"series"`
+	// Fleet is how the router spread the measured window over the replicas.
+	Fleet FleetStats `json:"fleet"`
 }
 
 // Share returns each term's fraction of the summed step time.
@@ -91,6 +93,9 @@ type vuser struct {
 	gaps    []int64
 	next    float64
 	phase   uint8
+	// the session header's value and the session it was made for
+	key        string
+	keySession int
 }
 
 // runner is one virtual run's state.
@@ -107,6 +112,7 @@ type runner struct {
 	warm  float64
 	stats RunStats
 	seq   uint64
+	fleet *fleetMeter
 }
 
 // RunVirtual runs the users' session scripts against the simulated
@@ -114,6 +120,12 @@ type runner struct {
 // from this goroutine. It stops when the measured window ends or ctx is
 // done (returning ctx's error with the stats so far).
 func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result.Sink) (*RunStats, error) {
+	return runVirtualWith(ctx, o, src, sink, nil)
+}
+
+// runVirtualWith is RunVirtual with the cluster's router replaced by route
+// when it is not nil (tests pin users to replicas with it).
+func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink result.Sink, route router) (*RunStats, error) {
 	sched, err := workload.NewSchedule(src, workload.ScheduleOptions{
 		Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
 	})
@@ -126,6 +138,9 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 	c, err := o.Deployment.Build()
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)
+	}
+	if route != nil {
+		c.router = route
 	}
 	if o.Start.IsZero() {
 		o.Start = time.Unix(0, 0).UTC()
@@ -140,6 +155,7 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 		overh: c.system.Factors(),
 	}
 	r.warm, r.end = sched.Window()
+	r.fleet = newFleetMeter(len(c.engines), r.warm, r.end)
 	r.mon = newMonitor(c, interval, o.SeriesInterval >= 0, r.warm)
 	r.stats.Start = o.Start
 	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
@@ -198,6 +214,9 @@ func (r *runner) loop(ctx context.Context) error {
 		if t >= r.end {
 			return nil
 		}
+		if !r.fleet.snapped && t >= r.warm {
+			r.fleet.snapshot(engines)
+		}
 		r.mon.Advance(t)
 		if ei >= 0 && ts <= tu {
 			if err := r.completeStep(ei, ts); err != nil {
@@ -220,7 +239,8 @@ func (r *runner) loop(ctx context.Context) error {
 				return err
 			}
 		case phaseSubmit:
-			k := r.c.Route()
+			k := r.c.Assign(vu.req, tu)
+			r.fleet.routed(k, tu)
 			vu.replica, vu.phase = k, phaseInFlight
 			vu.req.Arrival = tu
 			e := engines[k]
@@ -299,6 +319,12 @@ func (r *runner) due(vu *vuser, t float64) error {
 	r.seq++
 	req.ID, req.Tag, req.PromptTokens, req.OutputTokens = r.seq, vu.id, prompt, reply
 	req.BlockHashes = vu.hasher.Hashes()
+	if r.c.NeedsSessionKey() {
+		if vu.key == "" || vu.keySession != next.Session {
+			vu.key, vu.keySession = r.c.SessionKeyOf(vu.id, next.Session), next.Session
+		}
+		req.SessionKey = vu.key
+	}
 	vu.gaps = make([]int64, 0, reply-1)
 	vu.next, vu.phase = t+r.overh.RequestOverhead(prompt), phaseSubmit
 	r.heap.push(int32(vu.id))
@@ -318,6 +344,8 @@ func (r *runner) completeStep(k int, t float64) error {
 		if !req.Finished() {
 			continue
 		}
+		r.c.Release(req, t)
+		r.fleet.answered(k, t)
 		rec := vu.rec
 		rec.Done = r.at(t)
 		rec.Status = result.StatusOK
@@ -363,6 +391,10 @@ func (r *runner) finish() {
 			continue
 		}
 		vu.rec.Status, vu.rec.Done, vu.rec.Error = result.StatusCancelled, r.at(r.end), "measured window ended"
+		if vu.phase == phaseInFlight {
+			r.c.Release(vu.req, r.end)
+			r.fleet.answered(vu.replica, r.end)
+		}
 		if err := r.emit(vu); err != nil {
 			break
 		}
@@ -384,6 +416,7 @@ func (r *runner) finish() {
 		t.Terms = t.Terms.Plus(s.Terms)
 	}
 	r.stats.Series = r.mon.series
+	r.stats.Fleet = r.fleet.stats(r.c.Router(), r.c.engines)
 	if m := r.mon; m.n > 0 {
 		r.stats.MeanKVUsage, r.stats.PeakKVUsage = m.kvSum/m.n, m.kvPeak
 		if m.gpuN > 0 {

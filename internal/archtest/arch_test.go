@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 const module = "github.com/spoc-project/spoc/"

@@ -37,3 +37,31 @@ func TestMissingFailsUnderCI(t *testing.T) {
 		}
 	}
 }
+
+// TestLongRunsOnlyInTheLongLane runs a test marked Long without the lane
+// (skipped, saying why and how to run it) and with it (run).
+func TestLongRunsOnlyInTheLongLane(t *testing.T) {
+	if os.Getenv("SPOC_TESTTOOL_CHILD") == "1" {
+		Long(t, "a child test that takes no time")
+		t.Log("the long test ran")
+		return
+	}
+	for lane, want := range map[string][]string{
+		"":       {"--- SKIP", "long lane (a child test that takes no time)", "SPOC_TEST_LANE=long go test -run '^TestLongRunsOnlyInTheLongLane$'"},
+		"fast":   {"--- SKIP", "long lane"},
+		LaneLong: {"--- PASS", "the long test ran"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLongRunsOnlyInTheLongLane$", "-test.v")
+		cmd.Env = append(os.Environ(), "SPOC_TESTTOOL_CHILD=1", LaneEnv+"="+lane)
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s=%q: want %q; err %v, output:\n%s", LaneEnv, lane, w, err, out)
+			}
+		}
+		if lane != LaneLong && strings.Contains(out, "the long test ran") {
+			t.Errorf("%s=%q: the long test ran outside its lane:\n%s", LaneEnv, lane, out)
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/spoc-project/spoc/internal/testharness/kubetest"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // TestKubernetesOnARealControlPlane runs the launcher with kubectl against
@@ -609,6 +610,7 @@ func managedObjects(ctx context.Context, t *testing.T, client kubernetes.Interfa
 // cluster is closed when the test ends, its logs kept when it failed.
 func controlPlane(t *testing.T, timeout time.Duration) (context.Context, *kubetest.Cluster, string) {
 	t.Helper()
+	testtool.Long(t, "starts a Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) and runs pods for minutes")
 	spoc := spocBinary(t) // skips with -short
 	bins := kubetest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

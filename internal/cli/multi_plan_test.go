@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -90,6 +91,7 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a multi-fidelity plan against a separate server process for about a minute")
 	}
+	testtool.Long(t, "a live multi plan in real time against a spoc sim serve process: 4-7 min on 2 cores")
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := multiPlanConfig(t, dir, spoc, "")

@@ -65,9 +65,11 @@ func stampedBinary(t *testing.T) string {
 		dir = clone
 	}
 	bin := filepath.Join(t.TempDir(), "spoc")
-	// -trimpath, as spocBinary: a clone in another folder then reuses the
-	// cached packages instead of compiling the module again
-	build := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, "./cmd/spoc")
+	// no -trimpath, as go test and spocBinary: the dependencies come from
+	// the build cache (in a clone in another folder only the module's own
+	// packages are compiled again); a -trimpath build compiled every
+	// dependency a second time on a cold cache
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/spoc")
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=")
 	if out, err := build.CombinedOutput(); err != nil {

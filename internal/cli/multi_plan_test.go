@@ -209,6 +209,7 @@ func TestMultiPlanBudgetAndEstimate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the spoc binary")
 	}
+	t.Parallel() // waits on the engine's start-up: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := multiPlanConfig(t, dir, spoc, "  budget: 10s\n")
@@ -272,6 +273,7 @@ func TestMultiPlanFailingProbeIsRetriedThenReported(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process")
 	}
+	t.Parallel() // real time against a server process of its own
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := multiPlanConfig(t, dir, spoc, "", "--error-rate", "1")

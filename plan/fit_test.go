@@ -43,6 +43,7 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits a correction to simulated runs (seconds)")
 	}
+	t.Parallel() // seconds of CPU: overlaps the others
 	for _, tc := range []struct {
 		name    string
 		foreign func(*config.Config)
@@ -53,6 +54,7 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each foreign engine has its own evaluator and folder
 			configured := foreignSetup(t, func(*config.Config) {})
 			fs := foreignSetup(t, tc.foreign)
 			ev, err := capacity.NewEvaluator(fs.Setup, nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -96,6 +97,7 @@ func TestEstimateCountsEachFidelity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("dry-runs two quick plans on the simulator (seconds)")
 	}
+	testtool.Long(t, "dry-runs the reference case's live and multi plans on the simulator: about 15 s of CPU; the fast lane checks --estimate on a small plan (internal/cli TestMultiPlanBudgetAndEstimate)")
 	t.Parallel() // seconds of CPU in a plan of its own: overlaps the others
 	cfg := processConfig(t)
 	cfg.Plan.EngineStartup = config.Duration(90 * time.Second)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -43,6 +44,7 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits a correction to simulated runs (seconds)")
 	}
+	testtool.Long(t, "fits corrections to two foreign engines' runs and replays them: 10-30 s of CPU")
 	t.Parallel() // seconds of CPU: overlaps the others
 	for _, tc := range []struct {
 		name    string

@@ -135,3 +135,8 @@ func TestOneSamplerRegistry(t *testing.T) {
 func TestRouteLiteralsOnlyInVLLM(t *testing.T) {
 	report(t, "routes", checkRouteLiterals(parseTree(t, root), routeOwners))
 }
+
+// The test harness stays out of spoc's own code.
+func TestHarnessOnlyInTests(t *testing.T) {
+	report(t, "test harness", checkHarnessOnlyInTests(parseTree(t, root), testHarness))
+}

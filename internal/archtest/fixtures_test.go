@@ -62,6 +62,14 @@ func TestRulesRejectTheirFixtures(t *testing.T) {
 			},
 		},
 		{
+			name:  "harness",
+			check: func(fs []goFile) []violation { return checkHarnessOnlyInTests(fs, testHarness) },
+			want: []string{
+				"engine/engine.go:5", // spoc's code imports testtool
+				// the harness's own imports and a test file's pass
+			},
+		},
+		{
 			name:  "schedule",
 			check: func(fs []goFile) []violation { return checkUsesSchedule(fs, scheduleUsers) },
 			want: []string{

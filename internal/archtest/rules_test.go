@@ -60,6 +60,9 @@ var routeOwners = map[string]bool{
 // workload.NewSchedule.
 var scheduleUsers = []string{"loadgen", "sim"}
 
+// testHarness is the folder of the packages only tests import.
+const testHarness = "internal/testharness"
+
 // goFile is one parsed non-test Go file of a tree.
 type goFile struct {
 	dir  string // its folder relative to the tree's root, with slashes ("." at the root)
@@ -368,6 +371,24 @@ func checkUsesSchedule(files []goFile, pkgs []string) []violation {
 			out = append(out, violation{pkg, "no Go files: is the executor still there?"})
 		case !calls:
 			out = append(out, violation{pkg, "does not run its users on workload.NewSchedule"})
+		}
+	}
+	return out
+}
+
+// checkHarnessOnlyInTests: no non-test file outside the harness imports a
+// package under it: what starts services for tests never ships in spoc.
+func checkHarnessOnlyInTests(files []goFile, harness string) []violation {
+	var out []violation
+	for _, f := range files {
+		if f.dir == harness || strings.HasPrefix(f.dir, harness+"/") {
+			continue
+		}
+		for _, imp := range f.ast.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err == nil && (p == module+harness || strings.HasPrefix(p, module+harness+"/")) {
+				out = append(out, violation{f.at(imp.Pos()), fmt.Sprintf("imports %s, which only tests may import", p)})
+			}
 		}
 	}
 	return out

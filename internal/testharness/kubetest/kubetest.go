@@ -101,8 +101,7 @@ func Need(t testing.TB) Binaries {
 	t.Helper()
 	b, err := FindBinaries()
 	if err != nil {
-		what, how, _ := strings.Cut(err.Error(), ": ")
-		testtool.Missing(t, what, how)
+		testtool.MissingErr(t, err)
 	}
 	return b
 }

@@ -24,6 +24,16 @@ func Missing(t testing.TB, what, install string) {
 	t.Skipf("%s not found (%s)", what, install)
 }
 
+// MissingErr stops t like Missing, for an error that already names what is
+// missing and how to get it ("etcd not found on PATH: install it with …").
+func MissingErr(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
+}
+
 // Find returns the path of the first of names on PATH, or stops t with
 // Missing.
 func Find(t testing.TB, install string, names ...string) string {

@@ -1,6 +1,7 @@
 package testtool
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,25 @@ func TestLongRunsOnlyInTheLongLane(t *testing.T) {
 		}
 		if lane != LaneLong && strings.Contains(out, "the long test ran") {
 			t.Errorf("%s=%q: the long test ran outside its lane:\n%s", LaneEnv, lane, out)
+		}
+	}
+}
+
+// TestMissingErrFailsUnderCI: the same rule for an error that names what
+// is missing and how to get it, printed once as it is.
+func TestMissingErrFailsUnderCI(t *testing.T) {
+	const msg = "spoc-nothing not found on PATH: install it with apt-get install -y spoc-nothing"
+	if os.Getenv("SPOC_TESTTOOL_CHILD") == "1" {
+		MissingErr(t, errors.New(msg))
+		return
+	}
+	for ci, want := range map[string]string{"true": "--- FAIL", "": "--- SKIP"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingErrFailsUnderCI$", "-test.v")
+		cmd.Env = append(os.Environ(), "SPOC_TESTTOOL_CHILD=1", "CI="+ci)
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		if !strings.Contains(out, want) || strings.Count(out, msg) != 1 {
+			t.Errorf("CI=%q: want %q and the message once; err %v, output:\n%s", ci, want, err, out)
 		}
 	}
 }

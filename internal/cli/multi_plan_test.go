@@ -91,7 +91,11 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a multi-fidelity plan against a separate server process for about a minute")
 	}
-	testtool.Long(t, "a live multi plan in real time against a spoc sim serve process: 4-7 min on 2 cores")
+	testtool.Long(t, "a live multi plan in real time against a spoc sim serve process: 2-7 min on 2 cores")
+	// mostly waits on real-time load windows: overlaps the live plans,
+	// which bring the package from the multi plan's time plus theirs to
+	// about the multi plan's alone
+	t.Parallel()
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := multiPlanConfig(t, dir, spoc, "")

@@ -32,8 +32,8 @@ func TestClusterRunsADeploymentAndAJob(t *testing.T) {
 	testtool.Long(t, "starts a Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)")
 	bins := Need(t)
 	spoc := filepath.Join(t.TempDir(), "spoc")
-	if out, err := exec.Command("go", "build", "-o", spoc, "../../cmd/spoc").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/spoc: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", spoc, "../../../cmd/spoc").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../../../cmd/spoc: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

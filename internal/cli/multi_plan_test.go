@@ -92,10 +92,9 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 		t.Skip("runs a multi-fidelity plan against a separate server process for about a minute")
 	}
 	testtool.Long(t, "a live multi plan in real time against a spoc sim serve process: 2-7 min on 2 cores")
-	// mostly waits on real-time load windows: overlaps the live plans,
-	// which bring the package from the multi plan's time plus theirs to
-	// about the multi plan's alone
-	t.Parallel()
+	// not t.Parallel: beside the live plans' servers on a loaded machine
+	// (load ~20) the fit read the contention as a faster engine (probes'
+	// ITL p95 35.6 ms calibrated vs 39.9 ms built-in) and failed
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	cfg := multiPlanConfig(t, dir, spoc, "")

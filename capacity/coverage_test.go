@@ -8,6 +8,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // TestIntervalCoversAnotherSeed checks what the ceiling's interval claims:
@@ -23,6 +24,7 @@ func TestIntervalCoversAnotherSeed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: sweeps 10 × 6 seeds of the reference case (run without -short)")
 	}
+	testtool.Long(t, "sweeps 10 × 6 seeds of the reference case: 1-2 min of CPU")
 	cfg := config.Default()
 	if os.Getenv("SPOC_INTERVAL_FULL") == "" {
 		cfg.Run.Ramp = config.Duration(30 * time.Second)

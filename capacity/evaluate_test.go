@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,15 +80,28 @@ func TestEvaluateDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a, b bytes.Buffer
-	if _, err := ev.Evaluate(context.Background(), nil, s.Windows.Run.At(20), capacity.Outputs{Records: &a}); err != nil {
-		t.Fatal(err)
+	// Two runs that wrote nothing would be equal too: each run must have
+	// counted requests and written a record for each (and for the ramp's and
+	// warm-up's, which the summary leaves out).
+	run := func() ([]byte, *capacity.Evaluation) {
+		var recs bytes.Buffer
+		got, err := ev.Evaluate(context.Background(), nil, s.Windows.Run.At(20), capacity.Outputs{Records: &recs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := got.Summary.Overall.Requests
+		if lines := int64(bytes.Count(recs.Bytes(), []byte("\n"))); n == 0 || lines < n {
+			t.Fatalf("the run counted %d requests and wrote %d records; want some, and a record for each", n, lines)
+		}
+		return recs.Bytes(), got
 	}
-	if _, err := ev.Evaluate(context.Background(), nil, s.Windows.Run.At(20), capacity.Outputs{Records: &b}); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+	a, ea := run()
+	b, eb := run()
+	if !bytes.Equal(a, b) {
 		t.Error("same config and seed gave different records")
+	}
+	if !reflect.DeepEqual(ea.Summary.Overall, eb.Summary.Overall) {
+		t.Errorf("same config and seed gave different summaries:\n%+v\n%+v", ea.Summary.Overall, eb.Summary.Overall)
 	}
 }
 

@@ -29,6 +29,7 @@ func TestEvaluateLiveOverHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves the simulator over HTTP for a few seconds")
 	}
+	t.Parallel() // real time on a server of its own
 	cfg := config.Default()
 	dep, err := sim.NewDeployment(cfg.Engine.SimDeployment())
 	if err != nil {
@@ -96,6 +97,7 @@ func TestEvaluateLiveOverHTTP(t *testing.T) {
 // an error served nothing: the evaluation is an error, not a failed level
 // a sweep would read as a capacity of zero.
 func TestEvaluateLiveEveryRequestFailed(t *testing.T) {
+	t.Parallel() // real time on a server of its own
 	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: time.Millisecond,
 		FaultFor: func(r *testserver.Request) testserver.Fault {
 			if r.MaxTokens == 1 {
@@ -167,6 +169,7 @@ func TestEvaluatorReusesServerPerFlagSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves the simulator over HTTP for a few seconds")
 	}
+	t.Parallel() // real time on a server of its own
 	cfg := config.Default()
 	cfg.Engine.Kind = config.EngineExternal
 	cfg.Engine.External.URL = "http://127.0.0.1:1" // replaced by the counting launcher
@@ -205,6 +208,7 @@ func TestEvaluatorReusesServerPerFlagSet(t *testing.T) {
 // and says so; it does not claim to stop a server spoc never started, and
 // the server keeps serving.
 func TestEvaluateLiveInterruptedLeavesExternalServer(t *testing.T) {
+	t.Parallel() // real time on a server of its own
 	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: 5 * time.Millisecond})
 	defer srv.Close()
 	cfg := config.Default()
@@ -242,6 +246,7 @@ func TestEvaluateLiveInterruptedLeavesExternalServer(t *testing.T) {
 // planned length, and keeps reporting while it goes on; an external
 // server is never said to be started.
 func TestWatchRunsReportsFromTheFirstSecond(t *testing.T) {
+	t.Parallel() // real time on a server of its own
 	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: 5 * time.Millisecond})
 	defer srv.Close()
 	cfg := config.Default()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // PreflightTimeout bounds each request of Preflight.
@@ -34,12 +35,12 @@ func Preflight(ctx context.Context, ep engine.Endpoint, endpoint, apiKey string)
 		return fmt.Errorf("preflight: %s serves %s, not %q; set engine.served_model_name (or --model) to one of them",
 			ep.BaseURL, quoteAll(models), ep.Model)
 	}
-	path, body := "/v1/chat/completions", map[string]any{
+	path, body := vllm.PathChatCompletions, map[string]any{
 		"model": ep.Model, "max_tokens": 1, "stream": true,
 		"messages": []map[string]string{{"role": "user", "content": "Say OK."}},
 	}
 	if endpoint == "completions" {
-		path, body = "/v1/completions", map[string]any{"model": ep.Model, "max_tokens": 1, "stream": true, "prompt": "Say OK."}
+		path, body = vllm.PathCompletions, map[string]any{"model": ep.Model, "max_tokens": 1, "stream": true, "prompt": "Say OK."}
 	}
 	raw, _ := json.Marshal(body)
 	// A loaded server may drop one request; a server that cannot complete
@@ -87,7 +88,7 @@ func hasChoice(body []byte) bool {
 
 // servedModels lists the model ids of GET /v1/models.
 func servedModels(ctx context.Context, client *http.Client, base, apiKey string) ([]string, error) {
-	resp, err := do(ctx, client, http.MethodGet, base+"/v1/models", apiKey, nil)
+	resp, err := do(ctx, client, http.MethodGet, base+vllm.PathModels, apiKey, nil)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)
 	}
@@ -97,14 +98,14 @@ func servedModels(ctx context.Context, client *http.Client, base, apiKey string)
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(resp, &list); err != nil {
-		return nil, fmt.Errorf("preflight: GET %s/v1/models is not an OpenAI model list: %s", base, excerpt(resp))
+		return nil, fmt.Errorf("preflight: GET %s%s is not an OpenAI model list: %s", base, vllm.PathModels, excerpt(resp))
 	}
 	ids := make([]string, 0, len(list.Data))
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("preflight: GET %s/v1/models lists no model", base)
+		return nil, fmt.Errorf("preflight: GET %s%s lists no model", base, vllm.PathModels)
 	}
 	return ids, nil
 }

@@ -108,6 +108,7 @@ func TestTuneParallelLive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves the simulator over HTTP for a few seconds")
 	}
+	t.Parallel() // real time on a server of its own
 	cfg := config.Default()
 	cfg.Search.Trials = 6
 	cfg.Search.Parallel = 3

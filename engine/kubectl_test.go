@@ -3,18 +3,17 @@ package engine
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 func TestExecRunner(t *testing.T) {
 	for _, bin := range []string{"cat", "sh", "sleep"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not on PATH", bin)
-		}
+		testtool.Find(t, "apt-get install -y coreutils dash", bin)
 	}
 	ctx := context.Background()
 	out, err := ExecRunner{Binary: "cat"}.Run(ctx, []byte("apiVersion: v1\n"))

@@ -24,11 +24,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/spoc-project/spoc/internal/kubetest"
+	"github.com/spoc-project/spoc/internal/testharness/kubetest"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // TestKubernetesOnARealControlPlane runs the launcher with kubectl against
-// a real kube-apiserver and kube-controller-manager (internal/kubetest),
+// a real kube-apiserver and kube-controller-manager (internal/testharness/kubetest),
 // whose node agent runs each pod's server as `spoc sim serve` on a pod IP
 // of its own.
 func TestKubernetesOnARealControlPlane(t *testing.T) {
@@ -603,12 +604,13 @@ func managedObjects(ctx context.Context, t *testing.T, client kubernetes.Interfa
 	return left
 }
 
-// controlPlane starts the test control plane (internal/kubetest) with an
+// controlPlane starts the test control plane (internal/testharness/kubetest) with an
 // 8-GPU node whose pods run the spoc binary's sim serve, for at most
 // timeout, and returns its context, the cluster and the binary. The
 // cluster is closed when the test ends, its logs kept when it failed.
 func controlPlane(t *testing.T, timeout time.Duration) (context.Context, *kubetest.Cluster, string) {
 	t.Helper()
+	testtool.Long(t, "starts a Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager) and runs pods for minutes")
 	spoc := spocBinary(t) // skips with -short
 	bins := kubetest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

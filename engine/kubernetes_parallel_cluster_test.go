@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/spoc-project/spoc/internal/kubetest"
-	"github.com/spoc-project/spoc/internal/pgtest"
+	"github.com/spoc-project/spoc/internal/testharness/kubetest"
+	"github.com/spoc-project/spoc/internal/testharness/pgtest"
 )
 
 // deploymentWatch records, from the API server's own watch, how many of
@@ -107,7 +107,7 @@ type tuneResult struct {
 }
 
 // TestParallelTrialsOnARealControlPlane runs `spoc tune` with
-// search.parallel on the test control plane (internal/kubetest): trials
+// search.parallel on the test control plane (internal/testharness/kubetest): trials
 // run side by side, each its own Deployment, watched through the API
 // server; a pod killed mid-trial fails that trial only; Ctrl-C leaves no
 // object; two spoc tune processes share one PostgreSQL study.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/vllm"
 	"github.com/spoc-project/spoc/workload"
 )
 
@@ -221,15 +222,15 @@ func (o *Options) schedule() workload.ScheduleOptions {
 }
 
 func endpointURL(target, endpoint string) string {
-	path := "/v1/chat/completions"
+	path := vllm.PathChatCompletions
 	if endpoint == EndpointCompletions {
-		path = "/v1/completions"
+		path = vllm.PathCompletions
 	}
 	target = strings.TrimRight(target, "/")
 	if strings.HasSuffix(target, path) {
 		return target
 	}
-	return strings.TrimSuffix(target, "/v1") + path
+	return strings.TrimSuffix(target, vllm.PathPrefix) + path
 }
 
 // Progress returns live counters; safe to call while Run runs.

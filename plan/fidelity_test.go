@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -21,6 +22,7 @@ func TestMultiOnTheSimulatorIsTheSimulatedPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two quick plans (seconds)")
 	}
+	t.Parallel() // seconds of CPU in a plan of its own: overlaps the others
 	run := func(mode string) (*plan.Summary, string) {
 		cfg := config.Default()
 		cfg.Plan.Fidelity = mode
@@ -95,6 +97,8 @@ func TestEstimateCountsEachFidelity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("dry-runs two quick plans on the simulator (seconds)")
 	}
+	testtool.Long(t, "dry-runs the reference case's live and multi plans on the simulator: about 15 s of CPU; the fast lane checks --estimate on a small plan (internal/cli TestMultiPlanBudgetAndEstimate)")
+	t.Parallel() // seconds of CPU in a plan of its own: overlaps the others
 	cfg := processConfig(t)
 	cfg.Plan.EngineStartup = config.Duration(90 * time.Second)
 	s, err := cfg.Setup(config.SetupOptions{OutDir: t.TempDir(), Quick: true})
@@ -140,6 +144,8 @@ func TestSimulatedFidelityOnARealEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a quick plan (seconds)")
 	}
+	// seconds of CPU in a plan of its own: overlaps the others
+	t.Parallel()
 	cfg := processConfig(t) // its command does not exist: starting it would fail
 	cfg.Plan.Fidelity = plan.FidelitySimulated
 	s, err := plan.Run(context.Background(), quickSetup(t, cfg, t.TempDir()), plan.Options{})

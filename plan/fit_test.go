@@ -11,6 +11,7 @@ import (
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/internal/atomicfile"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -44,6 +45,8 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits a correction to simulated runs (seconds)")
 	}
+	testtool.Long(t, "fits corrections to two foreign engines' runs and replays them: 10-30 s of CPU")
+	t.Parallel() // seconds of CPU: overlaps the others
 	for _, tc := range []struct {
 		name    string
 		foreign func(*config.Config)
@@ -54,6 +57,7 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each foreign engine has its own evaluator and folder
 			configured := foreignSetup(t, func(*config.Config) {})
 			fs := foreignSetup(t, tc.foreign)
 			ev, err := capacity.NewEvaluator(fs.Setup, nil)

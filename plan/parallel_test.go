@@ -18,6 +18,7 @@ func TestQuickPlanParallelSearch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a whole quick plan (seconds)")
 	}
+	t.Parallel() // seconds of CPU in a plan of its own: overlaps the others
 	dir := t.TempDir()
 	cfg := config.Default()
 	cfg.Search.Parallel = 3

@@ -34,6 +34,7 @@ func TestQuickPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a whole quick plan (seconds)")
 	}
+	t.Parallel() // seconds of CPU in a plan of its own: overlaps the others
 	dir := t.TempDir()
 	var progress bytes.Buffer
 	cfg := config.Default()

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // browser is headless Chromium driven over the DevTools protocol on a pipe

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // Known values of HAProxy's functions, computed by hand from their

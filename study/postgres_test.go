@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/internal/pgtest"
+	"github.com/spoc-project/spoc/internal/testharness/pgtest"
 	"github.com/spoc-project/spoc/search"
 	"github.com/spoc-project/spoc/search/nsga2"
 )
 
-// postgresURL is a PostgreSQL server for the test (internal/pgtest).
+// postgresURL is a PostgreSQL server for the test (internal/testharness/pgtest).
 func postgresURL(t *testing.T) string {
 	t.Helper()
 	return pgtest.URL(t)

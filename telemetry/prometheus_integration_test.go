@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/internal/promtest"
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/promtest"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/sim"
 )
 

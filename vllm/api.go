@@ -2,13 +2,16 @@ package vllm
 
 // HTTP paths of vLLM's OpenAI-compatible server that spoc uses.
 const (
+	// PathPrefix is the prefix of the OpenAI routes. A target URL given as
+	// the API's base (http://host:8000/v1) ends with it.
+	PathPrefix = "/v1"
 	// PathChatCompletions is OpenAI's chat completions endpoint.
-	PathChatCompletions = "/v1/chat/completions"
+	PathChatCompletions = PathPrefix + "/chat/completions"
 	// PathCompletions is OpenAI's text completions endpoint.
-	PathCompletions = "/v1/completions"
+	PathCompletions = PathPrefix + "/completions"
 	// PathModels (GET) lists the served model names (see ServedName); spoc
 	// probes a target with it.
-	PathModels = "/v1/models"
+	PathModels = PathPrefix + "/models"
 	// PathHealth (GET) answers 200 once the engine is ready.
 	PathHealth = "/health"
 	// PathVersion (GET) answers {"version": "..."}.

@@ -2,19 +2,18 @@ package archtest
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
+	"github.com/spoc-project/spoc/search/samplers"
 )
 
 const module = "github.com/spoc-project/spoc/"
+
+// root is the module's root, from this package's folder.
+const root = "../.."
 
 // configImporters may import package config: config turns YAML into the
 // domain types (workload.Spec, result.SLA, sim.DeploymentSpec, tune.Spec,
@@ -23,8 +22,8 @@ const module = "github.com/spoc-project/spoc/"
 // resolve the reference configuration the way a user's is resolved. A
 // package's own code and its internal tests may not.
 var configImporters = map[string]bool{
-	"config":                true,
-	"cmd/spoc/internal/cli": true,
+	"config":   true,
+	cliPackage: true,
 }
 
 // Only config knows the YAML schema: every other package works on domain
@@ -59,7 +58,7 @@ func goList(t *testing.T, args ...string) string {
 	t.Helper()
 	goBin := testtool.Find(t, "https://go.dev/doc/install", "go")
 	cmd := exec.Command(goBin, append([]string{"list"}, args...)...)
-	cmd.Dir = "../.."
+	cmd.Dir = root
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -98,52 +97,46 @@ func TestOneCopyOfEachRule(t *testing.T) {
 		"NewSchedule": "workload",
 		"CutNegation": "vllm",
 	}
-	root := "../.."
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, filepath.Dir(path))
-		for _, decl := range f.Decls {
+	for _, f := range parseTree(t, root) {
+		for _, decl := range f.ast.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Recv != nil {
 				continue
 			}
-			if owner, ok := owners[fn.Name.Name]; ok && owner != "" && filepath.ToSlash(rel) != owner {
-				t.Errorf("%s defines %s, which belongs to package %s", path, fn.Name.Name, owner)
+			if owner, ok := owners[fn.Name.Name]; ok && f.dir != owner {
+				t.Errorf("%s defines %s, which belongs to package %s", f.at(fn.Pos()), fn.Name.Name, owner)
 			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// both executors follow the one schedule
-	for _, pkg := range []string{"loadgen", "sim"} {
-		out := goList(t, "-f", `{{join .GoFiles " "}}`, "./"+pkg)
-		uses := false
-		for _, name := range strings.Fields(out) {
-			b, err := os.ReadFile(filepath.Join(root, pkg, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(string(b), "workload.NewSchedule(") {
-				uses = true
-			}
-		}
-		if !uses {
-			t.Errorf("package %s does not run its users on workload.NewSchedule", pkg)
 		}
 	}
+}
+
+// Both executors follow the one schedule.
+func TestExecutorsUseTheSchedule(t *testing.T) {
+	report(t, "schedule", checkUsesSchedule(parseTree(t, root), scheduleUsers))
+}
+
+// The CLI edge stays thin (issue 29).
+func TestCLIEdgeIsSmall(t *testing.T) {
+	report(t, "CLI size", checkCLISize(parseTree(t, root), cliPackage))
+}
+
+// The Setup is resolved once: only sim and config build a simulated
+// deployment from its spec.
+func TestNewDeploymentOnlyWhereTheSetupIsResolved(t *testing.T) {
+	report(t, "sim.NewDeployment", checkNewDeployment(parseTree(t, root), newDeploymentCallers))
+}
+
+// Samplers are chosen by name in one table.
+func TestOneSamplerRegistry(t *testing.T) {
+	report(t, "sampler registry", checkOneSamplerRegistry(parseTree(t, root), samplerRegistry, samplerAlgorithms, samplers.Names()))
+}
+
+// vLLM's routes are vllm's constants.
+func TestRouteLiteralsOnlyInVLLM(t *testing.T) {
+	report(t, "routes", checkRouteLiterals(parseTree(t, root), routeOwners))
+}
+
+// The test harness stays out of spoc's own code.
+func TestHarnessOnlyInTests(t *testing.T) {
+	report(t, "test harness", checkHarnessOnlyInTests(parseTree(t, root), testHarness))
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/perfmodel"
 )
 
@@ -77,6 +78,7 @@ func TestReferenceFitAndCrossValidation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits the reference data four times")
 	}
+	testtool.Long(t, "fits the reference data four times: 1-2 min of CPU")
 	pts := readReference(t)
 	res, err := Fit(context.Background(), pts, Options{})
 	if err != nil {
@@ -131,6 +133,7 @@ func TestLeaveGPUOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fits the reference data twice")
 	}
+	testtool.Long(t, "the leave-one-GPU-out fit, two fits of 134 and 169 points: 1-2 min of CPU")
 	m, _ := perfmodel.LookupModel(DefaultModel)
 	cal, _ := perfmodel.CalibrationFor(m)
 	pts := readAllReference(t)

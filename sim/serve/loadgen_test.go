@@ -22,12 +22,16 @@ func TestLoadgenAgainstServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders the reference workload's prompts")
 	}
+	t.Parallel() // seconds of fixed-length runs, each on a server of its own
 	for _, faithful := range []bool{false, true} {
 		name := "default"
 		if faithful {
 			name = "vllm-faithful"
 		}
-		t.Run(name, func(t *testing.T) { loadgenAgainstServer(t, faithful) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			loadgenAgainstServer(t, faithful)
+		})
 	}
 }
 
@@ -155,16 +159,25 @@ func TestPromptDriftAgainstFaithfulServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves the simulator over HTTP for seconds")
 	}
-	planned := driftRun(t, 0.5)
-	if d := planned.Drift.PromptMean; d < -result.DefaultPromptDriftLimit || d > result.DefaultPromptDriftLimit {
-		t.Errorf("with the reasoning share planned: mean prompt drift %.3f, want within ±%.2f", d, result.DefaultPromptDriftLimit)
-	}
-	if s := planned.Drift.ReasoningShare; s < 0.45 || s > 0.55 {
-		t.Errorf("measured reasoning share %.3f, the stand-in streams half of every reply", s)
-	}
-	unplanned := driftRun(t, 0)
-	if d := unplanned.Drift.PromptMean; d > -result.DefaultPromptDriftLimit {
-		t.Errorf("without the reasoning share: mean prompt drift %.3f, want below −%.2f (the drift the history handling removes)", d, result.DefaultPromptDriftLimit)
-	}
-	t.Logf("prompt drift: %.3f planned, %.3f without the reasoning share", planned.Drift.PromptMean, unplanned.Drift.PromptMean)
+	// two fixed-length runs, each on a server of its own: side by side
+	t.Parallel()
+	t.Run("planned", func(t *testing.T) {
+		t.Parallel()
+		planned := driftRun(t, 0.5)
+		if d := planned.Drift.PromptMean; d < -result.DefaultPromptDriftLimit || d > result.DefaultPromptDriftLimit {
+			t.Errorf("with the reasoning share planned: mean prompt drift %.3f, want within ±%.2f", d, result.DefaultPromptDriftLimit)
+		}
+		if s := planned.Drift.ReasoningShare; s < 0.45 || s > 0.55 {
+			t.Errorf("measured reasoning share %.3f, the stand-in streams half of every reply", s)
+		}
+		t.Logf("prompt drift with the reasoning share planned: %.3f", planned.Drift.PromptMean)
+	})
+	t.Run("unplanned", func(t *testing.T) {
+		t.Parallel()
+		unplanned := driftRun(t, 0)
+		if d := unplanned.Drift.PromptMean; d > -result.DefaultPromptDriftLimit {
+			t.Errorf("without the reasoning share: mean prompt drift %.3f, want below −%.2f (the drift the history handling removes)", d, result.DefaultPromptDriftLimit)
+		}
+		t.Logf("prompt drift without the reasoning share: %.3f", unplanned.Drift.PromptMean)
+	})
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/internal/promtest"
+	"github.com/spoc-project/spoc/internal/testharness/promtest"
 )
 
 // TestPrometheusScrapesServer starts a real Prometheus (Debian package

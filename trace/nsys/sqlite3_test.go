@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // TestAggregateMatchesSQLite3Shell checks ReadSQLite's streamed aggregation

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -142,6 +143,7 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process for about a minute and a half")
 	}
+	testtool.Long(t, "a live plan, every phase in real time against a spoc sim serve process: 1-2 min")
 	t.Parallel() // mostly waits on real-time load windows: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()
@@ -374,6 +376,7 @@ func TestLivePlanEngineKilledDuringSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs spoc plan against a separate server process for about half a minute")
 	}
+	testtool.Long(t, "a live plan in real time whose engine is killed during the sweep: about 35 s")
 	t.Parallel() // mostly waits on real-time load windows: overlaps the others
 	spoc := spocBinary(t)
 	dir := t.TempDir()

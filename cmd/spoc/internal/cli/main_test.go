@@ -36,9 +36,11 @@ func spocBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "spoc")
-		// -trimpath: the build cache then serves stampedBinary's build of
-		// the same sources from another folder (seconds, not a rebuild)
-		binOut, binError = exec.Command("go", "build", "-trimpath", "-o", binPath, "../..").CombinedOutput()
+		// the flags go test built the test binary with (no -trimpath):
+		// every package is then in the build cache already and only main
+		// is compiled and linked; with -trimpath a cold cache compiled the
+		// module and all its dependencies a second time (minutes on 2 cores)
+		binOut, binError = exec.Command("go", "build", "-o", binPath, "../..").CombinedOutput()
 	})
 	if binError != nil {
 		t.Fatalf("go build ../.. (cmd/spoc): %v\n%s", binError, binOut)

@@ -33,7 +33,7 @@ func newSimServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--port P] [--host H] [--model M --gpu G --gpus N --tensor-parallel-size T] [--time-scale F] [vLLM flags] [--vllm-faithful [MODEL]]",
 		Short: "Serve the simulated deployment over an OpenAI-compatible HTTP API with vLLM and DCGM metrics",
-		Long: "Serves /v1/chat/completions, /v1/completions, /v1/models, /health, /version, /tokenize,\n" +
+		Long: "Serves " + vllm.PathChatCompletions + ", " + vllm.PathCompletions + ", " + vllm.PathModels + ", /health, /version, /tokenize,\n" +
 			"/reset_prefix_cache, vLLM's Prometheus metrics on /metrics and dcgm-exporter GPU metrics on\n" +
 			"/dcgm/metrics, driven by the simulated engine in\n" +
 			"wall-clock time scaled by --time-scale. Engine flags take vLLM's names (--max-num-batched-tokens ...).\n" +

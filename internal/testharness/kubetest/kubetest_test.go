@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // TestClusterRunsADeploymentAndAJob starts the control plane and checks
@@ -27,10 +29,11 @@ func TestClusterRunsADeploymentAndAJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Kubernetes control plane; skipped with -short")
 	}
+	testtool.Long(t, "starts a Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)")
 	bins := Need(t)
 	spoc := filepath.Join(t.TempDir(), "spoc")
-	if out, err := exec.Command("go", "build", "-o", spoc, "../../cmd/spoc").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/spoc: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", spoc, "../../../cmd/spoc").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../../../cmd/spoc: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // Start runs the Prometheus binary (Debian package prometheus) on a free

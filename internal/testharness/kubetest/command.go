@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/spoc-project/spoc/internal/kubenode"
+	"github.com/spoc-project/spoc/internal/testharness/kubenode"
 )
 
 // SpocCommand maps every container to spoc's own binary at spoc: a

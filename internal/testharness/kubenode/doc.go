@@ -7,7 +7,7 @@
 // termination back through the API. Deleting a pod stops its processes.
 //
 // It exists so that spoc's Kubernetes launcher is tested against a real
-// kube-apiserver and kube-controller-manager (see internal/kubetest): the
+// kube-apiserver and kube-controller-manager (see internal/testharness/kubetest): the
 // Deployment, ReplicaSet, Pods, EndpointSlices and garbage collection are
 // the cluster's own; only the container runtime is replaced by processes.
 // Containers are host processes with the agent's rights: there is no

@@ -1,7 +1,7 @@
 // Package kubetest starts a real Kubernetes control plane on loopback for
 // tests: etcd (Debian's etcd-server), kube-apiserver and
 // kube-controller-manager (built from the Go module proxy by the tools
-// module in tools/kube) and spoc's node agent (internal/kubenode) in place
+// module in tools/kube) and spoc's node agent (internal/testharness/kubenode) in place
 // of a kubelet. No image is pulled: containers run as local processes.
 //
 // Where a binary is missing the test is skipped, except under CI=true,
@@ -38,8 +38,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/spoc-project/spoc/internal/kubenode"
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/kubenode"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // BuildCommand builds the control-plane binaries and kubectl into
@@ -101,8 +101,7 @@ func Need(t testing.TB) Binaries {
 	t.Helper()
 	b, err := FindBinaries()
 	if err != nil {
-		what, how, _ := strings.Cut(err.Error(), ": ")
-		testtool.Missing(t, what, how)
+		testtool.MissingErr(t, err)
 	}
 	return b
 }

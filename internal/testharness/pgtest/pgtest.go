@@ -3,7 +3,7 @@
 // when set, otherwise initdb into a temporary folder and postgres on a free
 // loopback port from the Debian binaries, stopped at the test's cleanup.
 // Without the binaries the test is skipped, or fails under CI=true with
-// the install command (internal/testtool).
+// the install command (internal/testharness/testtool).
 package pgtest
 
 import (
@@ -21,7 +21,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
-	"github.com/spoc-project/spoc/internal/testtool"
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
 
 // Install is the command that provides the server binaries.

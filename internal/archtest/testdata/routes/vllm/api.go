@@ -1,0 +1,7 @@
+// Package vllm defines the routes.
+package vllm
+
+const (
+	PathPrefix          = "/v1"
+	PathChatCompletions = "/v1/chat/completions"
+)

@@ -53,7 +53,7 @@ func TestEngineLauncher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "vllm serve m --max-model-len 8192 --block-size 16 --data-parallel-size 2 --enable-chunked-prefill --enable-prefix-caching --enable-prompt-tokens-details --gpu-memory-utilization 0.9 --max-num-batched-tokens 8192 --max-num-seqs 32 --tensor-parallel-size 2"
+	want := "vllm serve m --max-model-len 8192 --host 127.0.0.1 --block-size 16 --data-parallel-size 2 --enable-chunked-prefill --enable-prefix-caching --enable-prompt-tokens-details --gpu-memory-utilization 0.9 --max-num-batched-tokens 8192 --max-num-seqs 32 --tensor-parallel-size 2"
 	if got != want {
 		t.Errorf("process dry run:\n got %s\nwant %s", got, want)
 	}

@@ -191,6 +191,7 @@ func NewKubernetes(opts KubernetesOptions) (*Kubernetes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes engine: args: %w", err)
 	}
+	argv.anyHost = true
 	if opts.MaxServers < 1 {
 		opts.MaxServers = 1
 	}

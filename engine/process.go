@@ -60,7 +60,10 @@ type ProcessOptions struct {
 	HealthTimeout time.Duration
 	StopTimeout   time.Duration
 	PollInterval  time.Duration
-	// Host is the loopback address the server binds (default 127.0.0.1).
+	// Host is the loopback address the server binds (default 127.0.0.1):
+	// unless the command sets --host (vllm.FlagHost) or uses {{.Host}},
+	// Start appends --host Host, since vLLM without it binds every
+	// interface, development routes included.
 	Host string
 	// Dir receives one folder per started server (server-001, …) with its
 	// log; a temporary folder per server when empty.
@@ -82,6 +85,9 @@ type Process struct {
 
 	slot slot
 	dirs *serverDirs
+	// anyHost leaves the bind address to the command (the Kubernetes
+	// launcher renders a pod's args, which must listen on the pod's IP).
+	anyHost bool
 }
 
 var _ Launcher = (*Process)(nil)
@@ -182,6 +188,9 @@ func (p *Process) argv(params Params, data any) ([]string, error) {
 		}
 		argv = append(argv, b.String())
 	}
+	if !p.anyHost && !vllm.HasFlag(argv, vllm.FlagHost) && !p.templateUsesHost() {
+		argv = append(argv, "--"+vllm.FlagHost, p.opts.Host)
+	}
 	for k := range params {
 		if vllm.HasFlag(argv, k) {
 			return nil, fmt.Errorf("process engine: the command already sets --%s, which the trial varies; remove it from process.command", vllm.FlagName(k))
@@ -226,7 +235,7 @@ func (p *Process) start(ctx context.Context, params Params) (*processServer, err
 	fmt.Fprintf(logFile, "# spoc: exec %s\n", quoteArgv(argv))
 
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), sortedEnv(p.env())...)
+	cmd.Env = append(os.Environ(), sortedEnv(p.env(argv))...)
 	// The log file itself (not a pipe) is the child's output, so that Wait
 	// never blocks on grandchildren that inherited the descriptors.
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -261,17 +270,51 @@ func (p *Process) start(ctx context.Context, params Params) (*processServer, err
 }
 
 // env is the configured environment plus VLLM_SERVER_DEV_MODE=1, which
-// makes vLLM serve /reset_prefix_cache (spoc owns this server, so the
-// development routes are safe to open), unless the configuration sets it.
-func (p *Process) env() map[string]string {
+// makes vLLM serve /reset_prefix_cache, unless the configuration sets it.
+// The development routes (/sleep, /collective_rpc, …) have no
+// authentication, so spoc opens them only on a server bound to loopback;
+// a command that binds another address keeps them closed, and the prefix
+// cache is then not reset between runs (the plan flags those runs warm).
+func (p *Process) env(argv []string) map[string]string {
 	env := make(map[string]string, len(p.opts.Env)+1)
 	for k, v := range p.opts.Env {
 		env[k] = v
 	}
-	if _, ok := env[vllm.EnvServerDevMode]; !ok {
-		env[vllm.EnvServerDevMode] = "1"
+	if _, ok := env[vllm.EnvServerDevMode]; ok {
+		return env
 	}
+	host := p.opts.Host
+	if h, ok := vllm.FlagValue(argv, vllm.FlagHost); ok {
+		host = h
+	}
+	if !isLoopback(host) {
+		p.opts.Logger.Warn("process engine: the server binds "+strconv.Quote(host)+", not loopback: "+vllm.EnvServerDevMode+
+			" stays unset so that vLLM's unauthenticated development routes are not opened to the network; the prefix cache is not reset between runs"+
+			" (engine.process.env "+vllm.EnvServerDevMode+": \"1\" opens them anyway)", "host", host)
+		return env
+	}
+	env[vllm.EnvServerDevMode] = "1"
 	return env
+}
+
+// templateUsesHost reports whether the command places {{.Host}} itself (a
+// server whose bind flag is not --host).
+func (p *Process) templateUsesHost() bool {
+	for _, a := range p.opts.Command {
+		if strings.Contains(a, ".Host") {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopback reports whether host names only the local machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // processServer is a running server process.

@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // record is what fakeserver writes at start.
@@ -87,7 +92,7 @@ func TestProcessRendersFlagsAwaitsHealthAndStops(t *testing.T) {
 	r := readRecord(t, rec)
 	u, _ := strings.CutPrefix(ep.BaseURL, "http://127.0.0.1:")
 	port, _ := strconv.Atoi(u)
-	want := []string{"--port", strconv.Itoa(port), "--served-model-name", "gpt-oss-120b", "--fake-record", rec,
+	want := []string{"--port", strconv.Itoa(port), "--served-model-name", "gpt-oss-120b", "--fake-record", rec, "--host", "127.0.0.1",
 		"--no-enable-prefix-caching", "--gpu-memory-utilization", "0.9", "--max-num-batched-tokens", "2048", "--max-num-seqs", "128", "--tensor-parallel-size", "4"}
 	if !reflect.DeepEqual(r.Args, want) {
 		t.Errorf("server argv:\n got %q\nwant %q", r.Args, want)
@@ -165,6 +170,101 @@ func TestProcessDevModeAndResetCache(t *testing.T) {
 	if err := srv.ResetCache(ctx); !errors.Is(err, ErrResetUnsupported) {
 		t.Errorf("ResetCache without dev mode = %v, want ErrResetUnsupported", err)
 	}
+}
+
+// TestProcessBindsLoopback checks the listening socket of a server whose
+// command names no address: like vLLM, the fake server then binds every
+// interface, and with the development routes open that puts
+// /reset_prefix_cache and /sleep on the network. spoc passes --host.
+func TestProcessBindsLoopback(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp to read the listening sockets from")
+	}
+	ctx := context.Background()
+	p, rec := newFake(t, nil, nil)
+	srv, err := p.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	port := portOf(t, srv.Endpoint().BaseURL)
+	if got := listeningAddrs(t, port); !reflect.DeepEqual(got, []string{"127.0.0.1"}) {
+		t.Errorf("server listens on %v, want only 127.0.0.1 (argv %q)", got, readRecord(t, rec).Args)
+	}
+	if got := readRecord(t, rec).Env["VLLM_SERVER_DEV_MODE"]; got != "1" {
+		t.Errorf("VLLM_SERVER_DEV_MODE = %q on a loopback server, want 1", got)
+	}
+	stop(t, srv)
+
+	// A command that binds every interface itself keeps the development
+	// routes closed; the cache then cannot be reset, and says so.
+	p, rec = newFake(t, []string{"--host", "0.0.0.0"}, nil)
+	srv, err = p.Start(ctx, nil)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	r := readRecord(t, rec)
+	if v, ok := r.Env["VLLM_SERVER_DEV_MODE"]; ok {
+		t.Errorf("VLLM_SERVER_DEV_MODE = %q on a server bound to 0.0.0.0, want it unset", v)
+	}
+	if n := strings.Count(strings.Join(r.Args, " "), "--host"); n != 1 {
+		t.Errorf("argv %q has %d --host flags, want the command's one", r.Args, n)
+	}
+	if err := srv.ResetCache(ctx); !errors.Is(err, ErrResetUnsupported) {
+		t.Errorf("ResetCache of a server bound to 0.0.0.0 = %v, want ErrResetUnsupported", err)
+	}
+	stop(t, srv)
+
+	// A command that places {{.Host}} under its own flag gets no --host.
+	p, _ = newFake(t, []string{"--bind={{.Host}}"}, nil)
+	argv, err := p.Argv(nil, 8000)
+	if err != nil || vllm.HasFlag(argv, "host") || argv[len(argv)-1] != "--bind=127.0.0.1" {
+		t.Errorf("argv with {{.Host}} = %q, %v; want it as rendered, without --host", argv, err)
+	}
+}
+
+func portOf(t *testing.T, baseURL string) int {
+	t.Helper()
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatalf("base URL %q has no port", baseURL)
+	}
+	return port
+}
+
+// listeningAddrs returns the local addresses of the TCP sockets in state
+// LISTEN on port, read from /proc/net/tcp and /proc/net/tcp6.
+func listeningAddrs(t *testing.T, port int) []string {
+	t.Helper()
+	var addrs []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 || fields[3] != "0A" { // 0A: TCP_LISTEN
+				continue
+			}
+			hexIP, hexPort, _ := strings.Cut(fields[1], ":")
+			if p, _ := strconv.ParseUint(hexPort, 16, 16); int(p) != port {
+				continue
+			}
+			raw, err := hex.DecodeString(hexIP)
+			if err != nil {
+				t.Fatalf("%s: address %q: %v", f, fields[1], err)
+			}
+			for i := 0; i+4 <= len(raw); i += 4 { // each 32-bit word is in host (little-endian) order
+				raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
+			}
+			addrs = append(addrs, net.IP(raw).String())
+		}
+	}
+	return addrs
 }
 
 func TestProcessStopKillsWholeGroup(t *testing.T) {
@@ -324,7 +424,7 @@ func TestArgvDropsBaseFlagsPinnedByCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"vllm", "serve", "m", "--port=9000", "--tensor-parallel-size", "2", "--enable-chunked-prefill", "--max-model-len", "8192"}
+	want := []string{"vllm", "serve", "m", "--port=9000", "--tensor-parallel-size", "2", "--host", "127.0.0.1", "--enable-chunked-prefill", "--max-model-len", "8192"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Argv:\n got %q\nwant %q", got, want)
 	}
@@ -343,7 +443,7 @@ func TestProcessDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `vllm serve m --port "<port>" --max-model-len 8192 --max-num-seqs 8`; got != want {
+	if want := `vllm serve m --port "<port>" --host 127.0.0.1 --max-model-len 8192 --max-num-seqs 8`; got != want {
 		t.Errorf("DryRun:\n got %s\nwant %s", got, want)
 	}
 	if _, err := p.DryRun(Params{"x": nil}); err == nil {

@@ -130,3 +130,37 @@ func HasFlag(argv []string, name string) bool {
 	}
 	return false
 }
+
+// FlagHost is the flag that sets the address the server binds. vLLM's
+// default (no --host) binds every interface; with EnvServerDevMode=1 that
+// puts the development routes (PathResetPrefixCache, /sleep, …) on the
+// network unauthenticated, so a launcher that opens them passes
+// --host 127.0.0.1. SGLang and spoc sim serve spell it the same way.
+const FlagHost = "host"
+
+// FlagValue returns the value argv gives flag name ("--name value" or
+// "--name=value"; the last one wins, as with argparse) and whether argv
+// sets it at all.
+func FlagValue(argv []string, name string) (string, bool) {
+	f := FlagName(name)
+	value, found := "", false
+	for i, a := range argv {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		k, v, eq := strings.Cut(a, "=")
+		if FlagName(k) != f {
+			continue
+		}
+		found = true
+		switch {
+		case eq:
+			value = v
+		case i+1 < len(argv):
+			value = argv[i+1]
+		default:
+			value = ""
+		}
+	}
+	return value, found
+}

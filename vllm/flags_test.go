@@ -99,6 +99,21 @@ func TestHasFlag(t *testing.T) {
 	}
 }
 
+func TestFlagValue(t *testing.T) {
+	argv := []string{"vllm", "serve", "m", "--host", "0.0.0.0", "--port=8000", "--max_num_seqs", "4", "--max-num-seqs=8", "--trailing"}
+	for _, tc := range []struct {
+		name, want string
+		found      bool
+	}{
+		{"host", "0.0.0.0", true}, {"port", "8000", true}, {"max-num-seqs", "8", true},
+		{"trailing", "", true}, {"hos", "", false}, {"serve", "", false},
+	} {
+		if got, found := FlagValue(argv, tc.name); got != tc.want || found != tc.found {
+			t.Errorf("FlagValue(%q) = %q, %v; want %q, %v", tc.name, got, found, tc.want, tc.found)
+		}
+	}
+}
+
 // FuzzFlags checks that every rendered parameter is found again by HasFlag
 // and that rendering is deterministic.
 func FuzzFlags(f *testing.F) {

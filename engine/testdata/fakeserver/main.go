@@ -2,7 +2,8 @@
 // launcher's tests. It accepts any flags (the vLLM flags a trial renders are
 // recorded, not interpreted) and behaves according to its --fake-* flags:
 //
-//	--port N                listen on 127.0.0.1:N
+//	--port N                listen on port N
+//	--host H                of address H; like vLLM, every interface without it
 //	--fake-record FILE      write {"pid":…, "args":[…], "env":{…}} to FILE at
 //	                        start (env: the VLLM_* variables); the file appears
 //	                        complete or not at all
@@ -19,6 +20,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -113,7 +115,7 @@ func main() {
 	if os.Getenv("VLLM_SERVER_DEV_MODE") == "1" {
 		mux.HandleFunc("POST /reset_prefix_cache", func(w http.ResponseWriter, r *http.Request) {})
 	}
-	if err := http.ListenAndServe("127.0.0.1:"+get("--port"), mux); err != nil {
+	if err := http.ListenAndServe(net.JoinHostPort(get("--host"), get("--port")), mux); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -90,7 +90,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		model = e.model()
 	}
 	runner, err := loadgen.New(loadgen.Options{
-		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey,
+		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey, APIKeyPlainHTTP: e.setup.Client.APIKeyPlainHTTP,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
 		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
 		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -25,7 +26,16 @@ const PreflightTimeout = 30 * time.Second
 // something else — a plain HTTP server's 501, an auth error, another model
 // — fails here with one clear error instead of a run whose every request
 // failed.
-func Preflight(ctx context.Context, ep engine.Endpoint, endpoint, apiKey string) error {
+//
+// A configured API key that would go over plain http to another machine
+// stops the preflight before any request (loadgen.CheckKeyTransport).
+func Preflight(ctx context.Context, ep engine.Endpoint, c Client) error {
+	endpoint, apiKey := c.Endpoint, c.APIKey
+	if apiKey != "" {
+		if err := loadgen.CheckKeyTransport(ep.BaseURL, c.APIKeyPlainHTTP); err != nil {
+			return fmt.Errorf("preflight: run.api_key_env: %w", err)
+		}
+	}
 	client := &http.Client{Timeout: PreflightTimeout}
 	models, err := servedModels(ctx, client, ep.BaseURL, apiKey)
 	if err != nil {

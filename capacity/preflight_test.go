@@ -45,7 +45,7 @@ func TestPreflight(t *testing.T) {
 		{"ok", good.URL, "m", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := capacity.Preflight(context.Background(), engine.Endpoint{BaseURL: tc.url, Model: tc.model}, "chat", "")
+			err := capacity.Preflight(context.Background(), engine.Endpoint{BaseURL: tc.url, Model: tc.model}, capacity.Client{Endpoint: "chat"})
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Preflight = %v, want nil", err)

@@ -75,7 +75,7 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any, load Load
 	if ep.Model == "" {
 		ep.Model = e.model()
 	}
-	if err := Preflight(ctx, ep, e.setup.Client.Endpoint, e.setup.Client.APIKey); err != nil {
+	if err := Preflight(ctx, ep, e.setup.Client); err != nil {
 		if serr := e.stopLocked(ctx); serr != nil {
 			e.logger.Warn("stop engine after a failed preflight", "err", serr)
 		}

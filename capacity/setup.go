@@ -91,8 +91,12 @@ func (d Deployment) Replicas() int { return max(d.GPUs/max(d.TensorParallelSize,
 type Client struct {
 	// Endpoint is "chat" or "completions".
 	Endpoint string
-	// APIKey is sent as a bearer token (resolved from run.api_key_env).
-	APIKey string
+	// APIKey is sent as a bearer token (resolved from run.api_key_env;
+	// empty, the default, sends none). It goes only over https or to a
+	// loopback server unless APIKeyPlainHTTP is set
+	// (loadgen.CheckKeyTransport), and never into a log or a file.
+	APIKey          string
+	APIKeyPlainHTTP bool
 	// RequestTimeout bounds a whole request; FirstByteTimeout the wait for
 	// the first byte of the answer.
 	RequestTimeout   time.Duration

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"os"
 )
 
 // Run configures one load run.
@@ -18,7 +19,8 @@ type Run struct {
 	RequestTimeout    Duration `yaml:"request_timeout" doc:"Longest a request may take before it counts as a timeout."`
 	FirstByteTimeout  Duration `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
 	ClientBoundLagP99 Duration `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this."`
-	APIKeyEnv         string   `yaml:"api_key_env" doc:"Environment variable holding the API key; never logged or recorded."`
+	APIKeyEnv         string   `yaml:"api_key_env" doc:"Environment variable holding the API key sent as a bearer token; empty (the default) sends none. The key goes only over https or to a server on this machine (loopback) unless api_key_plain_http is set; it is never logged or recorded."`
+	APIKeyPlainHTTP   bool     `yaml:"api_key_plain_http" doc:"Send the API key over plain http to another machine too, e.g. to an in-cluster Kubernetes Service (plain http, not loopback), where anyone on the path can read it."`
 	HistoryPolicy     string   `yaml:"history_policy" doc:"What a reasoning model's turn leaves in the conversation for the next turn: final (its final content only; the reasoning is dropped, as the harmony format does for gpt-oss) or keep (reasoning and content)."`
 	PromptDriftLimit  float64  `yaml:"prompt_drift_limit" doc:"Largest mean relative difference between the prompt tokens the server reports and the workload's targets before a profile's run is flagged for prompt drift (docs/loadgen.md)."`
 }
@@ -39,7 +41,6 @@ func DefaultRun() Run {
 		RequestTimeout:    Duration(10 * 60e9),
 		FirstByteTimeout:  Duration(5 * 60e9),
 		ClientBoundLagP99: Duration(10e6),
-		APIKeyEnv:         "OPENAI_API_KEY",
 		HistoryPolicy:     "final",
 		PromptDriftLimit:  0.10,
 	}
@@ -87,6 +88,15 @@ func (r *Run) validate(p string, errs *Errors) {
 	if !(r.PromptDriftLimit > 0) {
 		errs.Addf(p+".prompt_drift_limit", "must be positive, got %v", r.PromptDriftLimit)
 	}
+}
+
+// apiKey reads the key from the environment variable env; no variable
+// named, no key.
+func apiKey(env string) string {
+	if env == "" {
+		return ""
+	}
+	return os.Getenv(env)
 }
 
 // UseRunTarget makes the engine the server at run.target: spoc run measures

@@ -218,7 +218,7 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 		MidSessionStart: c.Run.MidSessionStart,
 		SLA:             c.SLA.Result(),
 		Client: capacity.Client{
-			Endpoint: c.Run.Endpoint, APIKey: os.Getenv(c.Run.APIKeyEnv),
+			Endpoint: c.Run.Endpoint, APIKey: apiKey(c.Run.APIKeyEnv), APIKeyPlainHTTP: c.Run.APIKeyPlainHTTP,
 			RequestTimeout: c.Run.RequestTimeout.D(), FirstByteTimeout: c.Run.FirstByteTimeout.D(),
 			ExactOutputLength: c.Workload.ExactOutputLength, ClientBoundLagP99: c.Run.ClientBoundLagP99.D(),
 			HistoryPolicy: c.Run.HistoryPolicy, PromptDriftLimit: c.Run.PromptDriftLimit,

@@ -36,7 +36,10 @@ type Options struct {
 	// Model is sent as the request's model field.
 	Model string
 	// APIKey is sent as a bearer token; it is never logged or recorded.
-	APIKey string
+	// New refuses one that would go over plain http to another machine
+	// (CheckKeyTransport) unless APIKeyPlainHTTP is set.
+	APIKey          string
+	APIKeyPlainHTTP bool
 
 	// Users is the number of concurrent closed-loop users.
 	Users int
@@ -186,6 +189,11 @@ func New(opts Options) (*Runner, error) {
 	case HistoryFinal, HistoryKeep:
 	default:
 		errs = append(errs, fmt.Sprintf("history policy must be %q or %q, got %q", HistoryFinal, HistoryKeep, opts.HistoryPolicy))
+	}
+	if opts.APIKey != "" {
+		if err := CheckKeyTransport(opts.Target, opts.APIKeyPlainHTTP); err != nil {
+			errs = append(errs, err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("loadgen options: %s", strings.Join(errs, "; "))

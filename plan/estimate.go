@@ -210,7 +210,7 @@ func measureStartup(ctx context.Context, s Setup) (time.Duration, error) {
 	if ep.Model == "" {
 		ep.Model = s.Deployment.RequestModel()
 	}
-	if err := capacity.Preflight(ctx, ep, s.Client.Endpoint, s.Client.APIKey); err != nil {
+	if err := capacity.Preflight(ctx, ep, s.Client); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil

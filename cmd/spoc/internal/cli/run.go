@@ -63,7 +63,7 @@ Ctrl-C stops the run, keeps the records, prints what was measured and exits 130.
 	fl.Duration("ramp", 0, "stagger user starts over this period (default run.ramp)")
 	fl.Float64("think-time-scale", 0, "multiply think times; 0 sends turns back to back (default run.think_time_scale)")
 	fl.StringVarP(&f.out, "out", "o", "", "records file (JSON lines), required")
-	fl.String("api-key-env", "", "environment variable holding the API key (default run.api_key_env, OPENAI_API_KEY)")
+	fl.String("api-key-env", "", "environment variable holding the API key (default run.api_key_env; none: no key is sent)")
 	fl.String("model", "", "model name in requests (default engine.served_model_name or engine.model)")
 	fl.String("endpoint", "", "chat or completions (default run.endpoint)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")

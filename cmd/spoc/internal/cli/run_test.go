@@ -72,6 +72,21 @@ func TestRunAndSummarize(t *testing.T) {
 	if bytes.Contains(data, []byte("sk-never")) {
 		t.Fatal("API key in records")
 	}
+	// nor in anything else the run wrote or printed
+	if strings.Contains(stdout+stderr, "sk-never") {
+		t.Fatal("API key in the run's output")
+	}
+	if err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, err := os.ReadFile(path); err != nil || bytes.Contains(b, []byte("sk-never")) {
+			t.Errorf("API key in %s (%v)", path, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for i, q := range srv.Log() {
 		if i == 0 {
 			// the preflight's one-token request

@@ -93,7 +93,8 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey, APIKeyPlainHTTP: e.setup.Client.APIKeyPlainHTTP,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
 		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
-		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
+		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy,
+		SessionHeader: e.setup.Client.SessionHeader, SessionKey: e.setup.Client.SessionKey, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
 		Renderer: gen, Logger: e.logger,
 	})
 	if err != nil {

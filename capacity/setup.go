@@ -112,6 +112,10 @@ type Client struct {
 	// PromptDriftLimit flags a profile whose server-reported prompts differ
 	// from the plan's targets by more than this fraction on average.
 	PromptDriftLimit float64
+	// SessionHeader and SessionKey: every request carries the header with
+	// its session's key (fleet.session_header, fleet.session_key).
+	SessionHeader string
+	SessionKey    string
 }
 
 // Windows are the loads of the three kinds of evaluation.

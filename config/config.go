@@ -13,6 +13,7 @@ type Config struct {
 	Trace     Trace     `yaml:"trace" doc:"Nsight Systems kernel trace analysed by spoc plan when given."`
 	Report    Report    `yaml:"report" doc:"What the report contains."`
 	Plan      Plan      `yaml:"plan" doc:"The buyer's question: peak users, headroom and GPU prices, turned into deployments, GPUs and cost."`
+	Fleet     Fleet     `yaml:"fleet" doc:"The router in front of the deployment's replicas (engine.gpus / engine.tensor_parallel_size of them): simulated, started by spoc (HAProxy for process) or described (external, kubernetes). docs/fleet.md."`
 
 	// written holds the path of every key and list item the file set
 	// (sla.ttft, workload.profiles[0]), so that Assumptions lists only
@@ -37,6 +38,7 @@ func Default() *Config {
 		Trace:     Trace{},
 		Report:    DefaultReport(),
 		Plan:      DefaultPlan(),
+		Fleet:     DefaultFleet(),
 	}
 }
 
@@ -55,6 +57,7 @@ func (c *Config) Validate() error {
 	c.Trace.validate("trace", errs)
 	c.Report.validate("report", errs)
 	c.Plan.validate("plan", errs)
+	c.Fleet.validate("fleet", c.Engine, errs)
 	profiles := make([]string, 0, len(c.Workload.Profiles))
 	for _, pr := range c.Workload.Profiles {
 		profiles = append(profiles, pr.Name)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/engine/haproxy"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -32,15 +33,20 @@ type LauncherOptions struct {
 	// sim launcher; nil resolves the engine section's.
 	Sim    *sim.Deployment
 	Logger *slog.Logger
+	// Fleet is the router in front of the replicas (the fleet section):
+	// a process fleet behind HAProxy starts one server per replica.
+	Fleet Fleet
 }
 
 // BaseParams are the flags every server of this deployment gets before a
 // candidate's: the configured engine.params, the tensor-parallel size, the
 // context limit, the served model name when one is configured and, for a
-// local process on several tensor-parallel groups, the data-parallel size.
+// local process on several tensor-parallel groups that f does not put
+// behind HAProxy, the data-parallel size (vLLM routes inside the server).
 // Kubernetes runs data-parallel replicas as pods instead
-// (engine.KubernetesOptions.Replicas).
-func (e Engine) BaseParams() engine.Params {
+// (engine.KubernetesOptions.Replicas), and so does a process fleet behind
+// HAProxy: one server per replica.
+func (e Engine) BaseParams(f Fleet) engine.Params {
 	p := engine.Params{}
 	if e.TensorParallelSize > 0 {
 		p["tensor-parallel-size"] = e.TensorParallelSize
@@ -59,8 +65,8 @@ func (e Engine) BaseParams() engine.Params {
 		// unknown and the prefix-cache hit rate has only the counters
 		p["enable-prompt-tokens-details"] = true
 	}
-	if e.Kind == EngineProcess && e.TensorParallelSize > 0 && e.GPUs/e.TensorParallelSize > 1 {
-		p["data-parallel-size"] = e.GPUs / e.TensorParallelSize
+	if n := e.replicas(); e.Kind == EngineProcess && n > 1 && !haproxyFronted(e, f) {
+		p["data-parallel-size"] = n
 	}
 	return vllm.Merge(p, e.Params)
 }
@@ -92,7 +98,7 @@ func (e Engine) Launcher(o LauncherOptions) (engine.Launcher, error) {
 func simLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 	d := o.Sim
 	if d == nil {
-		resolved, err := resolveSim(e)
+		resolved, err := resolveSim(e, o.Fleet)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +114,7 @@ func processLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 		Env:              pe.Env,
 		Model:            e.Model,
 		ServedModelName:  vllm.ServedName(e.Model, e.ServedModelName),
-		BaseParams:       e.BaseParams(),
+		BaseParams:       e.BaseParams(o.Fleet),
 		HealthPath:       pe.HealthPath,
 		MetricsPath:      pe.MetricsPath,
 		ExtraMetricsURLs: o.ExtraMetricsURLs,
@@ -116,7 +122,28 @@ func processLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 		StopTimeout:      time.Duration(pe.StopTimeout),
 		Dir:              o.Dir,
 		Logger:           o.Logger,
+		Replicas:         e.replicas(),
+		GPUsPerReplica:   e.TensorParallelSize,
+		Router:           fleetRouter(e, o.Fleet),
 	})
+}
+
+// fleetRouter is the HAProxy a process fleet runs behind, nil when f puts
+// none in front (one server: vLLM's own data parallelism, or one replica).
+func fleetRouter(e Engine, f Fleet) *engine.FleetRouter {
+	if !haproxyFronted(e, f) {
+		return nil
+	}
+	r := &engine.FleetRouter{Binary: f.HAProxy, Header: f.SessionHeader, HashBalanceFactor: f.HashBalanceFactor}
+	switch f.Router {
+	case sim.RouterRoundRobin:
+		r.Balance = haproxy.RoundRobin
+	case sim.RouterLeastLoaded:
+		r.Balance = haproxy.LeastConn
+	case sim.RouterSessionAffinity:
+		r.Balance = haproxy.Hash
+	}
+	return r
 }
 
 func externalLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
@@ -140,8 +167,8 @@ func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 		Args:            k.Args,
 		Model:           e.Model,
 		ServedModelName: vllm.ServedName(e.Model, e.ServedModelName),
-		BaseParams:      e.BaseParams(),
-		Replicas:        max(e.GPUs/tp, 1),
+		BaseParams:      e.BaseParams(o.Fleet),
+		Replicas:        max(e.replicas(), 1),
 		GPUsPerReplica:  tp,
 		GPUResource:     k.GPUResource,
 		NodeSelector:    k.NodeSelector,

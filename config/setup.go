@@ -82,11 +82,11 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	// roofline, --estimate). A real engine may run flags the simulator
 	// does not model: then it has no simulated counterpart, and only what
 	// needs one fails (SimErr).
-	dep, simErr := resolveSim(c.Engine)
+	dep, simErr := resolveSim(c.Engine, c.Fleet)
 	if simErr != nil && c.Engine.Kind == EngineSim {
 		return plan.Setup{}, fmt.Errorf("sim engine: %w", simErr)
 	}
-	lo := LauncherOptions{NamePrefix: o.NamePrefix, Study: c.Search.Study, MaxServers: c.Search.Parallel, Logger: o.Logger}
+	lo := LauncherOptions{Fleet: c.Fleet, NamePrefix: o.NamePrefix, Study: c.Search.Study, MaxServers: c.Search.Parallel, Logger: o.Logger}
 	if simErr == nil {
 		lo.Sim = &dep
 	}
@@ -136,11 +136,11 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		tc.Engine.GPU, tc.Engine.GPUs, tc.Engine.TensorParallelSize = t.GPU, t.GPUs, t.TensorParallelSize
 		// Hardware the user does not have can only be simulated: the
 		// target runs on the simulator, whatever the plan's engine.
-		tdep, err := resolveSim(tc.Engine)
+		tdep, err := resolveSim(tc.Engine, tc.Fleet)
 		if err != nil {
 			return plan.Setup{}, &Errors{List: []*FieldError{{Path: "engine.compare", Msg: "target " + t.Name + ": sim engine: " + err.Error()}}}
 		}
-		sl, err := simLauncher(tc.Engine, LauncherOptions{Sim: &tdep, Logger: o.Logger})
+		sl, err := simLauncher(tc.Engine, LauncherOptions{Fleet: tc.Fleet, Sim: &tdep, Logger: o.Logger})
 		if err != nil {
 			return plan.Setup{}, &Errors{List: []*FieldError{{Path: "engine.compare", Msg: "target " + t.Name + ": " + err.Error()}}}
 		}
@@ -156,8 +156,10 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 // engine flags and the calibration and correction files. It is config's
 // one call of sim.NewDeployment: every phase reads the deployment from the
 // Setup, never the files again.
-func resolveSim(e Engine) (sim.Deployment, error) {
-	return sim.NewDeployment(e.SimDeployment())
+func resolveSim(e Engine, f Fleet) (sim.Deployment, error) {
+	spec := e.SimDeployment()
+	spec.Fleet = f.Sim()
+	return sim.NewDeployment(spec)
 }
 
 // planEngine points a plan whose fidelity needs no engine time at the
@@ -222,6 +224,7 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 			RequestTimeout: c.Run.RequestTimeout.D(), FirstByteTimeout: c.Run.FirstByteTimeout.D(),
 			ExactOutputLength: c.Workload.ExactOutputLength, ClientBoundLagP99: c.Run.ClientBoundLagP99.D(),
 			HistoryPolicy: c.Run.HistoryPolicy, PromptDriftLimit: c.Run.PromptDriftLimit,
+			SessionHeader: c.Fleet.SessionHeader, SessionKey: c.Fleet.SessionKey,
 		},
 		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
 		Sweep: capacity.SweepPolicy{
@@ -255,7 +258,7 @@ func (c *Config) TuneSpec() tune.Spec {
 		Storage:       s.Storage,
 		Study:         s.Study,
 		Users:         s.Users,
-		BaseParams:    map[string]any(c.Engine.BaseParams()),
+		BaseParams:    map[string]any(c.Engine.BaseParams(c.Fleet)),
 		MaxModelLen:   c.Engine.MaxModelLen,
 		SLA:           c.SLA.Result(),
 		Fingerprint:   c.fingerprint(),

@@ -19,6 +19,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/spoc-project/spoc/engine/haproxy"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -69,13 +70,27 @@ type ProcessOptions struct {
 	// log; a temporary folder per server when empty.
 	Dir    string
 	Logger *slog.Logger
+	// Replicas, with a Router, makes Start run one server per replica
+	// behind HAProxy (fleet.go); 0 or 1 runs one server.
+	Replicas int
+	// GPUsPerReplica is each replica's tensor-parallel group: replica r
+	// gets the r-th group of CUDA_VISIBLE_DEVICES (spoc's own, or
+	// Env's), 0 … Replicas·GPUsPerReplica − 1 when neither sets it.
+	GPUsPerReplica int
+	// Router is the HAProxy in front of the replicas.
+	Router *FleetRouter
 }
 
-// TemplateData is what each argument of the command template sees.
+// TemplateData is what each argument of the command template sees. In a
+// fleet (ProcessOptions.Replicas) Replica is the replica's index (0, 1, …)
+// and GPUs its GPU list as CUDA_VISIBLE_DEVICES gives it ("2,3"); one
+// server is replica 0 with every GPU.
 type TemplateData struct {
-	Port  int
-	Host  string
-	Model string
+	Port    int
+	Host    string
+	Model   string
+	Replica int
+	GPUs    string
 }
 
 // Process runs the server as a local command in its own process group.
@@ -153,6 +168,11 @@ func (p *Process) Check() error {
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return fmt.Errorf("process engine: command %q: %w", argv[0], err)
 	}
+	if p.fleet() {
+		if _, err := haproxy.Find(p.opts.Router.Binary); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -164,19 +184,23 @@ func (p *Process) Kind() string { return "process" }
 // parameter that the template already sets is an error, since the search
 // would silently not vary it.
 func (p *Process) Argv(params Params, port int) ([]string, error) {
-	return p.argv(params, TemplateData{Port: port, Host: p.opts.Host, Model: p.opts.Model})
+	gpus, err := p.replicaGPUs(0)
+	if err != nil {
+		return nil, err
+	}
+	return p.argv(params, TemplateData{Port: port, Host: p.opts.Host, Model: p.opts.Model, GPUs: gpus})
 }
 
 // DryRun shows the command Start would run for params, with the port it
 // would pick at start as <port>.
 func (p *Process) DryRun(params Params) (string, error) {
 	argv, err := p.argv(params, struct {
-		Port, Host, Model string
-	}{"<port>", p.opts.Host, p.opts.Model})
+		Port, Host, Model, Replica, GPUs string
+	}{"<port>", p.opts.Host, p.opts.Model, "<replica>", "<gpus>"})
 	if err != nil {
 		return "", err
 	}
-	return quoteArgv(argv), nil
+	return quoteArgv(argv) + p.describeFleet(), nil
 }
 
 func (p *Process) argv(params Params, data any) ([]string, error) {
@@ -210,6 +234,14 @@ func (p *Process) argv(params Params, data any) ([]string, error) {
 func (p *Process) Start(ctx context.Context, params Params) (Server, error) {
 	if err := p.slot.take("process"); err != nil {
 		return nil, err
+	}
+	if p.fleet() {
+		srv, err := p.startFleet(ctx, params)
+		if err != nil {
+			p.slot.release()
+			return nil, err
+		}
+		return srv, nil
 	}
 	srv, err := p.start(ctx, params)
 	if err != nil {
@@ -522,4 +554,4 @@ func quoteArgv(argv []string) string {
 }
 
 // Describe is the command template, as configured.
-func (p *Process) Describe() string { return quoteArgv(p.opts.Command) }
+func (p *Process) Describe() string { return quoteArgv(p.opts.Command) + p.describeFleet() }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
 )
 
 // Request timeouts used when Options leaves them zero.
@@ -54,6 +55,8 @@ type client struct {
 	http             *http.Client
 	url              string
 	apiKey           string
+	sessionHeader    string // sent with workload.SessionKey(sessionKey, user, session)
+	sessionKey       string
 	firstByteTimeout time.Duration
 	requestTimeout   time.Duration
 }
@@ -79,6 +82,9 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 	req.Header.Set("Accept", "text/event-stream")
 	if rec.RequestID != "" {
 		req.Header.Set("X-Request-Id", rec.RequestID)
+	}
+	if c.sessionHeader != "" {
+		req.Header.Set(c.sessionHeader, workload.SessionKey(c.sessionKey, rec.User, rec.Session))
 	}
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)

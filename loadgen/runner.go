@@ -64,6 +64,13 @@ type Options struct {
 	// drift (docs/loadgen.md).
 	HistoryPolicy string
 
+	// SessionHeader, when set, is sent on every request with the
+	// session's key (workload.SessionKey by SessionKey: user or session):
+	// the value a consistent-hash router in front of replicas hashes, and
+	// the one the simulator's session-affinity router hashes.
+	SessionHeader string
+	SessionKey    string
+
 	// RunID tags every record and request id.
 	RunID string
 	// Renderer turns script segments into prompt text.
@@ -217,6 +224,8 @@ func New(opts Options) (*Runner, error) {
 			http:             hc,
 			url:              endpointURL(opts.Target, opts.Endpoint),
 			apiKey:           opts.APIKey,
+			sessionHeader:    opts.SessionHeader,
+			sessionKey:       opts.SessionKey,
 			firstByteTimeout: opts.FirstByteTimeout,
 			requestTimeout:   opts.RequestTimeout,
 		},

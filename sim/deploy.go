@@ -44,12 +44,34 @@ type Deployment struct {
 // KV cache. Unset sizes count as one; a size that does not divide the GPUs
 // is an error. This is the one place spoc does this arithmetic.
 func (d Deployment) Replicas() (int, error) {
-	tp := max(d.TensorParallelSize, 1)
-	gpus := max(d.GPUs, tp)
+	return ReplicasOf(d.GPUs, d.TensorParallelSize)
+}
+
+// ReplicasOf is the replica arithmetic every part of spoc uses (the
+// simulated cluster, the process launcher's servers and router, the
+// Kubernetes launcher's pods, the configuration's checks): gpus GPUs in
+// groups of tensorParallelSize make gpus / tensorParallelSize replicas,
+// replica r holding GPUs r·tp … r·tp + tp − 1. Unset (zero) sizes count
+// as one; a size that does not divide the GPUs is an error.
+func ReplicasOf(gpus, tensorParallelSize int) (int, error) {
+	tp := max(tensorParallelSize, 1)
+	gpus = max(gpus, tp)
 	if gpus%tp != 0 {
 		return 0, fmt.Errorf("deployment: tensor parallel size %d does not divide %d GPUs", tp, gpus)
 	}
 	return gpus / tp, nil
+}
+
+// ReplicaGPUs are the global indices of replica r's GPUs in groups of
+// tensorParallelSize (ReplicasOf): what CUDA_VISIBLE_DEVICES lists for
+// that replica's server.
+func ReplicaGPUs(r, tensorParallelSize int) []int {
+	tp := max(tensorParallelSize, 1)
+	gpus := make([]int, tp)
+	for i := range gpus {
+		gpus[i] = r*tp + i
+	}
+	return gpus
 }
 
 // DeploymentSpec names a deployment before it is resolved: the model and

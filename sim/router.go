@@ -6,8 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/spoc-project/spoc/workload"
 )
 
 // A fleet is a deployment's replicas behind a router. The router is a
@@ -50,33 +51,22 @@ const (
 var RouterPolicies = []string{RouterLeastLoaded, RouterRoundRobin, RouterSessionAffinity, RouterPrefixAware,
 	RouterVLLMDataParallel, RouterKubernetesService}
 
-// Session keys (Fleet.SessionKey): what the session header identifies.
+// Session keys (Fleet.SessionKey): what the session header identifies
+// (workload.SessionKey).
 const (
 	// SessionKeyUser keeps a user on one replica across sessions.
-	SessionKeyUser = "user"
+	SessionKeyUser = workload.SessionKeyUser
 	// SessionKeySession keys each of a user's sessions separately.
-	SessionKeySession = "session"
+	SessionKeySession = workload.SessionKeySession
 )
 
 // DefaultSessionHeader is the header that carries the session key: the
 // one spoc's HAProxy configuration hashes.
 const DefaultSessionHeader = "X-Session-Id"
 
-// SessionKey is the session header's value for a user's n-th session:
-// "u<user>" keyed by user, "u<user>-s<session>" keyed by session. It
-// depends on the workload only (not on the run id), so a simulated run and
-// a live one send the same values and a consistent-hash router places them
-// alike.
-func SessionKey(by string, user, session int) string {
-	b := make([]byte, 0, 16)
-	b = append(b, 'u')
-	b = strconv.AppendInt(b, int64(user), 10)
-	if by == SessionKeySession {
-		b = append(b, "-s"...)
-		b = strconv.AppendInt(b, int64(session), 10)
-	}
-	return string(b)
-}
+// SessionKey is the session header's value for a user's n-th session
+// (workload.SessionKey, which the HTTP client sends too).
+func SessionKey(by string, user, session int) string { return workload.SessionKey(by, user, session) }
 
 // llm-d's precise-prefix-cache profile weights (guides/precise-prefix-cache-aware).
 const (

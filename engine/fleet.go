@@ -151,7 +151,7 @@ func (p *Process) startReplica(params Params, dir string, i int) (*replica, erro
 	if err != nil {
 		return nil, err
 	}
-	env := p.env()
+	env := p.env(argv)
 	env[envCUDAVisibleDevices] = gpus
 	r, err := p.launch(argv, env, filepath.Join(dir, fmt.Sprintf("replica-%d.log", i)))
 	if err != nil {
@@ -169,7 +169,7 @@ func (p *Process) startRouter(ctx context.Context, f *fleetServer, binary, dir s
 		return err
 	}
 	host := p.opts.Host
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if !isLoopback(host) || host == "localhost" {
 		host = "127.0.0.1" // the router never listens beyond the machine
 	}
 	cfg := haproxy.Config{

@@ -143,6 +143,9 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if err := checkWritable(s.OutDir); err != nil {
 		return nil, err
 	}
+	if err := checkRecordsOwned(s.OutDir); err != nil {
+		return nil, err
+	}
 	ev, err := capacity.NewEvaluator(s.Setup, o.Logger)
 	if err != nil {
 		return nil, err
@@ -199,12 +202,8 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if p.sum.Cost, note = ServingCost(p.sum, s.Demand); note != "" {
 		p.sum.Notes = append(p.sum.Notes, note)
 	}
-	final := filepath.Join(s.OutDir, "records")
-	if err := os.RemoveAll(final); err != nil {
-		return nil, fmt.Errorf("plan: replace %s: %w", final, err)
-	}
-	if err := os.Rename(staging, final); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("plan: %w", err)
+	if err := swapRecords(staging, filepath.Join(s.OutDir, RecordsDir)); err != nil {
+		return nil, err
 	}
 	if p.m != nil {
 		// the live runs the correction was fitted to, for spoc sim

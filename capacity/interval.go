@@ -185,13 +185,16 @@ const DifferenceMethod = "paired-seeds-t95"
 // paired because a seed whose users are heavier lowers both; MeanUsers is
 // its mean and [Lo, Hi] the 95 % Student-t confidence interval of that
 // mean. Users is the difference of the two sweeps' own ceilings (seed 0).
+//
+// EstimateDifference fills the same fields from two capacity estimates
+// (Seeds 0: not paired).
 type Difference struct {
 	Users     int     `json:"users"`
 	MeanUsers float64 `json:"mean_users"`
 	Lo        float64 `json:"lo"`
 	Hi        float64 `json:"hi"`
 	Method    string  `json:"method"`
-	Seeds     int     `json:"seeds"`
+	Seeds     int     `json:"seeds,omitempty"`
 }
 
 // WithinNoise reports whether the interval contains no difference at all.

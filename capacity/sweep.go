@@ -121,6 +121,8 @@ type SweepResult struct {
 	NoEstimate string            `json:"no_estimate,omitempty"`
 	Refinement *Refinement       `json:"refinement,omitempty"`
 	Runs       []KneeRun         `json:"runs,omitempty"`
+	// RunCost is what the walk and its refinement (or seed walks) ran.
+	RunCost
 	// Margin is the binding clause's distance from its limit at the
 	// ceiling and at the first failing count (set by SweepConfig, which
 	// sees the runs' summaries; nil when they were not kept).
@@ -331,16 +333,24 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 	sort.Slice(res.Levels, func(i, j int) bool { return res.Levels[i].Users < res.Levels[j].Users })
 	res.Knee = knee(res.Levels)
 	res.Spread = spread(res.Levels)
-	if o.Precision.Target > 0 {
-		if err := refine(ctx, eval, o, res); err != nil {
-			return nil, err
-		}
-		return res, nil
-	}
-	if err := AddInterval(ctx, eval, o, res); err != nil {
+	if err := AddUncertainty(ctx, eval, o, res); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// AddUncertainty says how well res, a walk made with eval and o, measured
+// the capacity: with o.Precision.Target set it refines the capacity
+// estimate on fresh workload seeds (refine.go), else it walks o.Seeds−1
+// more seeds for the ceiling's seed interval (interval.go).
+func AddUncertainty(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResult) error {
+	if o.Repeats < 1 {
+		o.Repeats = 1
+	}
+	if o.Precision.Target > 0 {
+		return refine(ctx, eval, o, res)
+	}
+	return AddInterval(ctx, eval, o, res)
 }
 
 func meanThroughput(l Level) float64 {

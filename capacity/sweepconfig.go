@@ -18,16 +18,18 @@ import (
 // seed's first repeat of each level. The result carries the binding
 // clause's Margin.
 func SweepConfig(ctx context.Context, ev *Evaluator, params map[string]any, load func(users int) Load, opts SweepOptions, records func(users int) (io.WriteCloser, error)) (*SweepResult, error) {
-	imported := ev.setup.Workload.Import != nil && opts.Seeds > 1
+	imported := ev.setup.Workload.Import != nil && (opts.Seeds > 1 || opts.Precision.Target > 0)
 	if imported {
-		opts.Seeds = 1
+		opts.Seeds, opts.Precision = 1, Precision{}
 	}
-	res, err := Sweep(ctx, levelFunc(ev, params, load, records), opts)
+	var spent RunCost
+	res, err := Sweep(ctx, levelFunc(ev, params, load, records, &spent), opts)
 	if err != nil {
 		return nil, err
 	}
+	res.RunCost = spent
 	if imported {
-		res.NoInterval = errSameSessions.Error()
+		res.NoInterval, res.NoEstimate = errSameSessions.Error(), errSameSessions.Error()
 	}
 	res.Margin = sweepMargin(res)
 	return res, nil
@@ -37,21 +39,32 @@ func SweepConfig(ctx context.Context, ev *Evaluator, params map[string]any, load
 // workload seed, so other seeds would only repeat the first one's sweep.
 var errSameSessions = errors.New("an imported trace replays the same sessions for every workload seed")
 
-// IntervalConfig adds the interval over opts.Seeds workload seeds to res,
-// an earlier SweepConfig of params with the same load and options but one
-// seed: the seeds' walks start from its ceiling, so its grid is not run
-// again.
+// IntervalConfig adds the capacity estimate (opts.Precision set) or the
+// interval over opts.Seeds workload seeds to res, an earlier SweepConfig
+// of params with the same load and options but one seed and no
+// refinement: the refinement and the seeds' walks start from its bracket,
+// so its grid is not run again.
 func IntervalConfig(ctx context.Context, ev *Evaluator, params map[string]any, load func(users int) Load, opts SweepOptions, res *SweepResult) error {
 	if ev.setup.Workload.Import != nil {
-		res.NoInterval = errSameSessions.Error()
+		res.NoInterval, res.NoEstimate = errSameSessions.Error(), errSameSessions.Error()
 		return nil
 	}
-	return AddInterval(ctx, levelFunc(ev, params, load, nil), opts, res)
+	return AddUncertainty(ctx, levelFunc(ev, params, load, nil, &res.RunCost), opts, res)
+}
+
+// RunCost is what a sweep's runs took: how many ran and their engine
+// time, the sum of each run's windows (ramp, warm-up, measured) in
+// virtual time on the simulator, and each run's wall time (its server's
+// start or cache reset included) on a live engine.
+type RunCost struct {
+	RunsMade      int     `json:"runs_made"`
+	EngineSeconds float64 `json:"engine_seconds"`
 }
 
 // levelFunc evaluates params at load(users) with workload seed offset
-// repeat, writing the records of seed index 0 to records(users).
-func levelFunc(ev *Evaluator, params map[string]any, load func(users int) Load, records func(users int) (io.WriteCloser, error)) LevelFunc {
+// repeat, writing the records of seed index 0 to records(users), and adds
+// each run to spent.
+func levelFunc(ev *Evaluator, params map[string]any, load func(users int) Load, records func(users int) (io.WriteCloser, error), spent *RunCost) LevelFunc {
 	return func(ctx context.Context, users, repeat int) (Repeat, error) {
 		var out Outputs
 		var w io.WriteCloser
@@ -74,6 +87,12 @@ func levelFunc(ev *Evaluator, params map[string]any, load func(users int) Load, 
 		}
 		if err != nil {
 			return Repeat{}, err
+		}
+		spent.RunsMade++
+		if r.Virtual {
+			spent.EngineSeconds += (l.Ramp + l.Warmup + l.Duration).Seconds()
+		} else {
+			spent.EngineSeconds += r.Wall.Seconds()
 		}
 		rep := r.Repeat()
 		k := r.KneeRun(repeat)
@@ -99,10 +118,10 @@ func CandidateSweep(ctx context.Context, ev *Evaluator, params map[string]any, p
 }
 
 // CandidateSweepOptions are the bounds of a candidate sweep of s: the
-// sweep's, with one workload seed.
+// sweep's, with one workload seed and no refinement (a walk).
 func CandidateSweepOptions(s Setup) SweepOptions {
 	opts := s.Sweep.SweepOptions
-	opts.Seeds = 1
+	opts.Seeds, opts.Precision = 1, Precision{}
 	return opts
 }
 
@@ -134,6 +153,9 @@ type SweepRun struct {
 	Progress func(l Level, phase string)
 	// SeedProgress is called with each other seed's ceiling (sweep.seeds).
 	SeedProgress func(SeedCeiling)
+	// RunProgress is called after each refinement run with the estimate
+	// so far (sweep.precision).
+	RunProgress func(KneeRun, *CapacityEstimate)
 	// Runs, when set, receives each live run's status about once a second
 	// (Evaluator.WatchRuns): a level of minutes shows progress.
 	Runs   func(RunStatus)
@@ -162,7 +184,7 @@ func SweepOne(ctx context.Context, s Setup, params map[string]any, o SweepRun) (
 		}
 	}
 	opts := s.Sweep.SweepOptions
-	opts.Progress, opts.SeedProgress = o.Progress, o.SeedProgress
+	opts.Progress, opts.SeedProgress, opts.RunProgress = o.Progress, o.SeedProgress, o.RunProgress
 	var records func(int) (io.WriteCloser, error)
 	if o.RecordsDir != "" {
 		if err := os.MkdirAll(o.RecordsDir, 0o755); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -354,6 +355,27 @@ workload:
 	for _, a := range Assumptions(cfg) {
 		if strings.HasPrefix(a.Path, "workload.profiles") {
 			t.Errorf("%s listed as an assumption; the file wrote the profiles", a.Path)
+		}
+	}
+}
+
+// TestSweepPrecisionForms reads sweep.precision as a percentage or a
+// number, and the Setup carries it with the run bounds to the sweep.
+func TestSweepPrecisionForms(t *testing.T) {
+	for in, want := range map[string]float64{"5%": 0.05, "12.5 %": 0.125, "0.2": 0.2, "0": 0} {
+		cfg, err := Load(strings.NewReader("sweep:\n  precision: "+in+"\n  min_runs: 4\n  max_runs: 12\n"), "p.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := float64(cfg.Sweep.Precision); math.Abs(got-want) > 1e-12 {
+			t.Errorf("precision %q read as %v, want %v", in, got, want)
+		}
+		s, err := cfg.Setup(SetupOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := s.Sweep.Precision; math.Abs(p.Target-want) > 1e-12 || p.MinRuns != 4 || p.MaxRuns != 12 {
+			t.Errorf("precision %q: the Setup's sweep precision is %+v", in, p)
 		}
 	}
 }

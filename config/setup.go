@@ -229,7 +229,8 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
 		Sweep: capacity.SweepPolicy{
 			SweepOptions: capacity.SweepOptions{Grid: c.Sweep.Users, Start: c.Sweep.Start, Max: c.Sweep.Max,
-				ResolutionUsers: c.Sweep.ResolutionUsers, ResolutionFraction: c.Sweep.ResolutionFraction, Repeats: c.Sweep.Repeats, Seeds: c.Sweep.Seeds},
+				ResolutionUsers: c.Sweep.ResolutionUsers, ResolutionFraction: c.Sweep.ResolutionFraction, Repeats: c.Sweep.Repeats, Seeds: c.Sweep.Seeds,
+				Precision: capacity.Precision{Target: float64(c.Sweep.Precision), MinRuns: c.Sweep.MinRuns, MaxRuns: c.Sweep.MaxRuns}},
 			TopK: c.Sweep.TopK, Choose: c.Sweep.Choose,
 		},
 		Search: spec,
@@ -351,6 +352,8 @@ func (c *Config) ApplyQuick() {
 	}
 	c.Sweep.TopK = min(c.Sweep.TopK, 2)
 	c.Sweep.Seeds = min(c.Sweep.Seeds, 3)
+	c.Sweep.MinRuns = min(c.Sweep.MinRuns, 4)
+	c.Sweep.MaxRuns = max(min(c.Sweep.MaxRuns, 8), c.Sweep.MinRuns)
 	c.Sweep.ResolutionUsers = max(c.Sweep.ResolutionUsers, 10)
 	c.Sweep.ResolutionFraction = max(c.Sweep.ResolutionFraction, 0.05)
 }

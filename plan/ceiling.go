@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -40,8 +41,15 @@ type TunedVsDefault struct {
 	Verdict string `json:"verdict"`
 }
 
-// CeilingEstimate is one configuration's ceiling with its interval.
+// CeilingEstimate is one configuration's capacity: its estimate (with
+// its confidence interval) when the sweep made one, and the walk's
+// ceiling with its seed interval.
 type CeilingEstimate struct {
+	// Capacity is Estimate's users rounded down, else Users.
+	Capacity   int                        `json:"capacity"`
+	Estimate   *capacity.CapacityEstimate `json:"estimate,omitempty"`
+	NoEstimate string                     `json:"no_estimate,omitempty"`
+	// Users is the walk's ceiling on workload.seed.
 	Users             int                `json:"ceiling"`
 	FirstFailingUsers int                `json:"first_failing_users"`
 	Interval          *capacity.Interval `json:"ceiling_interval,omitempty"`
@@ -65,8 +73,40 @@ type FlagChange struct {
 }
 
 func estimate(r *capacity.SweepResult) CeilingEstimate {
-	return CeilingEstimate{Users: r.Ceiling, FirstFailingUsers: r.FirstFailing, Interval: r.Interval, NoInterval: r.NoInterval,
+	return CeilingEstimate{Capacity: capacityUsers(r), Estimate: r.Estimate, NoEstimate: r.NoEstimate,
+		Users: r.Ceiling, FirstFailingUsers: r.FirstFailing, Interval: r.Interval, NoInterval: r.NoInterval,
 		ResolutionUsers: r.Resolution, Provenance: r.Provenance()}
+}
+
+// capacityUsers is the capacity a sweep states: its estimate rounded
+// down when it made one, else the walk's ceiling.
+func capacityUsers(r *capacity.SweepResult) int {
+	if e := r.Estimate; e != nil {
+		return int(math.Floor(e.Users))
+	}
+	return r.Ceiling
+}
+
+// capacityText is a sweep's capacity in words: "168 users ± 5.8 % (95 %
+// confidence 154–175)" for an estimate, else the walk's ceiling with its
+// seed interval when it has one.
+func capacityText(r *capacity.SweepResult) string {
+	if e := r.Estimate; e != nil {
+		return EstimateText(e)
+	}
+	return ceilingText(r.Ceiling, r.Interval)
+}
+
+// EstimateText is a capacity estimate in words: "168 users ± 5.8 % (95 %
+// confidence 154–175)", or with an open upper end when the runs do not
+// bound it.
+func EstimateText(e *capacity.CapacityEstimate) string {
+	users := int(math.Floor(e.Users))
+	conf := 100 * e.Confidence
+	if !e.Bounded {
+		return fmt.Sprintf("%d users (%.0f %% confidence: at least %d, no upper bound from these runs)", users, conf, int(math.Floor(e.Lo)))
+	}
+	return fmt.Sprintf("%d users ± %.1f %% (%.0f %% confidence %d–%d)", users, 100*float64(e.Precision), conf, int(math.Floor(e.Lo)), int(math.Floor(float64(e.Hi))))
 }
 
 // tunedCandidate is a study trial's candidate sweep.
@@ -87,7 +127,7 @@ func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st
 		return "", fmt.Errorf("no sweep of the chosen configuration to compare")
 	}
 	opts := p.s.Sweep.SweepOptions
-	opts.SeedProgress = p.seedProgress
+	opts.SeedProgress, opts.RunProgress = p.seedProgress, p.runProgress
 	// interval walks the other seeds of a candidate sweep (a copy).
 	interval := func(params map[string]any, r *capacity.SweepResult) (*capacity.SweepResult, error) {
 		c := *r
@@ -119,8 +159,14 @@ func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st
 	default:
 		tv.Same, tv.Default = true, tv.Tuned
 	}
-	tv.DifferenceUsers = tv.Tuned.Users - tv.Default.Users
-	if !tv.Same && tv.Default.Interval != nil && tv.Tuned.Interval != nil {
+	tv.DifferenceUsers = tv.Tuned.Capacity - tv.Default.Capacity
+	switch {
+	case tv.Same:
+	case tv.Default.Estimate != nil && tv.Tuned.Estimate != nil:
+		if d, err := capacity.EstimateDifference(tv.Default.Estimate, tv.Tuned.Estimate); err == nil {
+			tv.Difference = d
+		}
+	case tv.Default.Interval != nil && tv.Tuned.Interval != nil:
 		d, err := capacity.PairedDifference(tv.Default.Interval, tv.Tuned.Interval)
 		if err != nil {
 			return "", err
@@ -137,7 +183,24 @@ func verdict(tv *TunedVsDefault) (bool, string) {
 	def, tun := tv.Default, tv.Tuned
 	switch {
 	case tv.Same:
-		return true, fmt.Sprintf("no tuned configuration to compare: the plan keeps engine.params (%s)", ceilingText(def.Users, def.Interval))
+		return true, fmt.Sprintf("no tuned configuration to compare: the plan keeps engine.params (%s)", def.text())
+	case tv.Difference != nil && tv.Difference.Method == capacity.EstimateDifferenceMethod:
+		d := tv.Difference
+		name := "tuned"
+		if tv.KeptDefault {
+			name = fmt.Sprintf("the plan keeps engine.params; the best tuned candidate (trial #%d)", tv.TunedTrial)
+		}
+		head := fmt.Sprintf("%s %s vs engine.params %s: %+.1f [%+.1f, %+.1f] users (%.0f %%, both estimated on fresh workload seeds)",
+			name, tun.text(), def.text(), d.MeanUsers, d.Lo, d.Hi, 100*def.Estimate.Confidence)
+		switch {
+		case d.WithinNoise():
+			return true, head + ": within noise — tuning did not measurably raise the capacity"
+		case d.MeanUsers > 0 && tv.KeptDefault:
+			return false, head + ": the candidate serves more users beyond noise, though the sweep that chose ranked it lower"
+		case d.MeanUsers > 0:
+			return false, head + ": tuning raised the capacity beyond noise"
+		}
+		return false, head + ": the tuned configuration serves fewer users beyond noise"
 	case tv.Difference != nil:
 		d := tv.Difference
 		name := "tuned"
@@ -160,11 +223,19 @@ func verdict(tv *TunedVsDefault) (bool, string) {
 		return false, head + ": the tuned configuration serves fewer users beyond noise"
 	}
 	step := max(tun.ResolutionUsers, def.ResolutionUsers)
-	head := fmt.Sprintf("tuned %d vs engine.params %d users: %+d (no interval: %s)", tun.Users, def.Users, tv.DifferenceUsers, firstNonEmpty(tun.NoInterval, def.NoInterval))
+	head := fmt.Sprintf("tuned %d vs engine.params %d users: %+d (no interval: %s)", tun.Capacity, def.Capacity, tv.DifferenceUsers, firstNonEmpty(tun.NoEstimate, def.NoEstimate, tun.NoInterval, def.NoInterval))
 	if abs(tv.DifferenceUsers) <= step {
 		return true, head + fmt.Sprintf("; within the sweep's step of %d users", step)
 	}
 	return false, head + fmt.Sprintf("; more than the sweep's step of %d users, but one seed cannot tell it from noise", step)
+}
+
+// text is the configuration's capacity in words.
+func (c CeilingEstimate) text() string {
+	if c.Estimate != nil {
+		return EstimateText(c.Estimate)
+	}
+	return ceilingText(c.Users, c.Interval)
 }
 
 // ceilingText is "N [lo, hi] users", or "N users" without an interval.

@@ -31,25 +31,33 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 		if res.Unconfirmed {
 			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Target %s: its ceiling of %d users met the SLA on too few samples to be judged (largest judged: %d).", t.Name, res.Ceiling, res.JudgedCeiling))
 		}
-		row := CompareRow{Name: t.Name, GPU: t.GPU, GPUs: t.GPUs, TensorParallelSize: t.TensorParallelSize,
-			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
-			UsersPerGPU: float64(res.Ceiling) / float64(t.GPUs), Provenance: res.Provenance(),
-			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling), Unconfirmed: res.Unconfirmed,
-			CeilingInterval: res.Interval}
+		row := compareRow(t.Name, t.GPU, t.GPUs, t.TensorParallelSize, res)
 		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {
-			row.Ratio = float64(res.Ceiling) / float64(p.sum.Compare[0].Users)
+			row.Ratio = float64(row.Users) / float64(p.sum.Compare[0].Users)
 		} else if len(p.sum.Compare) == 0 {
 			row.Ratio = 1
 		}
 		p.sum.Compare = append(p.sum.Compare, row)
-		p.stepf(n+1, len(p.s.Compare), false, "target %s: ceiling %s (%.1f per GPU), first failing %d: %s", t.Name, ceilingText(res.Ceiling, res.Interval), row.UsersPerGPU, res.FirstFailing, res.FailedClause)
-		parts = append(parts, fmt.Sprintf("%s %d users", t.Name, res.Ceiling))
+		p.stepf(n+1, len(p.s.Compare), false, "target %s: capacity %s (%.1f per GPU), first failing %d: %s", t.Name, capacityText(res), row.UsersPerGPU, res.FirstFailing, res.FailedClause)
+		parts = append(parts, fmt.Sprintf("%s %d users", t.Name, row.Users))
 	}
 	if n := len(p.sum.Compare); n >= 2 && p.sum.Compare[n-1].Users > 0 {
 		parts = append(parts, fmt.Sprintf("ratio %s/%s = %.2f", p.sum.Compare[0].Name, p.sum.Compare[n-1].Name,
 			float64(p.sum.Compare[0].Users)/float64(p.sum.Compare[n-1].Users)))
 	}
 	return strings.Join(parts, ", "), nil
+}
+
+// compareRow is a hardware option's row from its sweep: its capacity (the
+// estimate rounded down, else the walk's ceiling) per GPU, the throughput
+// at the walk's ceiling.
+func compareRow(name, gpu string, gpus, tp int, res *capacity.SweepResult) CompareRow {
+	users := capacityUsers(res)
+	return CompareRow{Name: name, GPU: gpu, GPUs: gpus, TensorParallelSize: tp,
+		Users: users, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
+		UsersPerGPU: float64(users) / float64(gpus), Provenance: res.Provenance(),
+		ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling), Unconfirmed: res.Unconfirmed,
+		CeilingInterval: res.Interval, Estimate: res.Estimate, Ceiling: res.Ceiling}
 }
 
 // levelThroughput is the mean output tokens/s of the repeats of the level at

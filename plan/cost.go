@@ -29,13 +29,20 @@ type Cost struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// CostRow is one hardware option sized for the target. The ceiling is
-// carried as an interval [CeilingLoUsers, CeilingHiUsers]: the sweep's 95 %
-// interval over workload seeds (IntervalMethod names it), or, for a sweep
-// that measured none (sweep.seeds: 1), the ceiling less the sweep's step
-// (its resolution, or the distance to the first failing count when
-// smaller) up to the ceiling. DeploymentsMin comes from the high end,
-// DeploymentsMax from the low one.
+// CostRow is one hardware option sized for the target. The capacity is
+// carried as an interval [CeilingLoUsers, CeilingHiUsers]: the capacity
+// estimate's confidence interval (IntervalMethod is the estimator's name;
+// an unbounded upper end is the estimate), else the walk's 95 % interval
+// over workload seeds, or, for a sweep that measured none, the ceiling
+// less the sweep's step (its resolution, or the distance to the first
+// failing count when smaller) up to the ceiling. DeploymentsMin comes from
+// the high end, DeploymentsMax from the low one, Deployments from the
+// estimate itself: DeploymentsMax − DeploymentsMin is what the
+// measurement's uncertainty is worth. SpreadLoUsers is the low end of the
+// spread of one run's verdict over workload seeds (0 without an
+// estimate), and HeadroomCovers says whether plan.headroom × the capacity
+// stays below it: a day whose users are as heavy as the spread's low end
+// still meets the SLA.
 type CostRow struct {
 	Option             string `json:"option"`
 	GPU                string `json:"gpu"`
@@ -44,8 +51,12 @@ type CostRow struct {
 	CeilingUsers       int    `json:"ceiling_users"`
 	CeilingLoUsers     int    `json:"ceiling_lo_users"`
 	CeilingHiUsers     int    `json:"ceiling_hi_users"`
-	// IntervalMethod is capacity.IntervalMethod, or "sweep-step".
+	// IntervalMethod is capacity.EstimatorMethod,
+	// capacity.IntervalMethod, or "sweep-step".
 	IntervalMethod string `json:"interval_method"`
+	Deployments    int    `json:"deployments"`
+	SpreadLoUsers  int    `json:"spread_lo_users,omitempty"`
+	HeadroomCovers bool   `json:"headroom_covers_spread,omitempty"`
 	// DeploymentsMin and DeploymentsMax are the deployments needed at the
 	// high and the low end of the ceiling; 0 when that end is 0 users (no
 	// number of deployments serves anyone).
@@ -75,6 +86,7 @@ type option struct {
 	name, gpu        string
 	gpus, tp         int
 	ceiling, lo, hi  int
+	spreadLo         int
 	method           string
 	outputThroughput float64
 	prov             Provenance
@@ -94,21 +106,21 @@ func ServingCost(sum *Summary, d Demand) (*Cost, string) {
 		gpus: sum.Engine.GPUs, tp: sum.Engine.TensorParallelSize,
 		outputThroughput: ceilingThroughput(sum.Sweep, c.Users), prov: c.Provenance,
 	}
-	opts := []option{chosen.withCeiling(c.Users, c.FirstFailingUsers, c.ResolutionUsers, c.CeilingInterval)}
+	opts := []option{chosen.withCeiling(c.Users, c.FirstFailingUsers, c.ResolutionUsers, c.CeilingInterval, c.Estimate)}
 	compare := sum.Compare
 	out := &Cost{TargetUsers: d.Users, Headroom: d.Headroom}
 	if pk := sum.Peak; pk != nil {
 		// the peak is what the deployments must serve: size from the
 		// ceilings measured at its mix
 		r := pk.Chosen
-		opts[0] = opts[0].withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval)
+		opts[0] = opts[0].withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval, r.Estimate)
 		opts[0].outputThroughput, opts[0].prov = r.OutputThroughput, r.Provenance
 		compare, out.PeakShares = pk.Compare, pk.Shares
 	}
 	for _, r := range compare {
 		o := option{name: r.Name, gpu: r.GPU, gpus: r.GPUs, tp: r.TensorParallelSize,
 			outputThroughput: r.OutputThroughput, prov: r.Provenance}
-		opts = append(opts, o.withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval))
+		opts = append(opts, o.withCeiling(r.Users, r.FirstFailingUsers, r.ResolutionUsers, r.CeilingInterval, r.Estimate))
 	}
 	unpriced := map[string]bool{}
 	for _, o := range opts {
@@ -129,10 +141,22 @@ func ServingCost(sum *Summary, d Demand) (*Cost, string) {
 	return out, ""
 }
 
-// withCeiling sets o's ceiling and its interval: the sweep's interval over
+// withCeiling sets o's capacity and its interval: the estimate's
+// confidence interval when there is one, else the sweep's interval over
 // seeds when it has one, else [ceiling − step, ceiling].
-func (o option) withCeiling(ceiling, firstFailing, resolution int, iv *capacity.Interval) option {
+func (o option) withCeiling(ceiling, firstFailing, resolution int, iv *capacity.Interval, est *capacity.CapacityEstimate) option {
 	o.ceiling = ceiling
+	if est != nil {
+		o.ceiling = int(math.Floor(est.Users))
+		o.lo, o.hi, o.method = int(math.Floor(est.Lo)), o.ceiling, est.Method
+		if est.Bounded {
+			o.hi = int(math.Floor(float64(est.Hi)))
+		}
+		if sp := est.SeedSpread; sp != nil {
+			o.spreadLo = max(int(math.Floor(sp.Lo)), 0)
+		}
+		return o
+	}
 	if iv != nil {
 		o.lo, o.hi, o.method = iv.Lo, iv.Hi, iv.Method
 		return o
@@ -184,6 +208,9 @@ func size(o option, d Demand) CostRow {
 	r := CostRow{Option: o.name, GPU: o.gpu, GPUsPerDeployment: o.gpus, TensorParallelSize: o.tp,
 		CeilingUsers: o.ceiling, CeilingLoUsers: o.lo, CeilingHiUsers: o.hi, IntervalMethod: o.method,
 		OutputTokensPerSecond: o.outputThroughput, Provenance: o.prov}
+	r.Deployments = deployments(d.Users, r.CeilingUsers, d.Headroom)
+	r.SpreadLoUsers = o.spreadLo
+	r.HeadroomCovers = o.spreadLo > 0 && float64(o.ceiling)*d.Headroom <= float64(o.spreadLo)
 	r.DeploymentsMin = deployments(d.Users, r.CeilingHiUsers, d.Headroom)
 	r.DeploymentsMax = deployments(d.Users, r.CeilingLoUsers, d.Headroom)
 	r.GPUsMin, r.GPUsMax = r.DeploymentsMin*o.gpus, r.DeploymentsMax*o.gpus

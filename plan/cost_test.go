@@ -40,7 +40,7 @@ func TestServingCostByHand(t *testing.T) {
 	//   36 × $3 = $108/h; × 730 / 1000 = $78.84 per user-month
 	//   tokens per $: 1900 tok/s × 3600 / (4 × $3) = 570 000
 	h100 := CostRow{GPU: "H100-SXM", GPUsPerDeployment: 4, TensorParallelSize: 4, CeilingUsers: 143, CeilingLoUsers: 140, CeilingHiUsers: 143, IntervalMethod: "sweep-step",
-		DeploymentsMin: 9, DeploymentsMax: 9, GPUsMin: 36, GPUsMax: 36, Priced: true, PricePerGPUHour: 3,
+		Deployments: 9, DeploymentsMin: 9, DeploymentsMax: 9, GPUsMin: 36, GPUsMax: 36, Priced: true, PricePerGPUHour: 3,
 		DollarsPerHourMin: 108, DollarsPerHourMax: 108, DollarsPerUserMonthMin: 78.84, DollarsPerUserMonthMax: 78.84,
 		OutputTokensPerSecond: 1900, TokensPerDollar: 570000}
 	// 2× H200: ceiling 34, no resolution recorded, first failing 37, so
@@ -50,7 +50,7 @@ func TestServingCostByHand(t *testing.T) {
 	//   74 × $4 = $296/h → $216.08 per user-month; 82 × $4 = $328/h → $239.44
 	//   tokens per $: 600 × 3600 / (2 × $4) = 270 000
 	h200 := CostRow{Option: "2x H200", GPU: "H200-SXM", GPUsPerDeployment: 2, TensorParallelSize: 2, CeilingUsers: 34, CeilingLoUsers: 31, CeilingHiUsers: 34, IntervalMethod: "sweep-step",
-		DeploymentsMin: 37, DeploymentsMax: 41, GPUsMin: 74, GPUsMax: 82, Priced: true, PricePerGPUHour: 4,
+		Deployments: 37, DeploymentsMin: 37, DeploymentsMax: 41, GPUsMin: 74, GPUsMax: 82, Priced: true, PricePerGPUHour: 4,
 		DollarsPerHourMin: 296, DollarsPerHourMax: 328, DollarsPerUserMonthMin: 216.08, DollarsPerUserMonthMax: 239.44,
 		OutputTokensPerSecond: 600, TokensPerDollar: 270000}
 	chosen, compared := h100, h100
@@ -93,7 +93,7 @@ func TestServingCostUsesInterval(t *testing.T) {
 	// lo: 1000 / (132 × 0.8 = 105.6) = 9.47 → 10 deployments × 4 = 40 GPUs, $120/h, $87.60 per user-month
 	want := CostRow{Option: "chosen: 4× H100-SXM", GPU: "H100-SXM", GPUsPerDeployment: 4, TensorParallelSize: 4,
 		CeilingUsers: 156, CeilingLoUsers: 132, CeilingHiUsers: 174, IntervalMethod: capacity.IntervalMethod,
-		DeploymentsMin: 8, DeploymentsMax: 10, GPUsMin: 32, GPUsMax: 40, Priced: true, PricePerGPUHour: 3,
+		Deployments: 9, DeploymentsMin: 8, DeploymentsMax: 10, GPUsMin: 32, GPUsMax: 40, Priced: true, PricePerGPUHour: 3,
 		DollarsPerHourMin: 96, DollarsPerHourMax: 120, DollarsPerUserMonthMin: 70.08, DollarsPerUserMonthMax: 87.6,
 		OutputTokensPerSecond: 2200, TokensPerDollar: 660000}
 	got := cost.Rows[0]

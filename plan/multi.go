@@ -102,7 +102,7 @@ func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 		}
 		p.logf("   %s", detail)
 	}
-	res, err := capacity.SweepConfig(ctx, m.simEv, p.sum.Capacity.Config, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+	res, err := capacity.SweepConfig(ctx, m.simEv, p.sum.Capacity.Config, p.s.Windows.Sweep.At, capacity.CandidateSweepOptions(p.s.Setup), nil)
 	if err != nil {
 		return "", fmt.Errorf("simulated sweep of the chosen configuration: %w", err)
 	}

@@ -74,11 +74,8 @@ func (p *planner) peak(ctx context.Context) (string, error) {
 		if err != nil {
 			return CompareRow{}, fmt.Errorf("%s: %w", name, err)
 		}
-		row := CompareRow{Name: name, GPU: gpu, GPUs: gpus, TensorParallelSize: tp,
-			Users: res.Ceiling, FirstFailingUsers: res.FirstFailing, FailedClause: res.FailedClause,
-			UsersPerGPU: float64(res.Ceiling) / float64(gpus), Provenance: res.Provenance(),
-			ResolutionUsers: res.Resolution, OutputThroughput: levelThroughput(res.Levels, res.Ceiling), Unconfirmed: res.Unconfirmed}
-		p.logf("%s at the peak mix: ceiling %d users (first failing %d: %s)", name, res.Ceiling, res.FirstFailing, res.FailedClause)
+		row := compareRow(name, gpu, gpus, tp, res)
+		p.logf("%s at the peak mix: capacity %s (first failing %d: %s)", name, capacityText(res), res.FirstFailing, res.FailedClause)
 		return row, nil
 	}
 	d := p.s.Deployment

@@ -26,7 +26,7 @@ import (
 func (p *planner) probe(ctx context.Context) (string, error) {
 	m := p.m
 	ceiling := func() (int, error) {
-		res, err := capacity.SweepConfig(ctx, m.simEv, map[string]any{}, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+		res, err := capacity.SweepConfig(ctx, m.simEv, map[string]any{}, p.s.Windows.Sweep.At, capacity.CandidateSweepOptions(p.s.Setup), nil)
 		if err != nil {
 			return 0, fmt.Errorf("simulated sweep of the configured flags: %w", err)
 		}

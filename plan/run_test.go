@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,25 +78,33 @@ func TestQuickPlan(t *testing.T) {
 	if c.Users <= 0 {
 		t.Errorf("capacity.users = %d", c.Users)
 	}
-	if c.FirstFailingUsers <= c.Users {
-		t.Errorf("capacity.first_failing_users = %d, want above the ceiling %d", c.FirstFailingUsers, c.Users)
+	if c.FirstFailingUsers <= c.Ceiling {
+		t.Errorf("capacity.first_failing_users = %d, want above the walk's ceiling %d", c.FirstFailingUsers, c.Ceiling)
 	}
 	if c.FailedClause == "" {
 		t.Error("capacity.failed_clause is empty")
 	}
-	// --quick measures the interval over 3 workload seeds; the ceiling is
-	// the first seed's and the comparison with engine.params uses the same
-	// seeds.
-	if iv := c.CeilingInterval; iv == nil || len(iv.Seeds) != 3 || iv.Seeds[0].Ceiling != c.Users || iv.Lo > iv.Hi || c.Ceiling != c.Users {
-		t.Errorf("capacity.ceiling_interval = %+v (no_interval %q), ceiling %d", iv, c.NoInterval, c.Ceiling)
+	// --quick estimates the capacity with 4 to 8 fresh-seed runs: the
+	// capacity is the estimate rounded down, inside its interval, near the
+	// walk's ceiling; the refinement says what it spent
+	e, r := c.Estimate, c.Refinement
+	if e == nil || r == nil || c.Users != int(math.Floor(e.Users)) || e.Lo > e.Users || (e.Bounded && e.Users > float64(e.Hi)) ||
+		r.Runs < 4 || r.Runs > 8 || (r.Reached != (e.Bounded && float64(e.Precision) <= r.Target)) {
+		t.Fatalf("capacity estimate %+v, refinement %+v (no estimate: %q), users %d", e, r, c.NoEstimate, c.Users)
+	}
+	if math.Abs(e.Users-float64(c.Ceiling)) > 0.25*float64(c.Ceiling) {
+		t.Errorf("estimate %.1f is more than 25 %% from the walk's ceiling %d", e.Users, c.Ceiling)
+	}
+	if c.Runs <= r.Runs || c.EngineSeconds <= 0 {
+		t.Errorf("runs %d, engine seconds %.0f: want the walk and the refinement counted", c.Runs, c.EngineSeconds)
 	}
 	if m := c.BindingMargin; m == nil || m.AtFirstFailing <= m.Limit || m.AtCeiling > m.Limit {
 		t.Errorf("binding margin %+v: want the clause within its limit at the ceiling and over it above", m)
 	}
 	// the chosen configuration is the tuned one, or, when the plan kept
 	// engine.params, the default one (the best candidate is compared)
-	if tv := s.TunedVsDefault; tv == nil || tv.Verdict == "" || (tv.KeptDefault && tv.Default.Users != c.Users) || (!tv.KeptDefault && tv.Tuned.Users != c.Users) ||
-		(!tv.Same && (tv.Default.Interval == nil || tv.Tuned.Interval == nil || tv.Difference == nil)) {
+	if tv := s.TunedVsDefault; tv == nil || tv.Verdict == "" || (tv.KeptDefault && tv.Default.Capacity != c.Users) || (!tv.KeptDefault && tv.Tuned.Capacity != c.Users) ||
+		(!tv.Same && (tv.Default.Estimate == nil || tv.Tuned.Estimate == nil || tv.Difference == nil)) {
 		t.Errorf("tuned_vs_default = %+v", tv)
 	}
 	if len(c.Config) == 0 {
@@ -140,7 +149,7 @@ func TestQuickPlan(t *testing.T) {
 	// the sweep's levels are recorded, and the ceiling level passed
 	var atCeiling *plan.SweepPoint
 	for i := range s.Sweep {
-		if s.Sweep[i].Users == c.Users {
+		if s.Sweep[i].Users == c.Ceiling {
 			atCeiling = &s.Sweep[i]
 		}
 	}

@@ -88,9 +88,28 @@ type Engine struct {
 
 // Capacity is the answer.
 type Capacity struct {
-	// Users is the capacity ceiling: the largest user count meeting the SLA.
+	// Users is the capacity: Estimate's users rounded down when the sweep
+	// estimated it (sweep.precision), else the walk's Ceiling.
 	Users int `json:"users"`
-	// Ceiling is Users, named as the number CeilingInterval goes with.
+	// Estimate is the capacity estimated from every run near the knee
+	// (capacity.EstimatorMethod): the user count at which the binding
+	// clause's expected share of samples over its limit reaches the share
+	// the clause allows, with its confidence interval (how well this plan
+	// measured it), the precision reached and the spread of one run's
+	// verdict over workload seeds (what headroom must cover). Nil when
+	// NoEstimate says why. Refinement says what the precision target
+	// spent and whether it was met.
+	Estimate   *capacity.CapacityEstimate `json:"estimate,omitempty"`
+	NoEstimate string                     `json:"no_estimate,omitempty"`
+	Refinement *capacity.Refinement       `json:"refinement,omitempty"`
+	// Runs counts the runs of the capacity sweep (the walk's levels and
+	// the refinement's runs); EngineSeconds is their windows' engine time
+	// (simulated time for a virtual sweep; with the per-run overhead for
+	// a live one).
+	Runs          int     `json:"runs"`
+	EngineSeconds float64 `json:"engine_seconds"`
+	// Ceiling is the walk's ceiling: the largest user count that met the
+	// SLA on workload.seed, the number CeilingInterval goes with.
 	Ceiling int `json:"ceiling"`
 	// CeilingInterval is where the ceiling of a sweep with another
 	// workload seed lands (95 %), with its method and per-seed ceilings;
@@ -312,6 +331,11 @@ type CompareRow struct {
 	ResolutionUsers int `json:"resolution_users,omitempty"`
 	// CeilingInterval is the ceiling's interval over workload seeds.
 	CeilingInterval *capacity.Interval `json:"ceiling_interval,omitempty"`
+	// Estimate is the target's capacity estimate (Users is it rounded
+	// down); nil when the sweep made none.
+	Estimate *capacity.CapacityEstimate `json:"estimate,omitempty"`
+	// Ceiling is the walk's ceiling (the level throughput was read at).
+	Ceiling int `json:"ceiling,omitempty"`
 	// OutputThroughput is the output tokens/s at the ceiling (mean of its
 	// repeats).
 	OutputThroughput float64 `json:"output_throughput,omitempty"`

@@ -47,7 +47,7 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 			levels[l.Users] = ev
 		}
 	}
-	opts.SeedProgress = p.seedProgress
+	opts.SeedProgress, opts.RunProgress = p.seedProgress, p.runProgress
 	res, err := capacity.SweepConfig(ctx, ev, params, p.s.Windows.Sweep.At, opts, func(users int) (io.WriteCloser, error) {
 		// compressed: the records of a default plan's sweep are ~80 MB as
 		// plain lines and ~4 MB gzipped; every reader of records
@@ -63,14 +63,23 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 	}
 	p.final = res
 	c := &p.sum.Capacity
-	c.Users, c.FirstFailingUsers, c.FailedClause = res.Ceiling, res.FirstFailing, res.FailedClause
+	c.Users, c.FirstFailingUsers, c.FailedClause = capacityUsers(res), res.FirstFailing, res.FailedClause
+	c.Estimate, c.NoEstimate, c.Refinement = res.Estimate, res.NoEstimate, res.Refinement
+	c.Runs, c.EngineSeconds = res.RunsMade, res.EngineSeconds
+	if r := res.Refinement; r != nil && !r.Reached && res.Estimate != nil {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The capacity's precision target (±%.0f %%) was not reached: %s after %d runs on fresh workload seeds, at ±%.1f %%. Raise sweep.max_runs (or plan.budget) to measure it further.",
+			100*r.Target, r.Stopped, r.Runs, 100*float64(res.Estimate.Precision)))
+	}
+	if res.NoEstimate != "" && opts.Precision.Target > 0 {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("No capacity estimate: %s; the capacity stated is the walk's ceiling on workload.seed.", res.NoEstimate))
+	}
 	c.Ceiling, c.CeilingInterval, c.NoInterval, c.BindingMargin = res.Ceiling, res.Interval, res.NoInterval, res.Margin
 	c.Unconfirmed, c.JudgedUsers = res.Unconfirmed, res.JudgedCeiling
 	if res.Unconfirmed {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The ceiling of %d users met the SLA on too few samples to be judged (a clause's percentile needs more requests in the window); the largest count judged on enough samples is %d. Lengthen sweep.duration (or run.duration) to confirm it.", res.Ceiling, res.JudgedCeiling))
 	}
 	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
-	c.UsersPerGPU = float64(res.Ceiling) / float64(p.s.Deployment.GPUs)
+	c.UsersPerGPU = float64(c.Users) / float64(p.s.Deployment.GPUs)
 	c.Provenance = res.Provenance()
 	c.ServeCommand = p.serveCommand(c.Config)
 	for _, l := range res.Levels {
@@ -98,7 +107,23 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 	if res.FirstFailing == 0 {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Every user count up to sweep.max = %d met the SLA; the ceiling is at least that.", p.s.Sweep.Max))
 	}
-	return fmt.Sprintf("capacity ceiling %s (first failing %d: %s)", ceilingText(res.Ceiling, res.Interval), res.FirstFailing, res.FailedClause), nil
+	return fmt.Sprintf("capacity %s (walk: ceiling %d, first failing %d: %s)", capacityText(res), res.Ceiling, res.FirstFailing, res.FailedClause), nil
+}
+
+// runProgress logs one refinement run and the estimate after it.
+func (p *planner) runProgress(k capacity.KneeRun, est *capacity.CapacityEstimate) {
+	verdict := "ok"
+	switch {
+	case k.Excluded != "":
+		verdict = "left out: " + k.Excluded
+	case !k.Pass:
+		verdict = "✗"
+	}
+	line := fmt.Sprintf("   refine %5d users (workload seed +%d): %s", k.Users, k.Seed, verdict)
+	if est != nil {
+		line += "; estimate " + EstimateText(est)
+	}
+	p.logf("%s", line)
 }
 
 // settlingNote says which of the two levels that decide the ceiling (the

@@ -50,7 +50,7 @@ func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, err
 			continue
 		}
 		seen[key] = true
-		res, err := capacity.SweepConfig(ctx, m.simEv, c.Params, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
+		res, err := capacity.SweepConfig(ctx, m.simEv, c.Params, p.s.Windows.Sweep.At, capacity.CandidateSweepOptions(p.s.Setup), nil)
 		if err != nil {
 			return nil, fmt.Errorf("simulated sweep of candidate %s: %w", trialName(c.Trial), err)
 		}

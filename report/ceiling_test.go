@@ -28,6 +28,8 @@ func addCeiling(d *plan.Summary) {
 		Seeds: seeds(143, 130, 143, 143, 143), MeanUsers: 142.1, StdDevUsers: 5.8}
 	tuned := &capacity.Interval{Lo: 122, Hi: 165, Method: capacity.IntervalMethod, Confidence: 0.95,
 		Seeds: seeds(146, 127, 140, 143, 146), MeanUsers: 141.9, StdDevUsers: 7.7}
+	// the seed interval of a plan with sweep.precision: 0 (no estimate)
+	d.Capacity.Estimate, d.Capacity.Refinement = nil, nil
 	d.Capacity.Ceiling, d.Capacity.CeilingInterval = d.Capacity.Users, def
 	d.Capacity.BindingMargin = &capacity.Margin{Scope: "P2", Clause: "ttft p95", Limit: 2, AtCeiling: 1.93, AtFirstFailing: 2.06, Headroom: 0.035}
 	d.TunedVsDefault = &plan.TunedVsDefault{
@@ -74,7 +76,7 @@ func TestCeilingSection(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		fmt.Sprintf("**Capacity ceiling: %d [124, 160] concurrent users**", d.Capacity.Users),
+		fmt.Sprintf("**Capacity: %d [124, 160] concurrent users**", d.Capacity.Users),
 		"## Tuned vs default",
 		"| tuned (trial #17) | 146 | [122, 165] | 146, 127, 140, 143, 146 | simulated |",
 		"| `max-num-batched-tokens` | 8192 | 805 |",

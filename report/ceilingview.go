@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -23,11 +24,16 @@ var _ = template.Must(pageTemplate.Funcs(template.FuncMap{"ceilingView": newCeil
 // ceilingView is the ceiling's evidence, every figure formatted.
 type ceilingView struct {
 	Lo, Hi int
+	// Precision is "± 6.2 %" for an estimate (empty otherwise).
+	Precision string
 	// Interval explains [Lo, Hi] in a sentence; empty without one, and
 	// NoInterval says why.
 	Interval, IntervalTitle, NoInterval string
-	Margin                              string
-	Tuned                               *tunedView
+	// Cost says what the precision took; Spread is the spread of one
+	// run's verdict over workload seeds; Walk the walk's own ceiling.
+	Cost, Spread, Walk string
+	Margin             string
+	Tuned              *tunedView
 }
 
 type tunedView struct {
@@ -48,11 +54,10 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 		return nil
 	}
 	c := d.Capacity
-	v := &ceilingView{NoInterval: c.NoInterval}
-	if v.NoInterval == "" {
-		v.NoInterval = "this summary records none"
-	}
-	if iv := c.CeilingInterval; iv != nil {
+	v := &ceilingView{NoInterval: firstNonEmpty(c.NoEstimate, c.NoInterval, "this summary records none")}
+	if e := c.Estimate; e != nil {
+		estimateView(v, c, e)
+	} else if iv := c.CeilingInterval; iv != nil {
 		v.Lo, v.Hi = iv.Lo, iv.Hi
 		v.Interval = fmt.Sprintf("a sweep with another workload seed finds a ceiling in [%d, %d] users with %.0f %% probability. %s",
 			iv.Lo, iv.Hi, 100*iv.Confidence, intervalBasis(iv))
@@ -70,13 +75,19 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 			e    plan.CeilingEstimate
 		}{{"engine.params (default)", tv.Default}, {fmt.Sprintf("tuned (%s)", choiceName(tv.TunedTrial)), tv.Tuned}} {
 			row := tunedRow{Name: r.name, Ceiling: fmt.Sprint(r.e.Users), Interval: "–", Seeds: "–", Source: r.e.Provenance.Source}
-			if iv := r.e.Interval; iv != nil {
+			if e := r.e.Estimate; e != nil {
+				row.Ceiling, row.Interval = fmt.Sprint(r.e.Capacity), estimateSpan(e)
+				row.Seeds = fmt.Sprintf("%d runs at %d user counts; walk ceiling %d", e.Runs, e.Levels, r.e.Users)
+			} else if iv := r.e.Interval; iv != nil {
 				row.Interval = fmt.Sprintf("[%d, %d]", iv.Lo, iv.Hi)
 				row.Seeds = seedCeilings(iv)
 			}
 			t.Rows = append(t.Rows, row)
 		}
-		if df := tv.Difference; df != nil {
+		if df := tv.Difference; df != nil && df.Method == capacity.EstimateDifferenceMethod {
+			t.Difference = fmt.Sprintf("%+.1f users, 95 %% confidence interval [%+.1f, %+.1f] (the two estimates taken as independent, each with the standard error its interval implies)%s.",
+				df.MeanUsers, df.Lo, df.Hi, map[bool]string{true: ": it contains 0, so the difference is within noise", false: ""}[df.WithinNoise()])
+		} else if df != nil {
 			t.Difference = fmt.Sprintf("%+d users on the configured seed; %+.1f users on average over %d paired seeds, 95 %% confidence interval [%+.1f, %+.1f]%s.",
 				df.Users, df.MeanUsers, df.Seeds, df.Lo, df.Hi, map[bool]string{true: ": it contains 0, so the difference is within noise", false: ""}[df.WithinNoise()])
 		}
@@ -86,6 +97,48 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 		v.Tuned = t
 	}
 	return v
+}
+
+// estimateView fills v from the capacity estimate e.
+func estimateView(v *ceilingView, c plan.Capacity, e *capacity.CapacityEstimate) {
+	v.Lo = int(math.Floor(e.Lo))
+	v.Hi = int(math.Floor(float64(e.Hi)))
+	if !e.Bounded {
+		v.Hi = int(math.Floor(e.Users))
+	}
+	v.Interval = fmt.Sprintf("the capacity — the user count at which %s's expected share of requests over its limit reaches the share the clause allows — is %s, from %d runs at %d user counts on fresh workload seeds (a quasi-binomial logistic fit of every run's samples over the limit, with Fieller's interval for its crossing: %s, docs/capacity.md).",
+		e.Binding, plan.EstimateText(e), e.Runs, e.Levels, e.Method)
+	v.IntervalTitle = fmt.Sprintf("%.0f %% confidence interval of the capacity", 100*e.Confidence)
+	if e.Bounded {
+		v.Precision = fmt.Sprintf("± %.1f %%", 100*float64(e.Precision))
+	} else {
+		v.Precision = "unbounded above"
+	}
+	if r := c.Refinement; r != nil {
+		reached := "reached"
+		if !r.Reached {
+			reached = "not reached (" + r.Stopped + ")"
+		}
+		kind := "engine time"
+		if c.Provenance.Source != capacity.SourceLive {
+			kind = "simulated engine time"
+		}
+		v.Cost = fmt.Sprintf("Precision target ±%.0f %% (sweep.precision): %s, with %d runs in all (%d of them on fresh workload seeds around the knee), %.0f min of %s.",
+			100*r.Target, reached, c.Runs, r.Runs, c.EngineSeconds/60, kind)
+	}
+	if sp := e.SeedSpread; sp != nil {
+		v.Spread = fmt.Sprintf("One run with a fresh workload seed passes at %.0f users and fails at %.0f, each with %.1f %% probability (one run's threshold varies by %.1f users, sd): the day-to-day variation headroom must cover, which more measurement does not shrink.",
+			math.Floor(sp.Lo), math.Ceil(sp.Hi), 100*(1+e.Confidence)/2, sp.SDUsers)
+	}
+	v.Walk = fmt.Sprintf("The walk on workload.seed (which chose the configuration) found its ceiling at %d users.", c.Ceiling)
+}
+
+// estimateSpan is an estimate's confidence interval, "149–169".
+func estimateSpan(e *capacity.CapacityEstimate) string {
+	if !e.Bounded {
+		return fmt.Sprintf("≥ %.0f", math.Floor(e.Lo))
+	}
+	return fmt.Sprintf("%.0f–%.0f", math.Floor(e.Lo), math.Floor(float64(e.Hi)))
 }
 
 // flagValue is the value a configuration runs a flag with; one it left
@@ -141,6 +194,11 @@ func writeCeilingMarkdown(w io.Writer, d *plan.Summary) {
 	var b strings.Builder
 	if v.Interval != "" {
 		fmt.Fprintf(&b, "**Interval:** %s\n\n", mdEscape(v.Interval))
+		for _, s := range []string{v.Cost, v.Spread, v.Walk} {
+			if s != "" {
+				fmt.Fprintf(&b, "%s\n\n", mdEscape(s))
+			}
+		}
 	} else {
 		fmt.Fprintf(&b, "No interval: %s.\n\n", mdEscape(v.NoInterval))
 	}
@@ -167,4 +225,13 @@ func writeCeilingMarkdown(w io.Writer, d *plan.Summary) {
 		b.WriteString("\n")
 	}
 	io.WriteString(w, b.String())
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -20,10 +20,10 @@ func TestCostSectionRenders(t *testing.T) {
 	}
 	c := &d.Capacity
 	// no seed interval: the cost section falls back to [ceiling − step, ceiling]
-	c.Users, c.FirstFailingUsers, c.ResolutionUsers, c.CeilingInterval = 143, 146, 3, nil
+	c.Users, c.FirstFailingUsers, c.ResolutionUsers, c.CeilingInterval, c.Estimate = 143, 146, 3, nil, nil
 	h100, h200 := &d.Compare[0], &d.Compare[1]
-	h100.Users, h100.FirstFailingUsers, h100.ResolutionUsers, h100.CeilingInterval = 143, 146, 3, nil
-	h200.Users, h200.FirstFailingUsers, h200.ResolutionUsers, h200.CeilingInterval = 34, 37, 3, nil
+	h100.Users, h100.FirstFailingUsers, h100.ResolutionUsers, h100.CeilingInterval, h100.Estimate = 143, 146, 3, nil, nil
+	h200.Users, h200.FirstFailingUsers, h200.ResolutionUsers, h200.CeilingInterval, h200.Estimate = 34, 37, 3, nil, nil
 	cost, note := plan.ServingCost(d, plan.Demand{Users: 1000, Headroom: 0.8, PricePerGPUHour: map[string]float64{"H100-SXM": 3}})
 	if cost == nil {
 		t.Fatalf("no cost section: %s", note)

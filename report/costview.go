@@ -46,7 +46,7 @@ func newCostView(c *plan.Cost) *costView {
 	for _, r := range c.Rows {
 		row := costRowView{Option: r.Option, Source: provenanceText(r.Provenance), GPUsPerDeployment: r.GPUsPerDeployment,
 			Ceiling:     ceilingSpan(r),
-			Deployments: deploymentSpan(r.DeploymentsMax, r.DeploymentsMin),
+			Deployments: deploymentsText(r),
 			GPUs:        deploymentSpan(r.GPUsMax, r.GPUsMin),
 			PerHour:     "no price", PerUserMonth: "no price", TokensPerDollar: "no price"}
 		if r.Priced {
@@ -77,7 +77,7 @@ func newCostView(c *plan.Cost) *costView {
 // step (summaries written before ceiling_hi_users have only the ceiling
 // as the high end).
 func ceilingSpan(r plan.CostRow) string {
-	if r.IntervalMethod == capacity.IntervalMethod {
+	if r.IntervalMethod == capacity.IntervalMethod || r.IntervalMethod == capacity.EstimatorMethod {
 		return fmt.Sprintf("%d (%s)", r.CeilingUsers, span(r.CeilingLoUsers, r.CeilingHiUsers))
 	}
 	return span(r.CeilingLoUsers, max(r.CeilingHiUsers, r.CeilingUsers))
@@ -102,6 +102,23 @@ func span(lo, hi int) string {
 		return fmt.Sprint(hi)
 	}
 	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+// deploymentsText is the deployments at the estimate with the range its
+// confidence interval gives — "6 (5–7)": the uncertainty is worth two
+// deployments — and whether headroom covers the spread over seeds.
+func deploymentsText(r plan.CostRow) string {
+	s := deploymentSpan(r.DeploymentsMax, r.DeploymentsMin)
+	if r.IntervalMethod != capacity.EstimatorMethod || r.Deployments == 0 {
+		return s
+	}
+	if r.DeploymentsMin != r.DeploymentsMax {
+		s = fmt.Sprintf("%d (%s)", r.Deployments, s)
+	}
+	if r.SpreadLoUsers > 0 && !r.HeadroomCovers {
+		s += fmt.Sprintf("; headroom does not cover the seed spread (low end %d)", r.SpreadLoUsers)
+	}
+	return s
 }
 
 // deploymentSpan is span for counts sized from the low and high ceiling;
@@ -131,8 +148,8 @@ func writeCostMarkdown(w io.Writer, c *plan.Cost) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Serving %d users\n\nEach deployment run at %s of its ceiling; the ceiling is an interval (lo–hi: its 95 %% interval over workload seeds, or the ceiling less the sweep's step when the sweep measured one seed), so deployments, GPUs and cost are given for both ends: the fewest at the high end, the most at the low end. %s\n\n", v.Users, v.Headroom, v.Provenance)
-	b.WriteString("| option | GPUs per deployment | ceiling (lo–hi) | deployments (min–max) | GPUs | $/hour | $/user/month | tokens per $ | source |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "## Serving %d users\n\nEach deployment run at %s of its capacity; the capacity is an interval (the estimate with its 95 %% confidence interval; without an estimate, its 95 %% interval over workload seeds or the ceiling less the sweep's step), so deployments are given at the estimate with the range its interval gives (what the measurement's uncertainty is worth), and GPUs and cost for both ends. %s\n\n", v.Users, v.Headroom, v.Provenance)
+	b.WriteString("| option | GPUs per deployment | capacity (lo–hi) | deployments (range) | GPUs | $/hour | $/user/month | tokens per $ | source |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range v.Rows {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Option), r.GPUsPerDeployment, r.Ceiling, r.Deployments, r.GPUs,
 			mdEscape(r.PerHour), mdEscape(r.PerUserMonth), r.TokensPerDollar, mdEscape(r.Source))

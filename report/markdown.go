@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,10 +27,12 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	c := d.Capacity
 	if c.Users > 0 {
 		ceiling := strconv.Itoa(c.Users)
-		if iv := c.CeilingInterval; iv != nil {
+		if e := c.Estimate; e != nil && e.Bounded {
+			ceiling += fmt.Sprintf(" ± %.1f %% (%.0f %% confidence %.0f–%.0f)", 100*float64(e.Precision), 100*e.Confidence, math.Floor(e.Lo), math.Floor(float64(e.Hi)))
+		} else if iv := c.CeilingInterval; iv != nil {
 			ceiling += fmt.Sprintf(" [%d, %d]", iv.Lo, iv.Hi)
 		}
-		fmt.Fprintf(&b, "**Capacity ceiling: %s concurrent users** of this workload on %d× %s (%s, TP %d)", ceiling, d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
+		fmt.Fprintf(&b, "**Capacity: %s concurrent users** of this workload on %d× %s (%s, TP %d)", ceiling, d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
 	} else {
 		fmt.Fprintf(&b, "**No user count met the SLA** on %d× %s (%s, TP %d)", d.Engine.GPUs, mdEscape(d.Engine.GPU), mdEscape(d.Engine.Model), d.Engine.TensorParallelSize)
 	}

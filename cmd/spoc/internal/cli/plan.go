@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/plan"
@@ -104,7 +105,11 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 // writePlanResult prints a plan's capacity, where it came from and where
 // its report is.
 func writePlanResult(w io.Writer, d *plan.Summary, out string) {
-	if iv := d.Capacity.CeilingInterval; iv != nil {
+	c := d.Capacity
+	if writeEstimate(w, capacityLines{est: c.Estimate, noEstimate: c.NoEstimate, refinement: c.Refinement, runs: c.Runs,
+		engineSeconds: c.EngineSeconds, live: c.Provenance.Source == capacity.SourceLive}) {
+		fmt.Fprintf(w, "walk: ceiling %d users on workload.seed", c.Ceiling)
+	} else if iv := d.Capacity.CeilingInterval; iv != nil {
 		fmt.Fprintf(w, "capacity ceiling: %d [%d, %d] users (%.0f %% interval over %d workload seeds)", d.Capacity.Users, iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds))
 	} else {
 		fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)

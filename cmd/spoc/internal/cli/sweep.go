@@ -124,6 +124,8 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 
 // writeSweepResult prints a sweep's ceiling, its interval and what bound it.
 func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
+	writeEstimate(w, capacityLines{est: res.Estimate, noEstimate: res.NoEstimate, refinement: res.Refinement, runs: res.RunsMade,
+		engineSeconds: res.EngineSeconds, live: res.Provenance().Source == capacity.SourceLive})
 	fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
 	if res.Unconfirmed {
 		fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)

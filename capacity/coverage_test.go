@@ -40,6 +40,7 @@ func TestIntervalCoversAnotherSeed(t *testing.T) {
 			c := cfg
 			c.Workload.Seed = seed
 			c.Sweep.Seeds = seeds
+			c.Sweep.Precision = 0 // the walk's seed interval, not the estimate
 			s, err := c.Setup(config.SetupOptions{})
 			if err != nil {
 				t.Fatal(err)

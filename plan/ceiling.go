@@ -49,6 +49,7 @@ type CeilingEstimate struct {
 	Capacity   int                        `json:"capacity"`
 	Estimate   *capacity.CapacityEstimate `json:"estimate,omitempty"`
 	NoEstimate string                     `json:"no_estimate,omitempty"`
+	Refinement *capacity.Refinement       `json:"refinement,omitempty"`
 	// Users is the walk's ceiling on workload.seed.
 	Users             int                `json:"ceiling"`
 	FirstFailingUsers int                `json:"first_failing_users"`
@@ -73,7 +74,7 @@ type FlagChange struct {
 }
 
 func estimate(r *capacity.SweepResult) CeilingEstimate {
-	return CeilingEstimate{Capacity: capacityUsers(r), Estimate: r.Estimate, NoEstimate: r.NoEstimate,
+	return CeilingEstimate{Capacity: capacityUsers(r), Estimate: r.Estimate, NoEstimate: r.NoEstimate, Refinement: r.Refinement,
 		Users: r.Ceiling, FirstFailingUsers: r.FirstFailing, Interval: r.Interval, NoInterval: r.NoInterval,
 		ResolutionUsers: r.Resolution, Provenance: r.Provenance()}
 }

@@ -33,13 +33,18 @@ type Estimate struct {
 // its control flow makes (counted by running the plan on the simulator),
 // their windows, and the total with start-up and per-run overhead.
 type EstimateRow struct {
-	Fidelity       string  `json:"fidelity"`
-	Runs           int     `json:"runs"`
-	Starts         int     `json:"starts"`
-	WindowSeconds  float64 `json:"window_seconds"`
-	EngineSeconds  float64 `json:"engine_seconds"`
-	GPUHours       float64 `json:"gpu_hours"`
-	MinimumSeconds float64 `json:"minimum_engine_seconds"`
+	Fidelity      string  `json:"fidelity"`
+	Runs          int     `json:"runs"`
+	Starts        int     `json:"starts"`
+	WindowSeconds float64 `json:"window_seconds"`
+	EngineSeconds float64 `json:"engine_seconds"`
+	// MaxEngineSeconds is the most the plan may take when its refined
+	// sweeps need every run sweep.max_runs allows (a live engine noisier
+	// than the simulator reaches sweep.precision later): EngineSeconds is
+	// then the low end of a range. 0 when nothing is refined.
+	MaxEngineSeconds float64 `json:"max_engine_seconds,omitempty"`
+	GPUHours         float64 `json:"gpu_hours"`
+	MinimumSeconds   float64 `json:"minimum_engine_seconds"`
 	// IfNoFeasibleSeconds is the live plan's engine time when its study
 	// finds no feasible trial at its tuning load: the choose and default
 	// phases then run nothing (the plan keeps engine.params). The count
@@ -104,7 +109,7 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			continue
 		}
 		progressf(o.Progress, "estimate %s: running the plan's control flow on the simulator, counting the live runs it stands for (seconds to minutes of CPU, no engine time)", mode)
-		u, skippable, err := dryRun(ctx, s, o, simulator, mode, filepath.Join(tmp, mode))
+		u, skippable, more, err := dryRun(ctx, s, o, simulator, mode, filepath.Join(tmp, mode))
 		if err != nil {
 			return nil, fmt.Errorf("estimate %s: %w", mode, err)
 		}
@@ -113,6 +118,9 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			return u.WindowSeconds + float64(u.Runs)*est.RunOverheadSeconds + float64(u.Starts)*est.StartupSeconds
 		}
 		row.EngineSeconds = cost(u)
+		if more.Runs > 0 {
+			row.MaxEngineSeconds = row.EngineSeconds + cost(more)
+		}
 		if skippable.Runs > 0 {
 			row.IfNoFeasibleSeconds = row.EngineSeconds - cost(skippable)
 			row.Note = ifEmpty(row.Note, fmt.Sprintf("%.0fs if the study finds no feasible trial (choose and default then run nothing)", row.IfNoFeasibleSeconds))
@@ -135,28 +143,30 @@ func ifEmpty(s, alt string) string {
 }
 
 // dryRun runs the phases of a plan of mode on the simulator, counting the
-// runs a live plan would make, and those of them a live plan skips when its
-// study finds no feasible trial (choose, default). The study goes into dir,
+// runs a live plan would make, those of them a live plan skips when its
+// study finds no feasible trial (choose, default), and the runs its
+// refined sweeps could still add (more: up to sweep.max_runs each, at the
+// sweep's windows for the estimate's users). The study goes into dir,
 // never into the plan's own storage.
-func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode, dir string) (total, skippable capacity.WouldUse, err error) {
+func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode, dir string) (total, skippable, more capacity.WouldUse, err error) {
 	ds := s
 	ds.Launcher, ds.Virtual = simulator, true
 	ds.OutDir = dir
 	ds.Search.Storage = "sqlite:" + filepath.Join(dir, "study.db")
 	ds.Compare, ds.Trace = nil, Trace{}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return total, skippable, err
+		return total, skippable, more, err
 	}
 	ev, err := capacity.NewEvaluator(ds.Setup, o.Logger)
 	if err != nil {
-		return total, skippable, err
+		return total, skippable, more, err
 	}
 	// progress of a dry run is not the plan's: it is discarded
 	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, dryRun: true}
 	steps := p.steps(ev)[1:6] // baseline … default
 	if mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
-			return total, skippable, err
+			return total, skippable, more, err
 		}
 		steps = p.multiSteps()[1:6] // probe … sweep
 	}
@@ -164,7 +174,7 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 	for i, st := range steps {
 		t0, before := time.Now(), ev.WouldUse()
 		if _, err := st.fn(ctx); err != nil {
-			return total, skippable, fmt.Errorf("%s: %w", st.name, err)
+			return total, skippable, more, fmt.Errorf("%s: %w", st.name, err)
 		}
 		u := ev.WouldUse()
 		if mode == FidelityLive && (st.name == "choose" || st.name == "default") {
@@ -175,7 +185,30 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %s, %s, %.0fs of windows (%.0fs elapsed)",
 			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), count(u.Runs, "run"), count(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
 	}
-	return ev.WouldUse(), skippable, nil
+	refined := []struct {
+		r *capacity.Refinement
+		e *capacity.CapacityEstimate
+	}{{p.sum.Capacity.Refinement, p.sum.Capacity.Estimate}}
+	if tv := p.sum.TunedVsDefault; tv != nil && !tv.Same {
+		other := tv.Default
+		if tv.KeptDefault {
+			other = tv.Tuned
+		}
+		refined = append(refined, struct {
+			r *capacity.Refinement
+			e *capacity.CapacityEstimate
+		}{other.Refinement, other.Estimate})
+	}
+	for _, x := range refined {
+		if x.r == nil || x.e == nil {
+			continue
+		}
+		left := max(s.Sweep.Precision.MaxRuns-x.r.Runs, 0)
+		l := s.Windows.Sweep.At(int(x.e.Users))
+		more.Runs += left
+		more.WindowSeconds += float64(left) * (l.Ramp + l.Warmup + l.Duration).Seconds()
+	}
+	return ev.WouldUse(), skippable, more, nil
 }
 
 // count is n things, in the plural unless n is 1.
@@ -219,17 +252,22 @@ func measureStartup(ctx context.Context, s Setup) (time.Duration, error) {
 // WriteEstimate prints est as a table.
 func WriteEstimate(w io.Writer, est *Estimate) error {
 	fmt.Fprintf(w, "engine start-up %.1fs, %s; %.1fs per run beyond its windows\n", est.StartupSeconds, est.StartupSource, est.RunOverheadSeconds)
-	fmt.Fprintf(w, "%-10s %5s %6s %10s %12s %9s %10s\n", "fidelity", "runs", "starts", "windows", "engine-time", "GPU-h", "minimum")
+	fmt.Fprintf(w, "%-10s %5s %6s %10s %12s %11s %9s %10s\n", "fidelity", "runs", "starts", "windows", "engine-time", "at most", "GPU-h", "minimum")
 	for _, r := range est.Rows {
 		def := ""
 		if r.Default {
 			def = " (default)"
 		}
-		fmt.Fprintf(w, "%-10s %5d %6d %9.0fs %11.0fs %9.3f %9.0fs  %s%s\n", r.Fidelity, r.Runs, r.Starts, r.WindowSeconds, r.EngineSeconds, r.GPUHours, r.MinimumSeconds, r.Note, def)
+		most := "–"
+		if r.MaxEngineSeconds > 0 {
+			most = fmt.Sprintf("%.0fs", r.MaxEngineSeconds)
+		}
+		fmt.Fprintf(w, "%-10s %5d %6d %9.0fs %11.0fs %11s %9.3f %9.0fs  %s%s\n", r.Fidelity, r.Runs, r.Starts, r.WindowSeconds, r.EngineSeconds, most, r.GPUHours, r.MinimumSeconds, r.Note, def)
 	}
 	if est.BudgetSeconds > 0 {
 		fmt.Fprintf(w, "plan.budget %.0fs\n", est.BudgetSeconds)
 	}
+	fmt.Fprintf(w, "at most: the engine time when every refined sweep needs all sweep.max_runs runs to reach sweep.precision (engine-time is what the simulator's own noise needs)\n")
 	fmt.Fprintf(w, "minimum: the least engine time the fidelity needs to start (the multi plan's probes, a live plan's first run); a plan.budget below it is refused\n")
 	_, err := fmt.Fprintf(w, "method: %s\n", est.Method)
 	return err

@@ -126,6 +126,11 @@ func TestEstimateCountsEachFidelity(t *testing.T) {
 	if d := live.EngineSeconds - want; d > 1e-6 || d < -1e-6 {
 		t.Errorf("live engine time %.1f s, want windows + overhead + start-ups = %.1f s", live.EngineSeconds, want)
 	}
+	// the refinement may need every run sweep.max_runs allows: a range
+	if live.MaxEngineSeconds <= live.EngineSeconds || multi.MaxEngineSeconds <= multi.EngineSeconds {
+		t.Errorf("at most: live %.0f s of %.0f s, multi %.0f s of %.0f s: want the refined sweeps' runs up to sweep.max_runs above each",
+			live.MaxEngineSeconds, live.EngineSeconds, multi.MaxEngineSeconds, multi.EngineSeconds)
+	}
 	// the multi plan: 3 probes and 2 verified points, on 2–4 servers
 	if multi.Runs < 5 || multi.Runs >= live.Runs || multi.Starts < 2 || multi.EngineSeconds >= live.EngineSeconds || !multi.Default {
 		t.Errorf("multi: %+v; live: %+v", multi, live)

@@ -90,6 +90,8 @@ sweep:
   resolution_fraction: 0.25
   top_k: 1
   seeds: 2
+  min_runs: 3
+  max_runs: 4
 telemetry:
   enabled: false
 plan:

@@ -69,6 +69,8 @@ sweep:
   resolution_fraction: 0.1
   top_k: 1
   seeds: 2
+  min_runs: 3
+  max_runs: 4
 telemetry:
   enabled: false
 plan:

@@ -67,6 +67,12 @@ type Evaluation struct {
 	// requests it had scheduled.
 	Interrupted bool  `json:"interrupted,omitempty"`
 	Scheduled   int64 `json:"scheduled,omitempty"`
+	// WarmCache says why the run started with the prefix cache an earlier
+	// run on the same server left (the server refused the reset): its
+	// prompts hit that run's cached prefixes, so TTFT and throughput may
+	// read better than from a cold start. Empty: a cold start (a new
+	// server, or a reset that succeeded).
+	WarmCache string `json:"warm_cache,omitempty"`
 }
 
 // SimInfo is what the simulator knows that a real server would not say.
@@ -131,8 +137,11 @@ type Evaluator struct {
 	// curVersion is what the current server said on GET /version.
 	curVersion string
 	usage      EngineUsage
-	// warnedReset is set once a server said it cannot reset its cache.
+	// warnedReset is set once a server said it cannot reset its cache;
+	// curWarm is why the current server's next run starts warm ("" when it
+	// starts cold).
 	warnedReset bool
+	curWarm     string
 	// dry counts what virtual evaluations would cost live (dryrun.go).
 	dry dryCount
 	// watch, when set, receives every live evaluation's status (WatchRuns).

@@ -32,6 +32,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	if err != nil {
 		return nil, err
 	}
+	warm := e.curWarm
 	ep := srv.Endpoint()
 	defer func() {
 		// A run that failed may have killed the server: the next
@@ -145,7 +146,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		return nil, fmt.Errorf("%w: every one of %d requests at %d users got an HTTP error %v", ErrNothingServed, o.Errors, load.Users, o.ErrorsByHTTPStatus)
 	}
 	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
-		Interrupted: interrupted, Scheduled: rep.Scheduled}
+		Interrupted: interrupted, Scheduled: rep.Scheduled, WarmCache: warm}
 	if interrupted {
 		// What was measured before Ctrl-C is returned with the error: a
 		// caller may print it, but it is no verdict.

@@ -133,6 +133,9 @@ type countingLauncher struct {
 	dep            sim.Deployment
 	starts, resets int
 	flags          []string
+	// refuseReset makes every server answer the reset as a vLLM without
+	// VLLM_SERVER_DEV_MODE does.
+	refuseReset bool
 }
 
 func (l *countingLauncher) Start(ctx context.Context, p engine.Params) (engine.Server, error) {
@@ -155,7 +158,13 @@ type countingServer struct {
 func (s *countingServer) Endpoint() engine.Endpoint {
 	return engine.Endpoint{BaseURL: s.ts.URL, Model: s.srv.Model()}
 }
-func (s *countingServer) ResetCache(context.Context) error { s.l.resets++; return nil }
+func (s *countingServer) ResetCache(context.Context) error {
+	if s.l.refuseReset {
+		return fmt.Errorf("POST /reset_prefix_cache: 404: %w", engine.ErrResetUnsupported)
+	}
+	s.l.resets++
+	return nil
+}
 func (s *countingServer) Stop(context.Context) error {
 	s.ts.Close()
 	s.srv.Close()
@@ -288,5 +297,51 @@ func TestWatchRunsReportsFromTheFirstSecond(t *testing.T) {
 	}
 	if last := got[len(got)-1]; last.Progress.Requests == 0 {
 		t.Errorf("the reports never counted a finished request: %+v", last)
+	}
+}
+
+// A server that refuses the cache reset is reused all the same, and every
+// run after its first says it started warm: the cache the previous run
+// left shortens its prompts' prefill.
+func TestEvaluatorFlagsWarmRunsWhenResetRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("serves the simulator over HTTP for a few seconds")
+	}
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = "http://127.0.0.1:1" // replaced by the counting launcher
+	cfg.Telemetry.Enabled = false
+	setup, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &countingLauncher{t: t, dep: setup.Deployment.Sim, refuseReset: true}
+	setup.Launcher = l
+	ev, err := capacity.NewEvaluator(setup.Setup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close(context.Background())
+	load := capacity.Load{Users: 2, Warmup: 200 * time.Millisecond, Duration: 300 * time.Millisecond, ThinkTimeScale: 0.001}
+	a := map[string]any{"max-num-seqs": 64}
+	b := map[string]any{"max-num-seqs": 32}
+	for i, tc := range []struct {
+		params map[string]any
+		warm   bool
+	}{{a, false}, {a, true}, {b, false}, {b, true}, {b, true}} {
+		got, err := ev.Evaluate(context.Background(), tc.params, load, capacity.Outputs{})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if (got.WarmCache != "") != tc.warm {
+			t.Errorf("run %d: warm cache %q, want warm=%v", i, got.WarmCache, tc.warm)
+		}
+		if tc.warm && !strings.Contains(got.WarmCache, "refused the prefix-cache reset") {
+			t.Errorf("run %d: warm cache reason %q does not name the refused reset", i, got.WarmCache)
+		}
+	}
+	if u := ev.Usage(); u.Starts != 2 || u.WarmRuns != 3 || u.Resets != 0 {
+		t.Errorf("usage %+v, want 2 starts, 3 warm runs, no reset", u)
 	}
 }

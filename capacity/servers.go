@@ -19,6 +19,9 @@ type EngineUsage struct {
 	Seconds float64 `json:"engine_seconds"`
 	// Resets is the number of prefix-cache resets between runs.
 	Resets int `json:"cache_resets"`
+	// WarmRuns counts the runs on a reused server that refused the reset:
+	// each started with the cache the previous run left.
+	WarmRuns int `json:"warm_runs,omitempty"`
 }
 
 // Usage returns the engine starts and time spent so far (live engines).
@@ -47,8 +50,11 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any, load Load
 		switch {
 		case err == nil:
 			e.usage.Resets++
+			e.curWarm = ""
 			return e.cur, nil
 		case errors.Is(err, engine.ErrResetUnsupported):
+			e.curWarm = "the server refused the prefix-cache reset (" + err.Error() + "): the run started with the cache the previous run left"
+			e.usage.WarmRuns++
 			if !e.warnedReset {
 				e.warnedReset = true
 				e.logger.Warn("the server cannot reset its prefix cache; each run starts with the cache the previous run left", "err", err)
@@ -69,7 +75,7 @@ func (e *Evaluator) server(ctx context.Context, params map[string]any, load Load
 	if err != nil {
 		return nil, fmt.Errorf("start engine: %w", err)
 	}
-	e.cur, e.curKey, e.curFrom, e.curVersion = srv, key, time.Now(), ""
+	e.cur, e.curKey, e.curFrom, e.curVersion, e.curWarm = srv, key, time.Now(), "", ""
 	e.usage.Starts++
 	ep := srv.Endpoint()
 	if ep.Model == "" {

@@ -85,7 +85,10 @@ func (p *planner) phase(name string, fn func() (string, error)) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	text := detail
-	ran := after.Starts > before.Starts || after.Resets > before.Resets // a run: on a new server, or on a reused one after a cache reset
+	ran := after.Starts > before.Starts || after.Resets > before.Resets || after.WarmRuns > before.WarmRuns // a run: on a new server, or on a reused one
+	if n := after.WarmRuns - before.WarmRuns; n > 0 {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Warm prefix cache in the %s phase: %d runs started with the cache the previous run on the same server left, because the server refused the reset (POST /reset_prefix_cache answered 404: vLLM serves it only with VLLM_SERVER_DEV_MODE=1). Their prompts could hit the earlier run's cached prefixes, so their TTFT and throughput may read better than a cold start's; the sweep table marks such levels \"warm cache\" (docs/fidelity.md).", name, n))
+	}
 	if !p.ev.Virtual() && ran && !strings.Contains(text, "engine time so far") {
 		// a live plan's running count of what it has spent (multi's
 		// phases say it in their detail already); the seconds grow in a

@@ -161,6 +161,9 @@ type SweepPoint struct {
 	Insufficient   bool   `json:"insufficient_samples,omitempty"`
 	FewSamplesPass bool   `json:"few_samples_pass,omitempty"`
 	UnjudgedClause string `json:"unjudged_clause,omitempty"`
+	// WarmCache says why the level's run started with an earlier run's
+	// prefix cache (capacity.Evaluation.WarmCache); empty: it started cold.
+	WarmCache string `json:"warm_cache,omitempty"`
 	// Settling says the level's run was still settling when its measured
 	// window opened (result.SettlingReport): its first half held
 	// SettlingRatio of its second half's requests, under result.SettlingRatio
@@ -389,6 +392,9 @@ func (s SweepPoint) Verdict() string {
 	v := s.verdict()
 	if s.Settling {
 		v += fmt.Sprintf(" (still settling: the window's first half held %.0f %% of its second's requests)", 100*s.SettlingRatio)
+	}
+	if s.WarmCache != "" {
+		v += " (warm cache: " + s.WarmCache + ")"
 	}
 	return v
 }

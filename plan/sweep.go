@@ -161,6 +161,7 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 	if st := ev.Summary.Settling; st.Flagged {
 		sp.Settling, sp.SettlingRatio = true, st.Ratio
 	}
+	sp.WarmCache = ev.WarmCache
 	if l.Insufficient {
 		sp.Insufficient, sp.FewSamplesPass = true, l.FewSamplesPass
 		for _, r := range l.Repeats {

@@ -457,6 +457,32 @@ func TestSettlingLevelSaysSo(t *testing.T) {
 	}
 }
 
+// A sweep level whose run started with a warm prefix cache (the server
+// refused the reset) says so in summary.md's row and report.html's table,
+// and summary.json carries the reason.
+func TestWarmCacheLevelSaysSo(t *testing.T) {
+	d := fixture(t)
+	if len(d.Sweep) < 2 {
+		t.Fatal("the fixture has no sweep")
+	}
+	s := &d.Sweep[len(d.Sweep)-1]
+	s.WarmCache = "the server refused the prefix-cache reset"
+	if line := sweepRow(t, d, s.Users); !strings.Contains(line, "warm cache: the server refused the prefix-cache reset") {
+		t.Errorf("summary.md's row for a warm level: %s", line)
+	}
+	page := render(t, d)
+	if n := strings.Count(page, ">warm cache</span>"); n != 1 {
+		t.Errorf("report.html marks %d levels warm, want the one", n)
+	}
+	var js bytes.Buffer
+	if err := report.JSON(&js, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"warm_cache": "the server refused the prefix-cache reset"`) {
+		t.Error("summary.json does not carry the level's warm_cache")
+	}
+}
+
 // sweepRow is d's summary.md sweep-table row for users.
 func sweepRow(t *testing.T, d *plan.Summary, users int) string {
 	t.Helper()

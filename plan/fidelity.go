@@ -174,9 +174,11 @@ type ProbePoint struct {
 	Uncalibrated Latencies `json:"uncalibrated"`
 	Calibrated   Latencies `json:"calibrated"`
 	// UncalibratedError and CalibratedError are the RMS relative errors of
-	// those against Live over the fit's metrics.
-	UncalibratedError float64    `json:"uncalibrated_rms_relative_error"`
-	CalibratedError   float64    `json:"calibrated_rms_relative_error"`
+	// those against Live over the fit's metrics; null when it could not be
+	// computed (a replay failed, nothing comparable), ErrorAbsent says why.
+	UncalibratedError *float64   `json:"uncalibrated_rms_relative_error"`
+	CalibratedError   *float64   `json:"calibrated_rms_relative_error"`
+	ErrorAbsent       string     `json:"error_absent,omitempty"`
 	Provenance        Provenance `json:"provenance"`
 }
 
@@ -204,9 +206,13 @@ type Latencies struct {
 // the probes the first fit saw, on the held-back probe, and of the built-in
 // cost model before any fit. The latencies are those of fitMetrics.
 type FitReport struct {
-	Metrics           []string `json:"metrics"`
-	UncalibratedError float64  `json:"uncalibrated_rms_relative_error"`
-	FittedError       float64  `json:"fitted_rms_relative_error"`
+	Metrics []string `json:"metrics"`
+	// UncalibratedError and FittedError are null when they could not be
+	// computed (a replay in the simulator failed, nothing comparable);
+	// ErrorsAbsent says why for every absent error and run left out.
+	UncalibratedError *float64 `json:"uncalibrated_rms_relative_error"`
+	FittedError       *float64 `json:"fitted_rms_relative_error"`
+	ErrorsAbsent      string   `json:"errors_absent,omitempty"`
 	// HeldBackError is nil when there was no held-back probe or it
 	// measured nothing comparable.
 	HeldBackError *float64 `json:"held_back_rms_relative_error,omitempty"`

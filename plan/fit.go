@@ -86,8 +86,9 @@ func relativeError(simulated, live Latencies) (float64, bool) {
 }
 
 // replay runs the live runs idx in the simulator with correction c and
-// calls fn with each pair of values; false when a replay failed.
-func (p *planner) replay(ctx context.Context, c sim.Correction, idx []int, evals *int, fn func(pr [2]float64)) bool {
+// calls fn with each pair of values; an error names the run whose replay
+// failed.
+func (p *planner) replay(ctx context.Context, c sim.Correction, idx []int, evals *int, fn func(pr [2]float64)) error {
 	m := p.m
 	prev := m.csim.correction()
 	m.csim.set(c)
@@ -97,29 +98,32 @@ func (p *planner) replay(ctx context.Context, c sim.Correction, idx []int, evals
 		ev, err := m.simEv.Evaluate(ctx, r.params, r.load, capacity.Outputs{})
 		*evals++
 		if err != nil {
-			return false
+			return fmt.Errorf("the simulator could not replay run %d (%d users, %s): %w", i+1, r.load.Users, describeParams(r.params), err)
 		}
 		for _, pr := range pairs(latencies(ev), r.live) {
 			fn(pr)
 		}
 	}
-	return true
+	return nil
 }
 
 // fitError is the RMS relative error of the simulator with c against the
-// live runs idx over fitMetrics; false when nothing could be compared.
-func (p *planner) fitError(ctx context.Context, c sim.Correction, idx []int, evals *int) (float64, bool) {
+// live runs idx over fitMetrics, or nil and why it could not be computed.
+func (p *planner) fitError(ctx context.Context, c sim.Correction, idx []int, evals *int) (*float64, string) {
 	var sum float64
 	n := 0
-	ok := p.replay(ctx, c, idx, evals, func(pr [2]float64) {
+	if err := p.replay(ctx, c, idx, evals, func(pr [2]float64) {
 		e := pr[0]/pr[1] - 1
 		sum += e * e
 		n++
-	})
-	if !ok || n == 0 {
-		return 0, false
+	}); err != nil {
+		return nil, err.Error()
 	}
-	return math.Sqrt(sum / float64(n)), true
+	if n == 0 {
+		return nil, "no latency was measured both live and in the simulator"
+	}
+	e := math.Sqrt(sum / float64(n))
+	return &e, ""
 }
 
 // HuberLogError is where the fit's loss turns from squared to linear in
@@ -146,10 +150,10 @@ func (p *planner) logError(ctx context.Context, c sim.Correction, idx []int, eva
 	}
 	var sum float64
 	n := 0
-	if !p.replay(ctx, c, idx, evals, func(pr [2]float64) {
+	if p.replay(ctx, c, idx, evals, func(pr [2]float64) {
 		sum += huber(math.Log(pr[0] / pr[1]))
 		n++
-	}) || n == 0 {
+	}) != nil || n == 0 {
 		return math.Inf(1)
 	}
 	return sum / float64(n)

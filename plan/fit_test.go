@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -105,13 +106,24 @@ func TestCorrectionCarriesAcrossFlags(t *testing.T) {
 				t.Fatal("no held-back error")
 			}
 			t.Logf("%s: %s; RMS relative error built-in %.1f%%, fitted %.1f%%, held back %.1f%% (%d replays)", tc.name,
-				plan.DescribeCorrection(fit.Correction, f.Terms), 100*f.UncalibratedError, 100*f.FittedError, 100**f.HeldBackError, f.Evaluations)
+				plan.DescribeCorrection(fit.Correction, f.Terms), 100*deref(f.UncalibratedError), 100*deref(f.FittedError), 100**f.HeldBackError, f.Evaluations)
 			if *f.HeldBackError > 0.15 {
 				t.Errorf("held-back run predicted with error %.1f %%, want ≤ 15 %%", 100**f.HeldBackError)
 			}
-			if f.FittedError > 0.10 || f.FittedError >= f.UncalibratedError {
-				t.Errorf("fitted error %.3f (built-in %.3f), want ≤ 0.10 and below the built-in model's", f.FittedError, f.UncalibratedError)
+			if f.FittedError == nil || f.UncalibratedError == nil {
+				t.Fatalf("fit errors absent: %s", f.ErrorsAbsent)
+			}
+			if *f.FittedError > 0.10 || *f.FittedError >= *f.UncalibratedError {
+				t.Errorf("fitted error %.3f (built-in %.3f), want ≤ 0.10 and below the built-in model's", *f.FittedError, *f.UncalibratedError)
 			}
 		})
 	}
+}
+
+// deref is *p, NaN when p is nil (an absent error).
+func deref(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
 }

@@ -20,17 +20,18 @@ func TestFidelitySectionRenders(t *testing.T) {
 	}
 	held := 0.083
 	kept := 3
+	pf := func(x float64) *float64 { return &x }
 	d.Fidelity = &plan.FidelityReport{Mode: plan.FidelityMulti, PredictedCeiling: 80, LiveEngineSeconds: 61.5, GPUHours: 0.0171, VerifyTopK: 2, KeptTrial: &kept,
 		FinalCeiling: 78, FinalProvenance: plan.Provenance{Source: "live", Engine: "process"},
 		Correction: &sim.Correction{Compute: 1.234, Memory: 1.456, StepSeconds: 0.0003},
-		Fit: &plan.FitReport{Metrics: []string{"itl_p95"}, UncalibratedError: 0.41, FittedError: 0.062, HeldBackError: &held,
+		Fit: &plan.FitReport{Metrics: []string{"itl_p95"}, UncalibratedError: pf(0.41), FittedError: pf(0.062), HeldBackError: &held,
 			Terms: []plan.FitTerm{{Name: "compute", Value: 1.234, Identified: true, Step: "±20 %", Rise: 0.1},
 				{Name: "step_seconds", Value: 0, Identified: false, Step: "±0.5 ms", Rise: 0.002}}},
 		Probes: []plan.ProbePoint{
 			{Users: 44, Why: "light load", Params: map[string]any{"max-num-seqs": 256}, Live: plan.Latencies{TTFTP50Ms: 62, TTFTP95Ms: 300, ITLP95Ms: 9.7, PrefixCacheHitRate: 0.62},
-				Uncalibrated: plan.Latencies{ITLP95Ms: 7.1, TTFTP95Ms: 200}, Calibrated: plan.Latencies{ITLP95Ms: 9.5, TTFTP95Ms: 310, PrefixCacheHitRate: 0.645}, CalibratedError: 0.031},
+				Uncalibrated: plan.Latencies{ITLP95Ms: 7.1, TTFTP95Ms: 200}, Calibrated: plan.Latencies{ITLP95Ms: 9.5, TTFTP95Ms: 310, PrefixCacheHitRate: 0.645}, CalibratedError: pf(0.031)},
 			{Users: 80, Why: "the flag", HeldBack: true, Params: map[string]any{"max-num-seqs": 64}, Live: plan.Latencies{TTFTP50Ms: 90, TTFTP95Ms: 700, ITLP95Ms: 19.2, Settling: true},
-				Calibrated: plan.Latencies{ITLP95Ms: 20.1, TTFTP95Ms: 650}, CalibratedError: 0.083}},
+				Calibrated: plan.Latencies{ITLP95Ms: 20.1, TTFTP95Ms: 650}, CalibratedError: pf(0.083)}},
 		Verified:      []plan.VerifyPoint{{Users: 80, Trial: 3, Predicted: plan.Latencies{Pass: true, ITLP95Ms: 21.3, TTFTP95Ms: 800}, Measured: plan.Latencies{Pass: false, ITLP95Ms: 26.4, TTFTP95Ms: 900}}},
 		EngineSeconds: map[string]float64{"probe": 23.4, "verify": 15.1, "sweep": 23}, EngineStarts: map[string]int{"probe": 2, "verify": 1, "sweep": 0}}
 	html := render(t, d)
@@ -59,6 +60,38 @@ func TestFidelitySectionRenders(t *testing.T) {
 		"| probe | 23.4 | 2 |", "Final ceiling: 78 users, measured live", "8.3% on the held-back probe"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// A multi plan whose replay failed has no fit errors: the report prints
+// "–" with the reason and summary.json null, never "0.0 %".
+func TestFidelityAbsentErrors(t *testing.T) {
+	d := fixture(t)
+	const why = "the simulator could not replay run 1 (44 users, max-num-seqs=256): sim: bad flags"
+	d.Fidelity = &plan.FidelityReport{Mode: plan.FidelityMulti, PredictedCeiling: 80,
+		Correction: &sim.Correction{Compute: 1, Memory: 1},
+		Fit:        &plan.FitReport{Metrics: []string{"itl_p95"}, ErrorsAbsent: why},
+		Probes: []plan.ProbePoint{{Users: 44, Why: "light load", Params: map[string]any{"max-num-seqs": 256},
+			Live: plan.Latencies{TTFTP95Ms: 300, ITLP95Ms: 9.7}, ErrorAbsent: why}}}
+	html := render(t, d)
+	sec := html[strings.Index(html, `<section id="fidelity">`):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	if strings.Contains(sec, " 0.0%") || strings.Contains(sec, "(error 0.0") {
+		t.Errorf("the fidelity section prints 0.0 %% for an error that was not computed:\n%s", sec)
+	}
+	for _, want := range []string{"built-in model –, fitted –", "absent: " + why, "– (" + why + ")"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("the fidelity section does not say %q", want)
+		}
+	}
+	var js strings.Builder
+	if err := report.JSON(&js, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"uncalibrated_rms_relative_error": null`, `"fitted_rms_relative_error": null`, `"calibrated_rms_relative_error": null`, `"errors_absent": "` + why} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("summary.json has no %s", want)
 		}
 	}
 }

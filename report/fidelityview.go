@@ -44,6 +44,9 @@ func hitsText(p plan.ProbePoint) string {
 	if p.Live.PrefixCacheHitRate > 0 {
 		live = fmtPct(p.Live.PrefixCacheHitRate)
 	}
+	if p.CalibratedError == nil && p.ErrorAbsent != "" {
+		return live + " / –" // no replay to count them in
+	}
 	return live + " / " + fmtPct(p.Calibrated.PrefixCacheHitRate)
 }
 
@@ -106,9 +109,12 @@ func newFidelityView(f *plan.FidelityReport) *fidelityView {
 		n := c.Normal()
 		v.Correction = fmt.Sprintf("Correction of the cost model: compute ×%.3f, memory ×%.3f, step %+.2f ms (fitted to %s of every probe).",
 			n.Compute, n.Memory, 1000*n.StepSeconds, strings.Join(f.Fit.Metrics, ", "))
-		v.Errors = fmt.Sprintf("RMS relative error: built-in model %s, fitted %s on the probes it saw", fmtPct(f.Fit.UncalibratedError), fmtPct(f.Fit.FittedError))
+		v.Errors = fmt.Sprintf("RMS relative error: built-in model %s, fitted %s on the probes it saw", fmtPctOrAbsent(f.Fit.UncalibratedError), fmtPctOrAbsent(f.Fit.FittedError))
 		if f.Fit.HeldBackError != nil {
 			v.Errors += fmt.Sprintf(", %s on the held-back probe (another flag setting, which the first fit did not see)", fmtPct(*f.Fit.HeldBackError))
+		}
+		if f.Fit.ErrorsAbsent != "" {
+			v.Errors += " (– absent: " + f.Fit.ErrorsAbsent + ")"
 		}
 		v.Errors += "."
 		for _, t := range f.Fit.Terms {
@@ -131,13 +137,19 @@ func newFidelityView(f *plan.FidelityReport) *fidelityView {
 		}
 	}
 	for _, p := range f.Probes {
-		cal := fmt.Sprintf("ITL p95 %.1f ms (error %s)", p.Calibrated.ITLP95Ms, fmtPct(p.CalibratedError))
+		cal := fmt.Sprintf("ITL p95 %.1f ms (error %s)", p.Calibrated.ITLP95Ms, fmtPctOrAbsent(p.CalibratedError))
+		uncal := fmt.Sprintf("ITL p95 %.1f ms (error %s)", p.Uncalibrated.ITLP95Ms, fmtPctOrAbsent(p.UncalibratedError))
+		if p.ErrorAbsent != "" && p.CalibratedError == nil && p.UncalibratedError == nil {
+			uncal, cal = "–", "– ("+p.ErrorAbsent+")"
+		} else if p.ErrorAbsent != "" {
+			cal += " (" + p.ErrorAbsent + ")"
+		}
 		if p.HeldBack {
 			cal += ", not seen by the fit"
 		}
 		v.Probes = append(v.Probes, fidelityProbeView{Users: p.Users, Flags: probeFlags(p, configured), Why: p.Why,
 			LiveTTFT: liveTTFTText(p), LiveITL: fmt.Sprintf("%.1f / %.1f ms", p.Live.ITLP50Ms, p.Live.ITLP95Ms), Hits: hitsText(p),
-			Uncalibrated: fmt.Sprintf("ITL p95 %.1f ms (error %s)", p.Uncalibrated.ITLP95Ms, fmtPct(p.UncalibratedError)), Calibrated: cal})
+			Uncalibrated: uncal, Calibrated: cal})
 	}
 	for _, p := range f.Verified {
 		agree := "yes"

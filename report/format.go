@@ -30,6 +30,15 @@ func fmtMs(ms float64) string {
 }
 
 // fmtPct prints a ratio of 1 as a percentage.
+// fmtPctOrAbsent is fmtPct of *r, or "–" when r is nil: an error that
+// could not be computed is absent, never 0.
+func fmtPctOrAbsent(r *float64) string {
+	if r == nil {
+		return "–"
+	}
+	return fmtPct(*r)
+}
+
 func fmtPct(r float64) string {
 	if !finite(r) {
 		return "–"

@@ -140,8 +140,10 @@ func TestMultiPlanOnAForeignEngine(t *testing.T) {
 	if calibrated <= builtin {
 		t.Errorf("correction %+v does not slow the H200 model towards the H100 server: the probes' ITL p95 sums to %.1f ms calibrated, %.1f ms built-in", f.Correction.Normal(), calibrated, builtin)
 	}
-	if f.Fit.FittedError >= f.Fit.UncalibratedError {
-		t.Errorf("fitted error %.3f not below the built-in model's %.3f", f.Fit.FittedError, f.Fit.UncalibratedError)
+	if f.Fit.FittedError == nil || f.Fit.UncalibratedError == nil {
+		t.Errorf("fit errors absent: %s", f.Fit.ErrorsAbsent)
+	} else if *f.Fit.FittedError >= *f.Fit.UncalibratedError {
+		t.Errorf("fitted error %.3f not below the built-in model's %.3f", *f.Fit.FittedError, *f.Fit.UncalibratedError)
 	}
 	for _, v := range f.Verified {
 		if v.Provenance.Source != "live" {

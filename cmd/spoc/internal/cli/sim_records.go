@@ -37,11 +37,14 @@ func simCalibrateRecords(ctx context.Context, w io.Writer, file, dir, out string
 	}
 	c, f := fit.Correction, fit.Fit
 	fmt.Fprintf(w, "correction for %s from %d live runs: %s\n", fit.Deployment, fit.Runs, plan.DescribeCorrection(c, f.Terms))
-	fmt.Fprintf(w, "RMS relative error (%v): built-in %.1f%%, fitted %.1f%%", f.Metrics, 100*f.UncalibratedError, 100*f.FittedError)
+	fmt.Fprintf(w, "RMS relative error (%v): built-in %s, fitted %s", f.Metrics, plan.PercentOrAbsent(f.UncalibratedError), plan.PercentOrAbsent(f.FittedError))
 	if f.HeldBackError != nil {
 		fmt.Fprintf(w, ", held-back run %.1f%%", 100**f.HeldBackError)
 	}
 	fmt.Fprintf(w, " (%d replays)\n", f.Evaluations)
+	if f.ErrorsAbsent != "" {
+		fmt.Fprintf(w, "absent: %s\n", f.ErrorsAbsent)
+	}
 	if out != "" {
 		fmt.Fprintf(w, "wrote %s (set engine.sim.correction to use it)\n", out)
 	}

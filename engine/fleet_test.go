@@ -169,6 +169,36 @@ func TestProcessFleetBehindHAProxy(t *testing.T) {
 		}
 	}
 
+	// A reset while a request runs waits for it to end: a reset the
+	// replica takes with blocks still held leaves that history cached.
+	other := strings.Repeat("pack my box with five dozen liquor jugs ", 200)
+	body, _ := json.Marshal(map[string]any{"model": "gpt-oss-20b", "prompt": other, "max_tokens": 3000, "min_tokens": 3000, "ignore_eos": true, "stream": true})
+	req, _ := http.NewRequest(http.MethodPost, ep.BaseURL+vllm.PathCompletions, bytes.NewReader(body))
+	req.Header.Set(sim.DefaultSessionHeader, byReplica[0])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := make(chan int64)
+	go func() {
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		streamed <- n
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if busy, err := requestsInFlight(context.Background(), http.DefaultClient, ep.MetricsURLs[0]); err != nil || busy != 1 {
+		t.Fatalf("replica 0 has %g requests in flight (%v); the test needs its long request running", busy, err)
+	}
+	if err := srv.ResetCache(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-streamed; n == 0 {
+		t.Fatal("the long request streamed nothing")
+	}
+	if c := complete(t, ep.BaseURL, byReplica[0], other); c != 0 {
+		t.Errorf("a reset during a request kept %d of its prompt's tokens cached", c)
+	}
+
 	if err := Alive(context.Background(), srv); err != nil {
 		t.Fatalf("Alive: %v", err)
 	}

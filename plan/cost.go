@@ -27,6 +27,9 @@ type Cost struct {
 	PeakShares map[string]float64 `json:"peak_shares,omitempty"`
 	// Notes say what was not computed and why (a GPU without a price).
 	Notes []string `json:"notes,omitempty"`
+	// Fleet is the chosen deployment's fleet sized by simulating it under
+	// the configured router (SizeFleet), beside the division of Rows[0].
+	Fleet *FleetSize `json:"fleet,omitempty"`
 }
 
 // CostRow is one hardware option sized for the target. The capacity is

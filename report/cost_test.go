@@ -84,3 +84,35 @@ func TestCostSectionNamesThePeakMix(t *testing.T) {
 		t.Error("a cost section at the workload's mix claims a peak mix")
 	}
 }
+
+// The simulated fleet's sizing is said beside the division, with every
+// fleet simulated, in both renderings.
+func TestCostSectionShowsTheSimulatedFleet(t *testing.T) {
+	d := fixture(t)
+	cost, note := plan.ServingCost(d, plan.Demand{Users: 1000, Headroom: 0.8})
+	if cost == nil {
+		t.Fatalf("no cost section: %s", note)
+	}
+	cost.Fleet = &plan.FleetSize{Router: "session-affinity", TargetUsers: 1000, GPUsPerReplica: 4, Replicas: 7, MaxReplicas: 32, DivisionReplicas: 8,
+		Runs:       []plan.FleetSizeRun{{Replicas: 6, FailedClause: "P0 ttft p95 2.19s > 2s", PrefixHitRate: 0.807}, {Replicas: 7, Pass: true, PrefixHitRate: 0.873}},
+		Provenance: plan.Provenance{Source: "simulated", Engine: "sim"}}
+	d.Cost = cost
+	html := render(t, d)
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"behind the session-affinity router at 1000 users", "7 replicas meet the SLA and 6 do not; the division says 8 (-1)",
+		"6 replicas: fails: P0 ttft p95 2.19s &gt; 2s (prefix-cache hit rate 80.7%)", "7 replicas: meets the SLA (prefix-cache hit rate 87.3%)"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+		if md := strings.ReplaceAll(buf.String(), "\\>", "&gt;"); !strings.Contains(md, strings.ReplaceAll(want, "&gt;", ">")) && !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	cost.Fleet.Replicas = 0
+	if html := render(t, d); !strings.Contains(html, "no fleet of up to 32 replicas meets the SLA, where the division says 8 replicas") {
+		t.Error("HTML does not say that no fleet size met the SLA")
+	}
+}

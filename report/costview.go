@@ -28,6 +28,10 @@ type costView struct {
 	Provenance string
 	Rows       []costRowView
 	Notes      []string
+	// Fleet is the simulated fleet's sizing in one paragraph, and its
+	// runs; empty when the plan simulated none.
+	Fleet     string
+	FleetRuns []string
 }
 
 type costRowView struct {
@@ -59,6 +63,7 @@ func newCostView(c *plan.Cost) *costView {
 		}
 		v.Rows = append(v.Rows, row)
 	}
+	v.Fleet, v.FleetRuns = fleetText(c.Fleet)
 	if len(c.Rows) > 0 {
 		v.Provenance = "The chosen deployment's ceiling: " + provenanceText(c.Rows[0].Provenance) + "."
 	}
@@ -70,6 +75,32 @@ func newCostView(c *plan.Cost) *costView {
 			", plan.peak_shares), not the workload's: the plan swept each option again at it, since the peak is what the deployments must serve."
 	}
 	return v
+}
+
+// fleetText says what simulating the fleet found beside the division,
+// and lists each fleet simulated at the target.
+func fleetText(f *plan.FleetSize) (string, []string) {
+	if f == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Simulated as a fleet (%s) behind the %s router at %d users, the sweep's windows, each replica %d GPU(s): ",
+		provenanceText(f.Provenance), f.Router, f.TargetUsers, f.GPUsPerReplica)
+	switch {
+	case f.Replicas == 0:
+		fmt.Fprintf(&b, "no fleet of up to %d replicas meets the SLA, where the division says %d replicas: the router, not the size, is what fails (docs/fleet.md).", f.MaxReplicas, f.DivisionReplicas)
+	default:
+		fmt.Fprintf(&b, "%d replicas meet the SLA and %d do not; the division says %d (%+d).", f.Replicas, f.Replicas-1, f.DivisionReplicas, f.Replicas-f.DivisionReplicas)
+	}
+	runs := make([]string, 0, len(f.Runs))
+	for _, r := range f.Runs {
+		verdict := "meets the SLA"
+		if !r.Pass {
+			verdict = "fails: " + r.FailedClause
+		}
+		runs = append(runs, fmt.Sprintf("%d replicas: %s (prefix-cache hit rate %s)", r.Replicas, verdict, fmtPct(r.PrefixHitRate)))
+	}
+	return b.String(), runs
 }
 
 // ceilingSpan is the ceiling with its interval: "156 (132–174)" for the
@@ -153,6 +184,12 @@ func writeCostMarkdown(w io.Writer, c *plan.Cost) {
 	for _, r := range v.Rows {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Option), r.GPUsPerDeployment, r.Ceiling, r.Deployments, r.GPUs,
 			mdEscape(r.PerHour), mdEscape(r.PerUserMonth), r.TokensPerDollar, mdEscape(r.Source))
+	}
+	if v.Fleet != "" {
+		fmt.Fprintf(&b, "\n%s\n\n", mdEscape(v.Fleet))
+		for _, r := range v.FleetRuns {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(r))
+		}
 	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(&b, "\n%s\n", mdEscape(n))

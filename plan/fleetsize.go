@@ -1,0 +1,190 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// FleetSize is the fleet the cost section sizes by simulating it, not by
+// division: R replicas of the chosen configuration (one tensor-parallel
+// group each) behind the configured router (fleet.router), all on one
+// virtual clock, at plan.target_users with the sweep's windows. For a
+// stateful workload the router decides the fleet's capacity
+// (docs/fleet.md): a scattering router loses sessions' prefix caches and
+// a fleet of the divided size may fail where one of the same size behind
+// session affinity passes.
+type FleetSize struct {
+	Router      string `json:"router"`
+	TargetUsers int    `json:"target_users"`
+	// GPUsPerReplica is the tensor-parallel size.
+	GPUsPerReplica int `json:"gpus_per_replica"`
+	// Replicas is the smallest R whose fleet met the SLA at the target; 0
+	// when none up to MaxReplicas did.
+	Replicas    int `json:"replicas"`
+	MaxReplicas int `json:"max_replicas"`
+	// DivisionReplicas is what the division says: the target over one
+	// replica's ceiling at the headroom, rounded up.
+	DivisionReplicas int `json:"division_replicas"`
+	// Runs are every fleet simulated, in ascending R: R passing and R − 1
+	// failing among them.
+	Runs       []FleetSizeRun `json:"runs"`
+	Provenance Provenance     `json:"provenance"`
+}
+
+// FleetSizeRun is one simulated fleet at the target.
+type FleetSizeRun struct {
+	Replicas     int    `json:"replicas"`
+	Pass         bool   `json:"pass"`
+	FailedClause string `json:"failed_clause,omitempty"`
+	// PrefixHitRate is the fleet's prefix-cache hit rate over the run.
+	PrefixHitRate float64 `json:"prefix_cache_hit_rate"`
+	provenance    Provenance
+}
+
+// maxFleetReplicas bounds the search: a fleet this large that still fails
+// says the router, not the size, is what fails.
+const maxFleetReplicas = 64
+
+// SizeFleet finds the smallest fleet of s's deployment's replicas that
+// meets the SLA at d.Users under s's router, simulating each size with
+// params (the chosen configuration) on the sweep's windows. division is
+// the replicas the division says (the cost rows' deployments, in
+// replicas). It starts at the division,
+// walks up by doubling (to at most 4 × the division, and maxFleetReplicas)
+// or down, and bisects, assuming a larger fleet never serves fewer users;
+// the size below the answer is always simulated, so the summary shows it
+// failing. It needs the deployment's simulator (s.Deployment.SimErr says
+// why there is none).
+func SizeFleet(ctx context.Context, s capacity.Setup, params map[string]any, d Demand, division int, logger *slog.Logger) (*FleetSize, error) {
+	if s.Deployment.SimErr != nil {
+		return nil, fmt.Errorf("size the fleet: the deployment has no simulator: %w", s.Deployment.SimErr)
+	}
+	base := s.Deployment.Sim
+	tp := max(base.TensorParallelSize, 1)
+	out := &FleetSize{Router: base.Fleet.Policy(), TargetUsers: d.Users, GPUsPerReplica: tp, DivisionReplicas: division}
+	start := max(division, 1)
+	out.MaxReplicas = min(max(4*start, 8), maxFleetReplicas)
+	runs := map[int]FleetSizeRun{}
+	run := func(r int) (bool, error) {
+		if got, ok := runs[r]; ok {
+			return got.Pass, nil
+		}
+		fr, err := simulateFleet(ctx, s, base, r, params, d.Users, logger)
+		if err != nil {
+			return false, fmt.Errorf("size the fleet: %d replicas: %w", r, err)
+		}
+		runs[r] = fr
+		return fr.Pass, nil
+	}
+	// lo fails (0: no fleet), hi passes (0: none found yet)
+	lo, hi := 0, 0
+	pass, err := run(start)
+	if err != nil {
+		return nil, err
+	}
+	if pass {
+		hi = start
+	} else {
+		lo = start
+		for r := min(2*start, out.MaxReplicas); ; r = min(2*r, out.MaxReplicas) {
+			ok, err := run(r)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				hi = r
+				break
+			}
+			lo = r
+			if r == out.MaxReplicas {
+				break
+			}
+		}
+	}
+	for hi > 0 && hi-lo > 1 {
+		mid := (lo + hi) / 2
+		ok, err := run(mid)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	out.Replicas = hi
+	for r := 1; r <= out.MaxReplicas; r++ {
+		if fr, ok := runs[r]; ok {
+			out.Runs = append(out.Runs, fr)
+			out.Provenance = fr.provenance
+		}
+	}
+	return out, nil
+}
+
+// simulateFleet runs r replicas of base behind its router at users.
+func simulateFleet(ctx context.Context, s capacity.Setup, base sim.Deployment, r int, params map[string]any, users int, logger *slog.Logger) (FleetSizeRun, error) {
+	dep := base
+	dep.GPUs = r * max(base.TensorParallelSize, 1)
+	l, err := engine.NewSim(dep, engine.SimOptions{Logger: logger})
+	if err != nil {
+		return FleetSizeRun{}, err
+	}
+	fs := s
+	fs.Launcher, fs.Virtual = l, true
+	fs.Deployment.Kind, fs.Deployment.GPUs, fs.Deployment.Sim = "sim", dep.GPUs, dep
+	ev, err := capacity.NewEvaluator(fs, logger)
+	if err != nil {
+		return FleetSizeRun{}, err
+	}
+	res, err := ev.Evaluate(ctx, params, s.Windows.Sweep.At(users), capacity.Outputs{})
+	if err != nil {
+		return FleetSizeRun{}, err
+	}
+	fr := FleetSizeRun{Replicas: r, Pass: res.Pass, FailedClause: res.Failed, provenance: res.Provenance}
+	if res.Sim != nil {
+		fr.PrefixHitRate = res.Sim.PrefixHitRate
+	}
+	return fr, nil
+}
+
+// sizeFleet adds the simulated fleet to the cost section: the chosen
+// configuration's replicas behind the configured router at the target.
+func (p *planner) sizeFleet(ctx context.Context) error {
+	c := p.sum.Cost
+	if c == nil || len(c.Rows) == 0 {
+		return nil
+	}
+	if p.s.Deployment.SimErr != nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("fleet not simulated: the deployment has no simulator (%v); the deployments above are the division's", p.s.Deployment.SimErr))
+		return nil
+	}
+	row := c.Rows[0]
+	replicasPer, err := sim.ReplicasOf(row.GPUsPerDeployment, row.TensorParallelSize)
+	if err != nil {
+		return err
+	}
+	division := deployments(p.s.Demand.Users, row.CeilingUsers, p.s.Demand.Headroom) * replicasPer
+	setup := p.s.Setup
+	if len(c.PeakShares) > 0 {
+		// the peak is what the fleet must serve, at its mix
+		setup.Workload = withShares(setup.Workload, c.PeakShares)
+	}
+	fs, err := SizeFleet(ctx, setup, p.sum.Capacity.Config, p.s.Demand, division, p.o.Logger)
+	if err != nil {
+		return err
+	}
+	c.Fleet = fs
+	if fs.Replicas == 0 {
+		p.logf("   fleet: no fleet of up to %d replicas behind %s meets the SLA at %d users (the division says %d)", fs.MaxReplicas, fs.Router, fs.TargetUsers, fs.DivisionReplicas)
+	} else {
+		p.logf("   fleet: %d replicas behind %s meet the SLA at %d users, %d fail (the division says %d)", fs.Replicas, fs.Router, fs.TargetUsers, fs.Replicas-1, fs.DivisionReplicas)
+	}
+	return nil
+}

@@ -133,8 +133,11 @@ type Capacity struct {
 	FailedClause string `json:"failed_clause"`
 	// Config is the chosen engine configuration (vLLM flag names).
 	Config map[string]any `json:"config"`
-	// ServeCommand is Config as a ready vllm serve command line.
+	// ServeCommand is Config as a ready vllm serve command line; empty for
+	// a server spoc did not start, whose flags it does not know:
+	// ServerFlags then says so, with what the server reveals.
 	ServeCommand    string  `json:"serve_command"`
+	ServerFlags     string  `json:"server_flags,omitempty"`
 	ResolutionUsers int     `json:"resolution_users"`
 	KneeUsers       int     `json:"knee_users"`
 	UsersPerGPU     float64 `json:"users_per_gpu"`

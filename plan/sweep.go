@@ -81,7 +81,7 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
 	c.UsersPerGPU = float64(c.Users) / float64(p.s.Deployment.GPUs)
 	c.Provenance = res.Provenance()
-	c.ServeCommand = p.serveCommand(c.Config)
+	c.ServeCommand, c.ServerFlags = p.serveCommand(ctx, c.Config)
 	for _, l := range res.Levels {
 		ev := levels[l.Users]
 		if ev == nil {
@@ -194,14 +194,26 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 // serveCommand is the command that serves the chosen configuration: for a
 // process engine, the configured command template with the flags (what
 // spoc itself ran, with <port> for the port); otherwise a vllm serve
-// command line.
-func (p *planner) serveCommand(params map[string]any) string {
-	if proc, ok := p.s.Launcher.(*engine.Process); ok {
-		if cmd, err := proc.DryRun(engine.Params(params)); err == nil {
-			return cmd
+// command line. For a server spoc did not start (external) there is no
+// such command: spoc set none of its flags, and engine.params describe a
+// configuration, not that server. It returns no command then, and flags
+// says so with what the server itself reveals (capacity.ServerFacts).
+func (p *planner) serveCommand(ctx context.Context, params map[string]any) (cmd, flags string) {
+	switch l := p.s.Launcher.(type) {
+	case *engine.Process:
+		if cmd, err := l.DryRun(engine.Params(params)); err == nil {
+			return cmd, ""
 		}
+	case *engine.External:
+		flags = "unknown: spoc did not start the server at " + l.Describe() + " and set none of its flags; the measured ceiling is of whatever it runs (engine.params are not its flags)"
+		if srv, err := l.Start(ctx, nil); err == nil {
+			if facts := capacity.ServerFacts(ctx, srv.Endpoint()); len(facts) > 0 {
+				flags += ". The server reports: " + strings.Join(facts, "; ")
+			}
+		}
+		return "", flags
 	}
-	return serveCommand(p.s.Deployment, params)
+	return serveCommand(p.s.Deployment, params), ""
 }
 
 // serveCommand renders the chosen configuration as a vllm serve command.

@@ -59,7 +59,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		fmt.Fprintf(&b, "- %s\n", mdEscape(r))
 	}
 	fmt.Fprintf(&b, "\nChosen configuration, from %s:\n\n", mdEscape(choice(c)))
-	writeFence(&b, commandLines(c.ServeCommand))
+	if c.ServeCommand == "" && c.ServerFlags != "" {
+		fmt.Fprintf(&b, "Server flags: %s\n", mdEscape(c.ServerFlags))
+	} else {
+		writeFence(&b, commandLines(c.ServeCommand))
+	}
 
 	if w := d.Workload; w != nil {
 		b.WriteString("## Workload\n\n| profile | share | context at start p50 | end p50 | turns p50 | growth per turn | ideal hit rate |\n|---|---:|---:|---:|---:|---:|---:|\n")

@@ -121,7 +121,11 @@ func writePlanResult(w io.Writer, d *plan.Summary, out string) {
 		fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
 	}
 	fmt.Fprintf(w, "\nsource: %s\n", ceilingSource(d.Capacity.Provenance))
-	fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServeCommand)
+	if d.Capacity.ServeCommand == "" && d.Capacity.ServerFlags != "" {
+		fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServerFlags)
+	} else {
+		fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServeCommand)
+	}
 	if tv := d.TunedVsDefault; tv != nil {
 		fmt.Fprintf(w, "tuned vs default: %s\n", tv.Verdict)
 	}

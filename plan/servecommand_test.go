@@ -1,0 +1,50 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/vllm"
+)
+
+// TestExternalServerFlagsUnknown plans on a server spoc did not start (a
+// third-party stand-in that runs max-num-seqs 64 and says only what vLLM
+// says on /v1/models and /metrics): the plan prints no command line built
+// from engine.params, it says the flags are unknown and shows what the
+// server reveals.
+func TestExternalServerFlagsUnknown(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc(vllm.PathModels, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"stand-in","object":"model","max_model_len":32768}]}`)
+	})
+	mux.HandleFunc(vllm.PathMetrics, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "# TYPE vllm:cache_config_info gauge")
+		fmt.Fprintln(w, `vllm:cache_config_info{block_size="16",enable_prefix_caching="True",gpu_memory_utilization="0.85"} 1`)
+	})
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+	ext, err := engine.NewExternal(ts.URL, "stand-in", "", []string{ts.URL + vllm.PathMetrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &planner{s: Setup{Setup: capacity.Setup{Launcher: ext,
+		Deployment: capacity.Deployment{Kind: "external", Model: "gpt-oss-20b", GPUs: 1, TensorParallelSize: 1, MaxModelLen: 131072}}}}
+	cmd, flags := p.serveCommand(context.Background(), map[string]any{"max-num-seqs": 256, "max-num-batched-tokens": 8192})
+	if cmd != "" {
+		t.Errorf("serve command %q for a server spoc did not start, want none", cmd)
+	}
+	for _, want := range []string{"unknown", "did not start", "max_model_len 32768 (/v1/models)", "block_size=16", "gpu_memory_utilization=0.85"} {
+		if !strings.Contains(flags, want) {
+			t.Errorf("server flags %q do not say %q", flags, want)
+		}
+	}
+	if strings.Contains(cmd+flags, "max-num-seqs 256") {
+		t.Errorf("engine.params shown as the server's flags: %q %q", cmd, flags)
+	}
+}

@@ -199,6 +199,30 @@ func TestProcessFleetBehindHAProxy(t *testing.T) {
 		t.Errorf("a reset during a request kept %d of its prompt's tokens cached", c)
 	}
 
+	// A request the client cuts through HAProxy ends on its replica.
+	cctx, cancel := context.WithCancel(context.Background())
+	req, _ = http.NewRequestWithContext(cctx, http.MethodPost, ep.BaseURL+vllm.PathCompletions, bytes.NewReader(body))
+	req.Header.Set(sim.DefaultSessionHeader, byReplica[1])
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = resp.Body.Read(make([]byte, 256))
+	cancel()
+	resp.Body.Close()
+	cut := time.Now()
+	for {
+		busy, err := requestsInFlight(context.Background(), http.DefaultClient, ep.MetricsURLs[1])
+		if err == nil && busy == 0 {
+			t.Logf("the cut request ended on its replica %v after the client closed", time.Since(cut).Round(time.Millisecond))
+			break
+		}
+		if time.Since(cut) > 5*time.Second {
+			t.Fatalf("replica 1 still has %g requests 5 s after the client cut its stream (%v)", busy, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	if err := Alive(context.Background(), srv); err != nil {
 		t.Fatalf("Alive: %v", err)
 	}

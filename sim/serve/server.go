@@ -368,6 +368,10 @@ func (s *Server) processAborts() {
 		if !c.req.Finished() {
 			e.Abort(c.req)
 			s.metrics.aborted(c.replica)
+			// an engine left idle takes no step that would refresh its
+			// gauges: without this, num_requests_running kept counting
+			// the aborted request until the next one arrived
+			s.metrics.gauges(c.replica, e)
 		}
 		if _, ok := s.calls[c.req]; ok {
 			s.usage.left(time.Now(), false)

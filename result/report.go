@@ -126,7 +126,9 @@ type Result struct {
 	Drift DriftReport `json:"drift"`
 	// Settling compares the window's halves: was the run still settling?
 	Settling SettlingReport `json:"settling"`
-	SLA      Verdict        `json:"sla"`
+	// Stream says whether the token timing was measurable (bursts).
+	Stream StreamReport `json:"stream"`
+	SLA    Verdict      `json:"sla"`
 }
 
 // Result computes the current statistics and SLA verdict.
@@ -185,6 +187,7 @@ func (s *Summary) Result() *Result {
 		}
 	}
 	res.Settling = s.settlingLocked(start, end, res.Window.Inferred)
+	res.Stream = s.streamLocked()
 	res.SLA = s.evaluateLocked()
 	return res
 }

@@ -74,6 +74,10 @@ type Violation struct {
 	// how many it had and how many its percentile needs.
 	Samples    int64 `json:"samples,omitempty"`
 	MinSamples int64 `json:"min_samples,omitempty"`
+	// Unmeasurable marks a clause that was not judged because the run
+	// could not measure its metric (ITL through a buffering proxy,
+	// StreamReport); such a clause never counts as a provisional pass.
+	Unmeasurable bool `json:"unmeasurable,omitempty"`
 	// Message reads like "P2 ttft p95 2.41s > 2s".
 	Message string `json:"message"`
 }
@@ -120,7 +124,7 @@ func (v Verdict) FewSamplesPass() bool {
 		return false
 	}
 	for _, x := range v.Insufficient {
-		if x.Value > x.Limit {
+		if x.Value > x.Limit || x.Unmeasurable {
 			return false
 		}
 	}
@@ -192,9 +196,10 @@ func (s *Summary) evaluateLocked() Verdict {
 			groups = append(groups, s.profiles[name])
 		}
 	}
+	itlUnmeasurable := s.streamLocked().ITLUnmeasurable
 	overloaded := false
 	for _, g := range groups {
-		overloaded = s.judge(g, &v) || overloaded
+		overloaded = s.judge(g, &v, itlUnmeasurable) || overloaded
 	}
 	switch {
 	case overloaded:
@@ -211,8 +216,8 @@ func (s *Summary) evaluateLocked() Verdict {
 }
 
 // judge adds g's failed and unjudgeable clauses to v and reports whether g
-// was overloaded.
-func (s *Summary) judge(g *group, v *Verdict) (overloaded bool) {
+// was overloaded; itlUnmeasurable leaves the ITL clause unjudged.
+func (s *Summary) judge(g *group, v *Verdict, itlUnmeasurable bool) (overloaded bool) {
 	if g.ok == 0 && g.cancelled > 0 {
 		// Requests were outstanding at the window's end and none
 		// completed: the server is not keeping up at all. Latency clauses
@@ -247,6 +252,11 @@ func (s *Summary) judge(g *group, v *Verdict) (overloaded bool) {
 			continue
 		}
 		limit := c.clause.Max
+		if c.m == MetricITL && itlUnmeasurable {
+			v.Insufficient = append(v.Insufficient, Violation{Scope: g.name, Clause: name, Value: val.Seconds(), Limit: limit.Seconds(),
+				Unmeasurable: true, Message: g.name + " " + name + ": unmeasurable, token chunks arrived in bursts the server did not send (a buffering proxy)"})
+			continue
+		}
 		if n, need := g.hist[c.m].TotalCount(), MinSamples(c.clause.Percentile); n < need {
 			v.Insufficient = append(v.Insufficient, Violation{Scope: g.name, Clause: name, Value: val.Seconds(), Limit: limit.Seconds(),
 				Samples: n, MinSamples: need,

@@ -311,6 +311,9 @@ type group struct {
 
 	// exceed counts the samples over each SLA clause's limit.
 	exceed exceedance
+
+	// gaps and sameRead count token gaps, and those of 0 µs (StreamReport).
+	gaps, sameRead int64
 }
 
 func newGroup(name string) *group {
@@ -385,6 +388,7 @@ func (g *group) add(r *Record, good bool) {
 		g.record(MetricTPOT, tpot)
 	}
 	g.record(MetricE2E, r.E2E())
+	g.addStream(r)
 	for i, gap := range r.TokenGapsUS {
 		n := r.ChunkTokens(i)
 		g.recordN(MetricITL, time.Duration(gap/int64(n))*time.Microsecond, int64(n))

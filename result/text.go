@@ -88,6 +88,9 @@ func WriteText(w io.Writer, res *Result) error {
 	if res.Drift.Flagged {
 		ew.Printf("\nWARNING: prompt drift, the run measured other context lengths than the plan: %s", strings.Join(res.Drift.Reasons, "; "))
 	}
+	if res.Stream.ITLUnmeasurable {
+		ew.Printf("\nWARNING: %s", res.Stream.Reason)
+	}
 	if res.Settling.Flagged {
 		ew.Printf("\nWARNING: %s", strings.Join(res.Settling.Reasons, "; "))
 	}

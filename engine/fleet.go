@@ -1,12 +1,10 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,97 +250,17 @@ func (f *fleetServer) Endpoint() Endpoint { return f.ep }
 
 // ResetCache resets every replica's prefix cache directly: through the
 // router one request would reach one replica and leave the others warm.
-// It first waits until the replica has no request running or waiting:
-// vLLM (and spoc sim serve) answer the reset 200 but keep every block a
-// request still holds, and right after a run the requests the client cut
-// at the window's end are still being aborted — their sessions' histories
-// would survive the reset, and the next level's same users would start
-// warm (measured: first requests 66 % cached after a reset, 30 % on fresh
-// replicas).
+// Each replica is reset once it is idle (resetWhenIdle).
 func (f *fleetServer) ResetCache(ctx context.Context) error {
 	if err := f.Lost(ctx); err != nil {
 		return err
 	}
 	for _, rep := range f.replicas {
-		if err := awaitIdle(ctx, f.ep.MetricsURLs[rep.index], idleTimeout); err != nil {
-			return fmt.Errorf("replica %d: reset prefix cache: %w", rep.index, err)
-		}
-		if err := resetPrefixCache(ctx, rep.base); err != nil {
+		if err := resetWhenIdle(ctx, rep.base, f.ep.MetricsURLs[rep.index]); err != nil {
 			return fmt.Errorf("replica %d: %w", rep.index, err)
 		}
 	}
 	return nil
-}
-
-// idleTimeout bounds the wait for a replica to finish aborting a run's
-// cut requests before its cache is reset.
-const idleTimeout = time.Minute
-
-// awaitIdle polls the server's Prometheus metrics until it reports no
-// request running or waiting (vllm.MetricNumRequestsRunning, …Waiting),
-// or fails after timeout.
-func awaitIdle(ctx context.Context, metricsURL string, timeout time.Duration) error {
-	client := &http.Client{Timeout: 10 * time.Second}
-	deadline := time.Now().Add(timeout)
-	for {
-		busy, err := requestsInFlight(ctx, client, metricsURL)
-		if err == nil && busy == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("read %s: %w", metricsURL, err)
-			}
-			return fmt.Errorf("%g requests still running or waiting after %s", busy, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// requestsInFlight sums the running and waiting gauges of a vLLM metrics
-// page (over their label sets: one per model or engine).
-func requestsInFlight(ctx context.Context, client *http.Client, url string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		if name != vllm.MetricNumRequestsRunning && name != vllm.MetricNumRequestsWaiting {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", line, err)
-		}
-		sum, found = sum+v, true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("no %s or %s", vllm.MetricNumRequestsRunning, vllm.MetricNumRequestsWaiting)
-	}
-	return sum, nil
 }
 
 // Lost names the first replica (or the router) whose process has exited:

@@ -368,7 +368,7 @@ func (s *processServer) ResetCache(ctx context.Context) error {
 		return fmt.Errorf("process engine: server (pid %d) has exited: %s", s.r.pgid, lastLine(readTail(s.r.logPath, logTailBytes)))
 	default:
 	}
-	return resetPrefixCache(ctx, s.ep.BaseURL)
+	return resetWhenIdle(ctx, s.ep.BaseURL, s.ep.MetricsURLs[0])
 }
 
 // Exited reports whether the server process has ended.

@@ -175,8 +175,11 @@ func (s *Sim) start(p Params) (*simServer, error) {
 // Endpoint returns the loopback address the simulator serves on.
 func (r *simServer) Endpoint() Endpoint { return r.ep }
 
-// ResetCache posts /reset_prefix_cache, as to a real server.
-func (r *simServer) ResetCache(ctx context.Context) error { return resetPrefixCache(ctx, r.ep.BaseURL) }
+// ResetCache posts /reset_prefix_cache once the server is idle, as to a
+// real server (resetWhenIdle).
+func (r *simServer) ResetCache(ctx context.Context) error {
+	return resetWhenIdle(ctx, r.ep.BaseURL, r.ep.MetricsURLs[0])
+}
 
 // Stop ends the simulator (requests in flight fail, as on a real server
 // that goes away) and closes its listener.

@@ -76,7 +76,8 @@ var Calibrations = []Calibration{
 				MeanSigned: map[string]float64{"output_throughput_per_gpu": 3.8, "median_tpot": -3.3, "median_ttft": -7.4}},
 		},
 		Envelope: Envelope{
-			GPUs: []string{"b200", "h100"}, Engines: []string{"vllm 0.11.2", "vllm 0.13.0"},
+			Models: []string{"gpt-oss-120b"},
+			GPUs:   []string{"b200", "h100"}, Engines: []string{"vllm 0.11.2", "vllm 0.13.0"},
 			TensorParallel: IntRange{1, 8}, PromptTokens: IntRange{819, 8192}, OutputTokens: IntRange{819, 8192},
 			Concurrency: IntRange{4, 128}, PrefixCaching: []bool{false}, MultiTurn: false,
 		},

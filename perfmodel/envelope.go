@@ -16,6 +16,11 @@ type IntRange struct {
 // covered. A prediction outside it extrapolates the fitted fractions; Check
 // says where and by how much.
 type Envelope struct {
+	// Models are the models measured (catalog names, lower case): factors
+	// fitted on one model and applied to another extrapolate. Empty in a
+	// calibration file written before the field existed: the model is then
+	// unknown, and every plan says so.
+	Models []string `json:"models,omitempty" yaml:"models,omitempty"`
 	// GPUs and Engines are the GPUs and engine versions measured (lower case).
 	GPUs    []string `json:"gpus" yaml:"gpus"`
 	Engines []string `json:"engines" yaml:"engines"`
@@ -34,6 +39,8 @@ type Envelope struct {
 
 // OperatingPoint is what a plan asks of the cost model.
 type OperatingPoint struct {
+	// Model is the catalog name of the model simulated.
+	Model          string
 	GPU            string
 	TensorParallel int
 	// PromptTokens is the range of prompt lengths the workload sends.
@@ -48,8 +55,9 @@ type OperatingPoint struct {
 
 // Excursion is one dimension of an operating point outside the envelope.
 type Excursion struct {
-	// Dimension is "prompt length", "output length", "concurrency",
-	// "tensor parallel", "prefix caching", "multi-turn sessions" or "gpu".
+	// Dimension is "model", "prompt length", "output length",
+	// "concurrency", "tensor parallel", "prefix caching", "multi-turn
+	// sessions" or "gpu".
 	Dimension string `json:"dimension"`
 	// Value and Fitted describe the point and the envelope in words.
 	Value  string `json:"value"`
@@ -89,6 +97,14 @@ func (e Envelope) Check(op OperatingPoint) []Excursion {
 				Factor: float64(fit.Min) / float64(got.Min)})
 		}
 	}
+	if m := modelKey(op.Model); m != "" {
+		switch {
+		case len(e.Models) == 0:
+			out = append(out, Excursion{Dimension: "model", Value: op.Model, Fitted: "model not stated (a calibration written before the envelope named its model)"})
+		case !slices.ContainsFunc(e.Models, func(s string) bool { return modelKey(s) == m }):
+			out = append(out, Excursion{Dimension: "model", Value: op.Model, Fitted: strings.Join(e.Models, ", ") + " (factors transferred to another model)"})
+		}
+	}
 	if g := strings.ToLower(op.GPU); g != "" && len(e.GPUs) > 0 && !slices.ContainsFunc(e.GPUs, func(s string) bool { return gpuMatches(s, g) }) {
 		out = append(out, Excursion{Dimension: "gpu", Value: op.GPU, Fitted: strings.Join(e.GPUs, ", ") + " (transferred by achieved fractions)"})
 	}
@@ -103,6 +119,16 @@ func (e Envelope) Check(op OperatingPoint) []Excursion {
 		out = append(out, Excursion{Dimension: "multi-turn sessions", Value: "yes", Fitted: "single-turn requests only"})
 	}
 	return out
+}
+
+// modelKey is a model name without its organisation, in lower case:
+// "openai/gpt-oss-120b" and "gpt-oss-120b" are the same model.
+func modelKey(name string) string {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
 }
 
 // gpuMatches compares a catalog name with a short measurement name ("h100"

@@ -47,7 +47,11 @@ type Cost struct {
 // stays below it: a day whose users are as heavy as the spread's low end
 // still meets the SLA.
 type CostRow struct {
-	Option             string `json:"option"`
+	Option string `json:"option"`
+	// Extrapolates is where the option's simulated numbers leave the
+	// calibration envelope (Envelope), in words; empty when inside or not
+	// simulated.
+	Extrapolates       string `json:"extrapolates,omitempty"`
 	GPU                string `json:"gpu"`
 	GPUsPerDeployment  int    `json:"gpus_per_deployment"`
 	TensorParallelSize int    `json:"tensor_parallel_size"`

@@ -26,6 +26,43 @@ type Envelope struct {
 	Outside []perfmodel.Excursion `json:"outside,omitempty"`
 	// Points are the sweep levels, each with its own excursions.
 	Points []EnvelopePoint `json:"points,omitempty"`
+	// Compare are the hardware targets of spoc plan --compare, each
+	// checked at its ceiling: every target is simulated, so every one of
+	// its numbers rests on the calibration.
+	Compare []TargetEnvelope `json:"compare,omitempty"`
+}
+
+// TargetEnvelope is one compare target checked against the envelope.
+type TargetEnvelope struct {
+	Name               string                `json:"name"`
+	GPU                string                `json:"gpu"`
+	GPUs               int                   `json:"gpus"`
+	TensorParallelSize int                   `json:"tensor_parallel_size"`
+	Concurrency        int                   `json:"concurrency"`
+	Outside            []perfmodel.Excursion `json:"outside,omitempty"`
+}
+
+// Excursions is the target's excursions in words ("" inside).
+func (t TargetEnvelope) Excursions() string {
+	parts := make([]string, len(t.Outside))
+	for i, x := range t.Outside {
+		parts[i] = x.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Target returns the check of the compare target name; false when there
+// is none.
+func (e *Envelope) Target(name string) (TargetEnvelope, bool) {
+	if e == nil {
+		return TargetEnvelope{}, false
+	}
+	for _, t := range e.Compare {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return TargetEnvelope{}, false
 }
 
 // EnvelopePoint is one sweep level checked against the envelope.
@@ -85,7 +122,7 @@ func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
 			params = p
 		}
 	}
-	op := perfmodel.OperatingPoint{GPU: dep.GPU.Name, TensorParallel: tp, PrefixCaching: params.EnablePrefixCaching}
+	op := perfmodel.OperatingPoint{Model: dep.Model.Name, GPU: dep.GPU.Name, TensorParallel: tp, PrefixCaching: params.EnablePrefixCaching}
 	if w := sum.Workload; w != nil {
 		lo, hi := math.MaxInt, 0
 		olo, ohi := math.MaxInt, 0
@@ -124,6 +161,17 @@ func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
 		env.Points = append(env.Points, EnvelopePoint{Users: sp.Users, Concurrency: q.Concurrency, Outside: xs})
 		add(xs)
 	}
+	for _, r := range sum.Compare {
+		q := op
+		q.GPU, q.TensorParallel = r.GPU, max(r.TensorParallelSize, 1)
+		reps := max(1, r.GPUs/q.TensorParallel)
+		q.Concurrency = (r.Users + reps - 1) / reps
+		if params.MaxNumSeqs > 0 {
+			q.Concurrency = min(q.Concurrency, params.MaxNumSeqs)
+		}
+		env.Compare = append(env.Compare, TargetEnvelope{Name: r.Name, GPU: r.GPU, GPUs: r.GPUs, TensorParallelSize: r.TensorParallelSize,
+			Concurrency: q.Concurrency, Outside: c.Envelope.Check(q)})
+	}
 	return env, ""
 }
 
@@ -131,12 +179,59 @@ func checkEnvelope(s Setup, sum *Summary) (*Envelope, string) {
 // envelope prints: "simulated numbers extrapolate the calibration: prompt
 // length up to 131072 tokens outside ... (16×); prefix caching on ...".
 func (e *Envelope) EnvelopeWarning() string {
-	if e == nil || len(e.Outside) == 0 {
+	if e == nil {
 		return ""
 	}
-	parts := make([]string, len(e.Outside))
-	for i, x := range e.Outside {
-		parts[i] = x.String()
+	var parts []string
+	said := map[string]bool{}
+	for _, x := range e.Outside {
+		parts = append(parts, x.String())
+		said[x.String()] = true
+	}
+	for _, t := range e.Compare {
+		var own []string // what the plan's own deployment did not already say
+		for _, x := range t.Outside {
+			if !said[x.String()] {
+				own = append(own, x.String())
+			}
+		}
+		if len(own) > 0 {
+			parts = append(parts, fmt.Sprintf("compare target %s (%d× %s): %s", t.Name, t.GPUs, t.GPU, strings.Join(own, "; ")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	return "simulated numbers extrapolate the " + e.Calibration + ": " + strings.Join(parts, "; ")
+}
+
+// markExtrapolation copies the envelope's excursions onto the cost rows
+// they concern: the chosen deployment's row when its numbers are simulated,
+// and each compare target's (always simulated).
+func markExtrapolation(sum *Summary) {
+	e := sum.Envelope
+	if e == nil || sum.Cost == nil {
+		return
+	}
+	for i := range sum.Cost.Rows {
+		r := &sum.Cost.Rows[i]
+		if t, ok := e.Target(r.Option); ok {
+			r.Extrapolates = t.Excursions()
+			continue
+		}
+		if i == 0 && r.Provenance.Source != "live" {
+			parts := make([]string, len(e.Outside))
+			for j, x := range e.Outside {
+				parts[j] = x.String()
+			}
+			r.Extrapolates = strings.Join(parts, "; ")
+		}
+	}
+}
+
+// TargetOutside is the compare target name's excursions in words: "" when
+// it lies inside the envelope or was not checked.
+func (e *Envelope) TargetOutside(name string) string {
+	t, _ := e.Target(name)
+	return t.Excursions()
 }

@@ -78,7 +78,7 @@ func TestEnvelopeReferenceCase(t *testing.T) {
 	}
 	// One with an envelope (as spoc sim calibrate writes it) is checked.
 	s.CalibrationFile = filepath.Join(dir, "new.json")
-	if err := os.WriteFile(s.CalibrationFile, []byte(`{"envelope": {"gpus": ["h100"], "tensor_parallel": {"min": 4, "max": 4},
+	if err := os.WriteFile(s.CalibrationFile, []byte(`{"envelope": {"models": ["gpt-oss-120b"], "gpus": ["h100"], "tensor_parallel": {"min": 4, "max": 4},
 		"prompt_tokens": {"min": 100, "max": 200000}, "output_tokens": {"min": 100, "max": 2000},
 		"concurrency": {"min": 1, "max": 512}, "prefix_caching": [true], "multi_turn": true}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -86,5 +86,50 @@ func TestEnvelopeReferenceCase(t *testing.T) {
 	env, note = checkEnvelope(s, sum)
 	if env == nil || len(env.Outside) != 0 || !strings.Contains(env.Calibration, "new.json") {
 		t.Errorf("calibration file with a covering envelope: %+v, %q", env, note)
+	}
+}
+
+// TestEnvelopeModelAndCompareTargets: factors fitted on gpt-oss-120b and
+// applied to gpt-oss-20b, and a compare target on a GPU the calibration
+// never saw (the default --compare target, 2× H200), are excursions: the
+// plan's notes, the envelope's compare rows and the warning name them.
+func TestEnvelopeModelAndCompareTargets(t *testing.T) {
+	spec := sim.ReferenceDeploymentSpec()
+	spec.Model = "gpt-oss-20b"
+	dep, err := sim.NewDeployment(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Setup
+	s.Deployment.Sim = dep
+	sum := &Summary{Sweep: []SweepPoint{{Users: 64}},
+		Compare: []CompareRow{{Name: "4x H100", GPU: "H100-SXM", GPUs: 4, TensorParallelSize: 4, Users: 160},
+			{Name: "2x H200", GPU: "H200-SXM", GPUs: 2, TensorParallelSize: 2, Users: 60}}}
+	env, note := checkEnvelope(s, sum)
+	if env == nil {
+		t.Fatalf("no envelope: %s", note)
+	}
+	model := ""
+	for _, x := range env.Outside {
+		if x.Dimension == "model" {
+			model = x.String()
+		}
+	}
+	if !strings.Contains(model, "gpt-oss-20b") || !strings.Contains(model, "gpt-oss-120b") {
+		t.Errorf("model excursion %q, want gpt-oss-20b outside the gpt-oss-120b calibration (outside: %v)", model, env.Outside)
+	}
+	if len(env.Compare) != 2 {
+		t.Fatalf("compare targets checked: %+v", env.Compare)
+	}
+	h100, _ := env.Target("4x H100")
+	h200, _ := env.Target("2x H200")
+	if strings.Contains(h100.Excursions(), "gpu") {
+		t.Errorf("4x H100, a calibrated GPU, flagged: %s", h100.Excursions())
+	}
+	if !strings.Contains(h200.Excursions(), "gpu H200-SXM outside") {
+		t.Errorf("2x H200 excursions %q, want the GPU", h200.Excursions())
+	}
+	if w := env.EnvelopeWarning(); !strings.Contains(w, "compare target 2x H200 (2× H200-SXM): gpu H200-SXM outside") {
+		t.Errorf("warning %q does not name the H200 target's excursion", w)
 	}
 }

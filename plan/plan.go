@@ -205,6 +205,7 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if p.sum.Cost, note = ServingCost(p.sum, s.Demand); note != "" {
 		p.sum.Notes = append(p.sum.Notes, note)
 	}
+	markExtrapolation(p.sum)
 	if err := p.sizeFleet(ctx); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}

@@ -54,6 +54,21 @@ func TestQuickPlan(t *testing.T) {
 		t.Fatalf("plan: %v\n%s", err, progress.String())
 	}
 	checkSnakeCase(t, s)
+	// the default --compare target 2x H200 is hardware the calibration
+	// never saw: the envelope, its cost row and the notes say so
+	if x := s.Envelope.TargetOutside("2x H200"); !strings.Contains(x, "gpu H200-SXM outside") {
+		t.Errorf("2x H200 envelope excursions %q, want the GPU (envelope compare %+v)", x, s.Envelope)
+	}
+	h200cost := false
+	for _, r := range s.Cost.Rows {
+		h200cost = h200cost || (r.Option == "2x H200" && strings.Contains(r.Extrapolates, "gpu H200-SXM"))
+	}
+	if !h200cost {
+		t.Errorf("no cost row of 2x H200 marked outside the calibration: %+v", s.Cost.Rows)
+	}
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "compare target 2x H200") {
+		t.Errorf("the plan's notes do not name the 2x H200 excursion: %q", s.Notes)
+	}
 	for _, phase := range []string{"== workload", "== baseline", "== tune", "== choose", "== sweep", "== default", "== trace", "== compare", "== peak"} {
 		if !strings.Contains(progress.String(), phase) {
 			t.Errorf("no progress for phase %q", phase)

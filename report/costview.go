@@ -36,6 +36,7 @@ type costView struct {
 
 type costRowView struct {
 	Option, Source                         string
+	Extrapolates                           string
 	GPUsPerDeployment                      int
 	Ceiling, Deployments, GPUs             string
 	PerHour, PerUserMonth, TokensPerDollar string
@@ -48,7 +49,7 @@ func newCostView(c *plan.Cost) *costView {
 	}
 	v := &costView{Users: c.TargetUsers, Headroom: fmtPct(c.Headroom), Notes: c.Notes}
 	for _, r := range c.Rows {
-		row := costRowView{Option: r.Option, Source: provenanceText(r.Provenance), GPUsPerDeployment: r.GPUsPerDeployment,
+		row := costRowView{Option: r.Option, Source: provenanceText(r.Provenance), Extrapolates: r.Extrapolates, GPUsPerDeployment: r.GPUsPerDeployment,
 			Ceiling:     ceilingSpan(r),
 			Deployments: deploymentsText(r),
 			GPUs:        deploymentSpan(r.GPUsMax, r.GPUsMin),
@@ -183,7 +184,7 @@ func writeCostMarkdown(w io.Writer, c *plan.Cost) {
 	b.WriteString("| option | GPUs per deployment | capacity (lo–hi) | deployments (range) | GPUs | $/hour | $/user/month | tokens per $ | source |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range v.Rows {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Option), r.GPUsPerDeployment, r.Ceiling, r.Deployments, r.GPUs,
-			mdEscape(r.PerHour), mdEscape(r.PerUserMonth), r.TokensPerDollar, mdEscape(r.Source))
+			mdEscape(r.PerHour), mdEscape(r.PerUserMonth), r.TokensPerDollar, mdEscape(sourceWithExtrapolation(r)))
 	}
 	if v.Fleet != "" {
 		fmt.Fprintf(&b, "\n%s\n\n", mdEscape(v.Fleet))
@@ -196,4 +197,13 @@ func writeCostMarkdown(w io.Writer, c *plan.Cost) {
 	}
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
+}
+
+// sourceWithExtrapolation is the row's source, with the calibration
+// envelope's excursions at that option after it.
+func sourceWithExtrapolation(r costRowView) string {
+	if r.Extrapolates == "" {
+		return r.Source
+	}
+	return r.Source + "; ⚠ outside the calibration: " + r.Extrapolates
 }

@@ -191,9 +191,15 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		}
 	}
 	if len(d.Compare) > 0 {
-		b.WriteString("## Hardware comparison\n\n| target | GPUs | ceiling | users/GPU | ratio |\n|---|---:|---:|---:|---:|\n")
+		b.WriteString("## Hardware comparison\n\n| target | GPUs | ceiling | users/GPU | ratio | calibration |\n|---|---:|---:|---:|---:|---|\n")
 		for _, r := range d.Compare {
-			fmt.Fprintf(&b, "| %s | %d× %s | %d | %.1f | %.2f |\n", mdEscape(r.Name), r.GPUs, mdEscape(r.GPU), r.Users, r.UsersPerGPU, r.Ratio)
+			cal := "–"
+			if x := d.Envelope.TargetOutside(r.Name); x != "" {
+				cal = "⚠ outside: " + x
+			} else if d.Envelope != nil {
+				cal = "inside"
+			}
+			fmt.Fprintf(&b, "| %s | %d× %s | %d | %.1f | %.2f | %s |\n", mdEscape(r.Name), r.GPUs, mdEscape(r.GPU), r.Users, r.UsersPerGPU, r.Ratio, mdEscape(cal))
 		}
 		b.WriteString("\n")
 	}

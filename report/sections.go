@@ -26,6 +26,8 @@ type page struct {
 	Telemetry   *telemetryView
 	Kernels     *kernelsView
 	CompareBars template.HTML
+	// CompareOutside is each compare target's calibration excursions.
+	CompareOutside map[string]string
 	// Missing lists what this plan did not collect, one sentence each.
 	Missing []string
 	Nav     []navItem
@@ -41,6 +43,12 @@ func newPage(d *plan.Summary) *page {
 	p.Sweep = newSweepView(d)
 	p.Telemetry = newTelemetryView(d)
 	p.Kernels = newKernelsView(d)
+	p.CompareOutside = map[string]string{}
+	for _, r := range d.Compare {
+		if x := d.Envelope.TargetOutside(r.Name); x != "" {
+			p.CompareOutside[r.Name] = x
+		}
+	}
 	if len(d.Compare) > 0 {
 		c := BarChart{Title: "Capacity ceiling per hardware target", Parts: []string{"users"}, Unit: "concurrent users at the SLA"}
 		for _, r := range d.Compare {

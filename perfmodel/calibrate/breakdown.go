@@ -205,7 +205,7 @@ func Unexercised(points []Point, params []string, model string) ([]string, error
 }
 
 // EnvelopeOf is the envelope of operating conditions the points cover: their
-// GPUs, engines, TP sizes, per-request prompt and output lengths (the
+// models, GPUs, engines, TP sizes, per-request prompt and output lengths (the
 // uniform draw's range [RangeRatio·L, L] or the exact lengths), concurrency.
 // Points of these benchmarks are single-turn and run without prefix caching
 // (random token ids share no prefix), which is what the envelope records.
@@ -223,6 +223,9 @@ func EnvelopeOf(points []Point) perfmodel.Envelope {
 		}
 	}
 	for _, p := range points {
+		if m := strings.ToLower(p.Model); m != "" && !slices.Contains(e.Models, m) {
+			e.Models = append(e.Models, m)
+		}
 		if g := strings.ToLower(p.GPU); !slices.Contains(e.GPUs, g) {
 			e.GPUs = append(e.GPUs, g)
 		}
@@ -239,6 +242,7 @@ func EnvelopeOf(points []Point) perfmodel.Envelope {
 			widen(&e.OutputTokens, max(1, int(p.RangeRatio*float64(p.OutputLen))), p.OutputLen)
 		}
 	}
+	slices.Sort(e.Models)
 	slices.Sort(e.GPUs)
 	slices.Sort(e.Engines)
 	e.PrefixCaching = []bool{false}

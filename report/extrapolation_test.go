@@ -1,0 +1,49 @@
+package report_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/perfmodel"
+	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/report"
+)
+
+// A compare target outside the calibration envelope says so in the
+// hardware comparison and in its cost row, in report.html and summary.md.
+func TestCompareAndCostShowExcursions(t *testing.T) {
+	d := fixture(t)
+	if len(d.Compare) == 0 || d.Cost == nil || d.Envelope == nil {
+		t.Fatal("the fixture has no compare rows, cost section or envelope")
+	}
+	x := perfmodel.Excursion{Dimension: "gpu", Value: "H200-SXM", Fitted: "b200, h100 (transferred by achieved fractions)"}
+	name := d.Compare[len(d.Compare)-1].Name
+	d.Envelope.Compare = []plan.TargetEnvelope{{Name: name, GPU: "H200-SXM", GPUs: 2, TensorParallelSize: 2, Outside: []perfmodel.Excursion{x}}}
+	marked := false
+	for i := range d.Cost.Rows {
+		if d.Cost.Rows[i].Option == name {
+			d.Cost.Rows[i].Extrapolates, marked = x.String(), true
+		}
+	}
+	if !marked {
+		t.Fatalf("no cost row for %s", name)
+	}
+	html := render(t, d)
+	compare := html[strings.Index(html, `<section id="compare">`):]
+	compare = compare[:strings.Index(compare, "</section>")]
+	if !strings.Contains(compare, "⚠ outside: gpu H200-SXM outside the calibration&#39;s b200, h100") {
+		t.Errorf("the hardware comparison does not show %s's excursion:\n%s", name, compare)
+	}
+	cost := html[strings.Index(html, `<section id="cost">`):]
+	cost = cost[:strings.Index(cost, "</section>")]
+	if !strings.Contains(cost, "⚠ outside the calibration: gpu H200-SXM") {
+		t.Errorf("the cost section does not show %s's excursion", name)
+	}
+	var md strings.Builder
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(md.String(), "gpu H200-SXM outside the calibration's b200, h100"); n < 2 {
+		t.Errorf("summary.md names the excursion %d times, want it in the comparison and the cost table", n)
+	}
+}

@@ -94,6 +94,7 @@ type KubeEngine struct {
 	Context      string            `yaml:"context,omitempty" doc:"kubectl context."`
 	Kubeconfig   string            `yaml:"kubeconfig,omitempty" doc:"kubeconfig file (default: $KUBECONFIG or ~/.kube/config)."`
 	ReadyTimeout Duration          `yaml:"ready_timeout" doc:"How long to wait for the Deployment to become ready."`
+	StopTimeout  Duration          `yaml:"stop_timeout" doc:"The server pod's termination grace period (terminationGracePeriodSeconds); spoc waits for the deletion that long plus a minute."`
 	PortForward  bool              `yaml:"port_forward" doc:"Reach the server through kubectl port-forward instead of the Service address."`
 	NodeSelector map[string]string `yaml:"node_selector,omitempty" doc:"Node selector for the server pod."`
 	Pod          KubePod           `yaml:"pod" doc:"What the vLLM pod needs: secrets, model cache, shared memory, tolerations, a base manifest (config/kubernetes.go)."`
@@ -124,6 +125,7 @@ func DefaultEngine() Engine {
 			GPUResource:  "nvidia.com/gpu",
 			Kubectl:      "kubectl",
 			ReadyTimeout: Duration(30 * 60e9),
+			StopTimeout:  Duration(30e9),
 		},
 	}
 }

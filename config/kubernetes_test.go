@@ -66,6 +66,30 @@ func TestKubernetesPodSettings(t *testing.T) {
 	}
 }
 
+// engine.kubernetes.stop_timeout is the pod's grace period;
+// engine.process.stop_timeout (the process group's) does not reach it.
+func TestKubernetesStopTimeoutIsItsOwn(t *testing.T) {
+	c, err := Load(strings.NewReader(`engine:
+  kind: kubernetes
+  process: {stop_timeout: 5s}
+  kubernetes: {namespace: llm, image: vllm/vllm-openai:v0.11.0, stop_timeout: 2m}
+`), "spoc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Engine.Launcher(LauncherOptions{Study: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := l.(engine.DryRunner).DryRun(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "terminationGracePeriodSeconds: 120") {
+		t.Errorf("manifests lack the kubernetes stop_timeout as grace period (120 s):\n%s", out)
+	}
+}
+
 // A misspelt field of the base manifest fails the configuration, naming
 // the key, the manifest's line and the field.
 func TestKubernetesBaseManifestTypo(t *testing.T) {

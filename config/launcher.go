@@ -173,7 +173,7 @@ func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 		GPUResource:     k.GPUResource,
 		NodeSelector:    k.NodeSelector,
 		ReadyTimeout:    time.Duration(k.ReadyTimeout),
-		StopTimeout:     time.Duration(e.Process.StopTimeout),
+		StopTimeout:     time.Duration(k.StopTimeout),
 		PortForward:     k.PortForward,
 		NamePrefix:      o.NamePrefix,
 		MaxServers:      o.MaxServers,

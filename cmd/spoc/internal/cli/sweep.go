@@ -23,6 +23,8 @@ var sweepKeys = keyFlags{
 	{flag: "users", key: "sweep.users", value: listYAML},
 	{flag: "repeats", key: "sweep.repeats"},
 	{flag: "seeds", key: "sweep.seeds"},
+	{flag: "precision", key: "sweep.precision"},
+	{flag: "max-runs", key: "sweep.max_runs"},
 }
 
 type sweepFlags struct {
@@ -40,11 +42,16 @@ func newSweepCmd() *cobra.Command {
 (sweep.users, or doubling from sweep.start), then bisection between the last
 passing and first failing count down to max(sweep.resolution_users,
 sweep.resolution_fraction) — each with a warm-up and a measured window. The
-capacity ceiling is the largest count meeting the SLA. The configuration is
-engine.params, overridden by --params, or the parameters of study trial --trial.
-With sweep.seeds (--seeds) above 1, every other workload seed finds its own
-ceiling starting from that one, and the ceiling is stated with the 95 %
-interval where a sweep with another seed would land.`,
+walk's ceiling is the largest count meeting the SLA. Then, with sweep.precision
+(--precision, default 10%), runs on fresh workload seeds around the knee
+estimate the capacity — the user count at which the binding SLA clause's
+expected share of requests over its limit reaches the share it allows — until
+its 95 % confidence interval is that narrow or sweep.max_runs (--max-runs) is
+spent; the spread of one run's verdict over seeds is stated beside it. With
+--precision 0 and sweep.seeds (--seeds) above 1, every other workload seed
+finds its own ceiling instead, and the ceiling is stated with the 95 %
+interval where a sweep with another seed would land. The configuration is
+engine.params, overridden by --params, or the parameters of study trial --trial.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd, &f) },
 	}
@@ -54,7 +61,9 @@ interval where a sweep with another seed would land.`,
 	fl.IntVar(&f.trial, "trial", -1, "use the parameters of this trial number of the study (search.storage, relative to --out); unset: engine.params")
 	fl.String("users", "", "coarse grid of user counts, e.g. 50,100,200,400")
 	fl.Int("repeats", 1, "runs per user count, each with its own workload seed")
-	fl.Int("seeds", 5, "workload seeds the ceiling's interval is measured with (sweep.seeds); 1: no interval")
+	fl.Int("seeds", 5, "with --precision 0: workload seeds the ceiling's interval is measured with (sweep.seeds); 1: no interval")
+	fl.String("precision", "10%", "the capacity estimate's precision target (sweep.precision): its 95 % interval's half-width, e.g. 5%; 0: no estimate")
+	fl.Int("max-runs", 30, "most runs on fresh workload seeds the estimate makes (sweep.max_runs)")
 	fl.StringVarP(&f.out, "out", "o", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.quiet, "quiet", false, "no per-level progress")
@@ -126,7 +135,11 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
 	writeEstimate(w, capacityLines{est: res.Estimate, noEstimate: res.NoEstimate, refinement: res.Refinement, runs: res.RunsMade,
 		engineSeconds: res.EngineSeconds, live: res.Provenance().Source == capacity.SourceLive})
-	fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
+	if res.Estimate != nil {
+		fmt.Fprintf(w, "walk: ceiling %d users on workload.seed (resolution %d)\n", res.Ceiling, res.Resolution)
+	} else {
+		fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
+	}
 	if res.Unconfirmed {
 		fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)
 	}

@@ -282,3 +282,18 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 
 // IsInfeasible reports whether err means the configuration cannot run.
 func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) }
+
+// phase is how far each user's start is spread beyond its ramp slot: one
+// typical think time of the workload at the run's scale (docs/capacity.md,
+// "Users out of step"), so that constant think times and a short ramp do
+// not keep every user in step. Both executors apply it the same way.
+func (e *Evaluator) phase(load Load) time.Duration {
+	scale := load.ThinkTimeScale
+	if scale == 0 {
+		return 0
+	}
+	return time.Duration(float64(e.setup.Workload.TypicalThinkTime()) * scale)
+}
+
+// phaseSeed draws each user's phase from the run's workload seed.
+func (e *Evaluator) phaseSeed(load Load) uint64 { return e.setup.Workload.Seed + load.SeedOffset }

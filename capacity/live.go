@@ -93,6 +93,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	runner, err := loadgen.New(loadgen.Options{
 		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey, APIKeyPlainHTTP: e.setup.Client.APIKeyPlainHTTP,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
+		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load),
 		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
 		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy,
 		SessionHeader: e.setup.Client.SessionHeader, SessionKey: e.setup.Client.SessionKey, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),

@@ -31,6 +31,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 		Deployment: dep, Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration,
 		ThinkTimeScale: load.ThinkTimeScale, Start: epoch, RunID: fmt.Sprintf("sim-%d", load.Users),
 		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed + load.SeedOffset,
+		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load),
 	}, gen, result.Tee(sinks...))
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {

@@ -51,6 +51,10 @@ type Options struct {
 	Duration time.Duration
 	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
 	ThinkTimeScale float64
+	// Phase and PhaseSeed start each user at a random phase
+	// (workload.ScheduleOptions).
+	Phase     time.Duration
+	PhaseSeed uint64
 
 	RequestTimeout   time.Duration
 	FirstByteTimeout time.Duration
@@ -235,7 +239,8 @@ func New(opts Options) (*Runner, error) {
 
 // schedule is the closed-loop schedule's part of the options.
 func (o *Options) schedule() workload.ScheduleOptions {
-	return workload.ScheduleOptions{Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale}
+	return workload.ScheduleOptions{Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
+		Phase: o.Phase, PhaseSeed: o.PhaseSeed}
 }
 
 func endpointURL(target, endpoint string) string {

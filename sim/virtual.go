@@ -24,6 +24,10 @@ type Options struct {
 	Ramp, Warmup, Duration time.Duration
 	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
 	ThinkTimeScale float64
+	// Phase and PhaseSeed start each user at a random phase
+	// (workload.ScheduleOptions).
+	Phase     time.Duration
+	PhaseSeed uint64
 	// Start is the virtual clock's origin in records; zero means the Unix
 	// epoch, so runs are byte-reproducible.
 	Start time.Time
@@ -128,6 +132,7 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink result.Sink, route router) (*RunStats, error) {
 	sched, err := workload.NewSchedule(src, workload.ScheduleOptions{
 		Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
+		Phase: o.Phase, PhaseSeed: o.PhaseSeed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)

@@ -15,7 +15,13 @@ import (
 // requests at the same scheduled times for the same completions. The rules:
 //
 //   - Start: user u's first turn is due at Ramp·u/Users (0 for one user), so
-//     users start evenly over the ramp instead of in one burst at t=0.
+//     users start evenly over the ramp instead of in one burst at t=0, plus
+//     a random phase: a share of Phase drawn for the user from PhaseSeed.
+//     With constant think times and a short ramp, users that start in step
+//     stay in step (each sends, waits the same think time, sends again), and
+//     where a window opens in that rhythm decides its verdict; a phase of
+//     one think time spreads them as users who were already mid-
+//     conversation would be, without changing a declared think time.
 //   - Sessions: user u runs Source.Session(u, 0), (u, 1), … back to back,
 //     each turn in order. Mid-session starts (MidSession) are the source's
 //     business: its session 0 then begins at a later turn.
@@ -46,6 +52,8 @@ type Schedule struct {
 	src            Source
 	users          int
 	ramp           float64 // seconds
+	phase          float64 // seconds
+	phaseSeed      uint64
 	warmup, end    float64 // seconds since the run's start
 	thinkTimeScale float64
 }
@@ -63,6 +71,12 @@ type ScheduleOptions struct {
 	Duration time.Duration
 	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
 	ThinkTimeScale float64
+	// Phase delays each user's first turn by a uniform share of it, drawn
+	// from PhaseSeed and the user's index (0: no phase): capacity runs use
+	// the workload's typical think time (Spec.TypicalThinkTime) × the
+	// think-time scale and the run's workload seed.
+	Phase     time.Duration
+	PhaseSeed uint64
 }
 
 // Validate reports every invalid option in one error.
@@ -74,8 +88,8 @@ func (o ScheduleOptions) Validate() error {
 	if o.Duration <= 0 {
 		errs = append(errs, "duration must be positive")
 	}
-	if o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 {
-		errs = append(errs, "warmup, ramp and think-time scale must not be negative")
+	if o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 || o.Phase < 0 {
+		errs = append(errs, "warmup, ramp, phase and think-time scale must not be negative")
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -95,6 +109,8 @@ func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
 		src:            src,
 		users:          o.Users,
 		ramp:           o.Ramp.Seconds(),
+		phase:          o.Phase.Seconds(),
+		phaseSeed:      o.PhaseSeed,
 		warmup:         o.Warmup.Seconds(),
 		end:            (o.Warmup + o.Duration).Seconds(),
 		thinkTimeScale: o.ThinkTimeScale,
@@ -102,13 +118,27 @@ func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
 }
 
 // Start is when user's first turn is due, in seconds since the run's start:
-// its slot in the ramp. A start at or after the end of the measured window
-// means the user never sends anything.
+// its slot in the ramp plus its phase. A start at or after the end of the
+// measured window means the user never sends anything.
 func (s *Schedule) Start(user int) float64 {
-	if s.users <= 1 {
-		return 0
+	at := 0.0
+	if s.users > 1 {
+		at = s.ramp * float64(user) / float64(s.users)
 	}
-	return s.ramp * float64(user) / float64(s.users)
+	if s.phase > 0 {
+		at += s.phase * unitHash(s.phaseSeed, uint64(user))
+	}
+	return at
+}
+
+// unitHash is a uniform number in [0, 1) from seed and i (splitmix64's
+// finaliser): the same user of the same seed always gets the same phase.
+func unitHash(seed, i uint64) float64 {
+	z := seed + 0x9e3779b97f4a7c15*(i+1)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
 }
 
 // Window is the measured window, in seconds since the run's start: turns due

@@ -300,3 +300,48 @@ func TestOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleStartsUsersAtARandomPhase: with Phase set each user's
+// first turn is its ramp slot plus a share of Phase drawn from PhaseSeed —
+// the same for the same seed, another for another seed, spread over the
+// whole phase — and without it the slots are the ramp's alone.
+func TestScheduleStartsUsersAtARandomPhase(t *testing.T) {
+	src := turnsSource{Turns: 1, Think: time.Second}
+	const users = 200
+	mk := func(phase time.Duration, seed uint64) *workload.Schedule {
+		s, err := workload.NewSchedule(src, workload.ScheduleOptions{Users: users, Ramp: time.Second, Duration: time.Minute, Phase: phase, PhaseSeed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	plain, a, again, other := mk(0, 1), mk(30*time.Second, 1), mk(30*time.Second, 1), mk(30*time.Second, 2)
+	var lo, hi float64 = math.Inf(1), math.Inf(-1)
+	same := 0
+	for u := range users {
+		slot := float64(u) / users
+		if got := plain.Start(u); got != slot {
+			t.Fatalf("user %d without a phase starts at %v, want its ramp slot %v", u, got, slot)
+		}
+		ph := a.Start(u) - slot
+		if ph < 0 || ph >= 30 {
+			t.Fatalf("user %d's phase %v is outside [0, 30 s)", u, ph)
+		}
+		if a.Start(u) != again.Start(u) {
+			t.Fatalf("user %d: the same seed gave two phases", u)
+		}
+		if a.Start(u) == other.Start(u) {
+			same++
+		}
+		lo, hi = math.Min(lo, ph), math.Max(hi, ph)
+	}
+	if same > 0 {
+		t.Errorf("%d users got the same phase under another seed", same)
+	}
+	if lo > 1 || hi < 29 {
+		t.Errorf("phases span [%.1f, %.1f] s of 30: want them spread over the whole think time", lo, hi)
+	}
+	if _, err := workload.NewSchedule(src, workload.ScheduleOptions{Users: 1, Duration: time.Minute, Phase: -time.Second}); err == nil {
+		t.Error("a negative phase was accepted")
+	}
+}

@@ -1,6 +1,9 @@
 package workload
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // Prefix geometries.
 const (
@@ -124,4 +127,24 @@ func (p *Profile) EffectiveMaxContext(modelMaxLen int) int {
 		return p.MaxContext
 	}
 	return limit
+}
+
+// TypicalThinkTime is the profiles' typical think times weighted by their
+// shares (DistSpec.Typical): the scale of the random phase at which each
+// user starts (ScheduleOptions.Phase). 0 for an imported trace, whose
+// start times are recorded.
+func (s Spec) TypicalThinkTime() time.Duration {
+	if s.Import != nil {
+		return 0
+	}
+	var sum, w float64
+	for i := range s.Profiles {
+		p := &s.Profiles[i]
+		sum += p.Weight * p.ThinkTime.Typical()
+		w += p.Weight
+	}
+	if w <= 0 {
+		return 0
+	}
+	return time.Duration(sum / w * float64(time.Second))
 }

@@ -132,6 +132,16 @@ func BaselineSweep(ctx context.Context, ev *Evaluator, progress func(l Level, ph
 	return CandidateSweep(ctx, ev, map[string]any{}, progress)
 }
 
+// BaselineSweepRecords is BaselineSweep keeping each level's records in
+// records(users), so that a later sweep of the same flags with the same
+// windows can take the level as measured (SweepOptions.Known) with its
+// records instead of running it again.
+func BaselineSweepRecords(ctx context.Context, ev *Evaluator, progress func(l Level, phase string), records func(users int) (io.WriteCloser, error)) (*SweepResult, error) {
+	opts := CandidateSweepOptions(ev.Setup())
+	opts.Progress = progress
+	return SweepConfig(ctx, ev, map[string]any{}, ev.Setup().Windows.Sweep.At, opts, records)
+}
+
 // CeilingThroughput is the output throughput the sweep measured at its
 // ceiling (the mean over repeats): the most tokens/s the configuration
 // served within the SLA; 0 when no level passed.

@@ -66,7 +66,13 @@ func (p *planner) steps(ev *capacity.Evaluator) []phaseStep {
 		{"baseline", func(ctx context.Context) (string, error) { return p.baselineSweep(ctx, ev, st) }},
 		{"tune", func(ctx context.Context) (string, error) { return p.tune(ctx, ev, st) }},
 		{"choose", func(ctx context.Context) (string, error) { return p.choose(ctx, ev, st) }},
-		{"sweep", func(ctx context.Context) (string, error) { return p.sweep(ctx, ev, p.s.Sweep.SweepOptions) }},
+		{"sweep", func(ctx context.Context) (string, error) {
+			opts, err := p.measureOnce(ev, st, p.s.Sweep.SweepOptions)
+			if err != nil {
+				return "", err
+			}
+			return p.sweep(ctx, ev, opts)
+		}},
 		{"default", func(ctx context.Context) (string, error) { return p.tunedVsDefault(ctx, ev, st) }},
 		{"trace", p.trace},
 		{"compare", p.compare},

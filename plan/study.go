@@ -44,7 +44,17 @@ func (p *planner) newSearch(study string) *searchState {
 // binds, so the front separates configurations that serve more users from
 // those that serve fewer.
 func (p *planner) baselineSweep(ctx context.Context, ev *capacity.Evaluator, st *searchState) (string, error) {
-	res, err := capacity.BaselineSweep(ctx, ev, p.levels(capacity.CandidateSweepOptions(p.s.Setup)))
+	progress := p.levels(capacity.CandidateSweepOptions(p.s.Setup))
+	var res *capacity.SweepResult
+	var err error
+	if ev.Virtual() {
+		res, err = capacity.BaselineSweep(ctx, ev, progress)
+	} else {
+		// a live baseline keeps its records: when the plan keeps
+		// engine.params, its levels are the capacity sweep's first walk
+		// (measureOnce)
+		res, err = capacity.BaselineSweepRecords(ctx, ev, progress, p.baselineRecords)
+	}
 	if err != nil {
 		return "", err
 	}

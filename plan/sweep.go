@@ -237,3 +237,54 @@ func serveCommand(d capacity.Deployment, params map[string]any) string {
 	}
 	return strings.Join(args, " ")
 }
+
+// baselineRecordsName is a live baseline level's records file in the
+// staging records folder.
+func baselineRecordsName(users int) string {
+	return fmt.Sprintf("baseline-users-%05d.jsonl%s", users, result.GzipSuffix)
+}
+
+// baselineRecords creates a live baseline level's records file.
+func (p *planner) baselineRecords(users int) (io.WriteCloser, error) {
+	dir := filepath.Join(p.s.OutDir, stagingRecords)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := atomicfile.Create(filepath.Join(dir, baselineRecordsName(users)))
+	if err != nil {
+		return nil, err
+	}
+	return result.NewGzipFile(f), nil
+}
+
+// measureOnce returns opts with the live baseline's levels as measured
+// (Known) when the plan keeps engine.params: the baseline walked the same
+// flags with the same windows, workload seed and a cold prefix cache for
+// each run, so the capacity sweep's first walk would repeat it. Their
+// records become the sweep's. Virtual runs are cheap and run again.
+func (p *planner) measureOnce(ev *capacity.Evaluator, st *searchState, opts capacity.SweepOptions) (capacity.SweepOptions, error) {
+	if ev.Virtual() || st.baseline == nil || p.sum.Capacity.ChosenTrial >= 0 {
+		return opts, nil
+	}
+	dir := filepath.Join(p.s.OutDir, stagingRecords)
+	known := map[int]capacity.Repeat{}
+	for _, l := range st.baseline.Levels {
+		if len(l.Repeats) == 0 {
+			continue
+		}
+		from := filepath.Join(dir, baselineRecordsName(l.Users))
+		if _, err := os.Stat(from); err != nil {
+			continue // no records: run the level again
+		}
+		if err := os.Rename(from, filepath.Join(dir, fmt.Sprintf("users-%05d.jsonl%s", l.Users, result.GzipSuffix))); err != nil {
+			return opts, err
+		}
+		known[l.Users] = l.Repeats[0]
+	}
+	if len(known) > 0 {
+		opts.Known = known
+		p.logf("   measured once: the baseline's %d levels of engine.params are the sweep's (same flags, windows and workload seed, each run on a cold cache)", len(known))
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Measured once: the capacity sweep took the baseline's %d levels of engine.params as measured instead of running them again (same flags, windows and workload seed, each run on a cold prefix cache).", len(known)))
+	}
+	return opts, nil
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
+)
+
+// A live plan on a server spoc did not start keeps its flags: the
+// capacity sweep's first walk is the baseline's (same flags, windows,
+// workload seed, a cold cache per run), so it is measured once — the
+// sweep runs only its refinement, and the baseline's records are the
+// sweep levels' records.
+func TestLivePlanOnAnExternalServerMeasuresOnce(t *testing.T) {
+	testtool.Long(t, "a live plan in real time against a spoc sim serve process: about 1 min")
+	spoc := spocBinary(t)
+	yaml := livePlanYAML("external", "H200-SXM", nil)
+	name := regexp.MustCompile(`served_model_name: (\S+)`).FindStringSubmatch(yaml)
+	if name == nil {
+		t.Fatalf("the live plan config names no served model:\n%s", yaml)
+	}
+	srv := exec.Command(spoc, "sim", "serve", "--vllm-faithful", "openai/gpt-oss-20b", "--served-model-name", name[1], "--port", "0", "--gpu", "H200-SXM")
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	var url string
+	select {
+	case url = <-urls:
+	case <-time.After(30 * time.Second):
+		t.Fatal("spoc sim serve did not say where it serves")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "external.yaml")
+	writeFile(t, cfg, strings.Replace(yaml, "process:", "external:\n    url: "+url+"\n  process:", 1))
+	out := filepath.Join(dir, "out")
+	code, stdout, errOut := runSpoc(t, spoc, "plan", "-c", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, errOut)
+	}
+	s := readSummary(t, out)
+	c := s.Capacity
+	if !strings.Contains(strings.Join(s.Notes, "\n"), "Measured once: the capacity sweep took the baseline's") {
+		t.Errorf("no note says the baseline's levels were reused: %q", s.Notes)
+	}
+	if c.Refinement == nil || c.Runs != c.Refinement.Runs {
+		t.Errorf("the sweep ran %d runs with a refinement of %+v: want only the refinement's, the walk taken from the baseline", c.Runs, c.Refinement)
+	}
+	for _, p := range s.Sweep {
+		f := filepath.Join(out, "records", "users-"+pad5(p.Users)+".jsonl.gz")
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("sweep level %d has no records: %v", p.Users, err)
+		}
+	}
+	if leftover, _ := filepath.Glob(filepath.Join(out, "records", "baseline-users-*")); len(leftover) > 0 {
+		t.Errorf("baseline records left beside the sweep's though every level was reused: %v", leftover)
+	}
+}
+
+func pad5(n int) string { return fmt.Sprintf("%05d", n) }

@@ -283,16 +283,20 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 // IsInfeasible reports whether err means the configuration cannot run.
 func IsInfeasible(err error) bool { return errors.Is(err, search.ErrInfeasible) }
 
-// phase is how far each user's start is spread beyond its ramp slot: one
+// phase is the random phase each user starts at within the ramp: one
 // typical think time of the workload at the run's scale (docs/capacity.md,
 // "Users out of step"), so that constant think times and a short ramp do
-// not keep every user in step. Both executors apply it the same way.
+// not keep every user in step. A phase longer than the ramp extends the
+// start-up to it, so it is at most half the warm-up: the last users start
+// well before the measured window (the settling check would otherwise
+// find it still filling). Both executors apply it the same way.
 func (e *Evaluator) phase(load Load) time.Duration {
 	scale := load.ThinkTimeScale
 	if scale == 0 {
 		return 0
 	}
-	return time.Duration(float64(e.setup.Workload.TypicalThinkTime()) * scale)
+	think := time.Duration(float64(e.setup.Workload.TypicalThinkTime()) * scale)
+	return max(min(think, load.Warmup/2), 0)
 }
 
 // phaseSeed draws each user's phase from the run's workload seed.

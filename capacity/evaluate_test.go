@@ -3,6 +3,7 @@ package capacity_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
 )
 
 // quickSetup is the reference configuration, resolved as spoc resolves a
@@ -138,5 +141,55 @@ func TestEvaluateSeedOffset(t *testing.T) {
 	}
 	if a == c {
 		t.Errorf("offset 1 replayed offset 0's run: %v", a)
+	}
+}
+
+// TestEvaluateStartsUsersOutOfStep: with a constant think time and a
+// ramp shorter than it, the users' first turns spread over one think time
+// (a random phase each, from the run's seed), not over the ramp alone.
+func TestEvaluateStartsUsersOutOfStep(t *testing.T) {
+	cfg := config.Default()
+	for i := range cfg.Workload.Profiles {
+		cfg.Workload.Profiles[i].ThinkTime = workload.Constant(8)
+	}
+	cfg.Run.Ramp = config.Duration(time.Second)
+	cfg.Run.Warmup = config.Duration(20 * time.Second)
+	cfg.Run.Duration = config.Duration(10 * time.Second)
+	cfg.Run.MidSessionStart = false
+	s, err := cfg.Setup(config.SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := capacity.NewEvaluator(s.Setup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs bytes.Buffer
+	if _, err := ev.Evaluate(context.Background(), map[string]any{}, s.Windows.Run.At(40), capacity.Outputs{Records: &recs}); err != nil {
+		t.Fatal(err)
+	}
+	first := map[int]time.Time{}
+	var t0 time.Time
+	dec := json.NewDecoder(&recs)
+	for dec.More() {
+		var r result.Record
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := first[r.User]; !ok || r.Scheduled.Before(f) {
+			first[r.User] = r.Scheduled
+		}
+		if t0.IsZero() || r.Scheduled.Before(t0) {
+			t0 = r.Scheduled
+		}
+	}
+	late := 0
+	for _, f := range first {
+		if f.Sub(t0) > 2*time.Second {
+			late++
+		}
+	}
+	if len(first) != 40 || late < 20 {
+		t.Errorf("%d users, %d of them first sent more than 2 s in: want 40 users, most of them spread over the 8 s think time past the 1 s ramp", len(first), late)
 	}
 }

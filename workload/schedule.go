@@ -15,8 +15,12 @@ import (
 // requests at the same scheduled times for the same completions. The rules:
 //
 //   - Start: user u's first turn is due at Ramp·u/Users (0 for one user), so
-//     users start evenly over the ramp instead of in one burst at t=0, plus
-//     a random phase: a share of Phase drawn for the user from PhaseSeed.
+//     users start evenly over the ramp instead of in one burst at t=0. With
+//     a Phase, the starts spread over S = max(Ramp, Phase) and each user
+//     starts at a random point of its own slot: S·(u + x)/Users, x drawn
+//     for the user from PhaseSeed in [0, 1). Starts stay as even as the
+//     ramp's (no burst), and users who would start in step relative to a
+//     think time longer than the ramp start at random phases of it.
 //     With constant think times and a short ramp, users that start in step
 //     stay in step (each sends, waits the same think time, sends again), and
 //     where a window opens in that rhythm decides its verdict; a phase of
@@ -71,10 +75,11 @@ type ScheduleOptions struct {
 	Duration time.Duration
 	// ThinkTimeScale multiplies every think time; 0 sends turns back to back.
 	ThinkTimeScale float64
-	// Phase delays each user's first turn by a uniform share of it, drawn
-	// from PhaseSeed and the user's index (0: no phase): capacity runs use
-	// the workload's typical think time (Spec.TypicalThinkTime) × the
-	// think-time scale and the run's workload seed.
+	// Phase, when set, spreads the starts over at least this long and
+	// draws each user's point in its slot from PhaseSeed and the user's
+	// index (0: even slots, no draw): capacity runs use the workload's
+	// typical think time (Spec.TypicalThinkTime) × the think-time scale
+	// and the run's workload seed.
 	Phase     time.Duration
 	PhaseSeed uint64
 }
@@ -121,14 +126,14 @@ func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
 // its slot in the ramp plus its phase. A start at or after the end of the
 // measured window means the user never sends anything.
 func (s *Schedule) Start(user int) float64 {
-	at := 0.0
-	if s.users > 1 {
-		at = s.ramp * float64(user) / float64(s.users)
-	}
 	if s.phase > 0 {
-		at += s.phase * unitHash(s.phaseSeed, uint64(user))
+		span := math.Max(s.ramp, s.phase)
+		return span * (float64(user) + unitHash(s.phaseSeed, uint64(user))) / float64(s.users)
 	}
-	return at
+	if s.users <= 1 {
+		return 0
+	}
+	return s.ramp * float64(user) / float64(s.users)
 }
 
 // unitHash is a uniform number in [0, 1) from seed and i (splitmix64's

@@ -301,45 +301,49 @@ func TestOffset(t *testing.T) {
 	}
 }
 
-// TestScheduleStartsUsersAtARandomPhase: with Phase set each user's
-// first turn is its ramp slot plus a share of Phase drawn from PhaseSeed —
-// the same for the same seed, another for another seed, spread over the
-// whole phase — and without it the slots are the ramp's alone.
+// TestScheduleStartsUsersAtARandomPhase: with Phase set the starts spread
+// over max(Ramp, Phase), each user at a point of its own slot drawn from
+// PhaseSeed — the same for the same seed, another for another seed, as
+// even as the ramp's slots — and without it the slots are the ramp's.
 func TestScheduleStartsUsersAtARandomPhase(t *testing.T) {
 	src := turnsSource{Turns: 1, Think: time.Second}
 	const users = 200
-	mk := func(phase time.Duration, seed uint64) *workload.Schedule {
-		s, err := workload.NewSchedule(src, workload.ScheduleOptions{Users: users, Ramp: time.Second, Duration: time.Minute, Phase: phase, PhaseSeed: seed})
+	mk := func(ramp, phase time.Duration, seed uint64) *workload.Schedule {
+		s, err := workload.NewSchedule(src, workload.ScheduleOptions{Users: users, Ramp: ramp, Duration: time.Minute, Phase: phase, PhaseSeed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	plain, a, again, other := mk(0, 1), mk(30*time.Second, 1), mk(30*time.Second, 1), mk(30*time.Second, 2)
-	var lo, hi float64 = math.Inf(1), math.Inf(-1)
-	same := 0
-	for u := range users {
-		slot := float64(u) / users
-		if got := plain.Start(u); got != slot {
-			t.Fatalf("user %d without a phase starts at %v, want its ramp slot %v", u, got, slot)
+	for _, c := range []struct {
+		ramp, phase time.Duration
+		span        float64
+	}{{time.Second, 30 * time.Second, 30}, {time.Minute, 20 * time.Second, 60}} {
+		plain, a, again, other := mk(c.ramp, 0, 1), mk(c.ramp, c.phase, 1), mk(c.ramp, c.phase, 1), mk(c.ramp, c.phase, 2)
+		same, offSlot := 0, 0.0
+		for u := range users {
+			if got, want := plain.Start(u), c.ramp.Seconds()*float64(u)/users; got != want {
+				t.Fatalf("user %d without a phase starts at %v, want its ramp slot %v", u, got, want)
+			}
+			width := c.span / users
+			at := a.Start(u)
+			if at < width*float64(u) || at >= width*float64(u+1) {
+				t.Fatalf("ramp %v, phase %v: user %d starts at %.3f s, outside its slot [%.3f, %.3f)", c.ramp, c.phase, u, at, width*float64(u), width*float64(u+1))
+			}
+			if at != again.Start(u) {
+				t.Fatalf("user %d: the same seed gave two starts", u)
+			}
+			if at == other.Start(u) {
+				same++
+			}
+			offSlot += (at - width*float64(u)) / width / users
 		}
-		ph := a.Start(u) - slot
-		if ph < 0 || ph >= 30 {
-			t.Fatalf("user %d's phase %v is outside [0, 30 s)", u, ph)
+		if same > 0 {
+			t.Errorf("%d users got the same start under another seed", same)
 		}
-		if a.Start(u) != again.Start(u) {
-			t.Fatalf("user %d: the same seed gave two phases", u)
+		if offSlot < 0.4 || offSlot > 0.6 {
+			t.Errorf("mean position in the slot %.2f: want the draws uniform (about 0.5)", offSlot)
 		}
-		if a.Start(u) == other.Start(u) {
-			same++
-		}
-		lo, hi = math.Min(lo, ph), math.Max(hi, ph)
-	}
-	if same > 0 {
-		t.Errorf("%d users got the same phase under another seed", same)
-	}
-	if lo > 1 || hi < 29 {
-		t.Errorf("phases span [%.1f, %.1f] s of 30: want them spread over the whole think time", lo, hi)
 	}
 	if _, err := workload.NewSchedule(src, workload.ScheduleOptions{Users: 1, Duration: time.Minute, Phase: -time.Second}); err == nil {
 		t.Error("a negative phase was accepted")

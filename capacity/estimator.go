@@ -291,7 +291,7 @@ type logitResult struct {
 
 // logitFit fits a binomial logistic regression by iteratively reweighted
 // least squares, centred at the sample-weighted mean of x, and scales its
-// covariance by the Pearson dispersion (at least 1).
+// covariance by the Pearson dispersion.
 func logitFit(pts []binomialPoint) (logitResult, bool) {
 	var sw, swx float64
 	for _, p := range pts {
@@ -346,9 +346,16 @@ func logitFit(pts []binomialPoint) (logitResult, bool) {
 			chi2 += (p.y - p.n*pi) * (p.y - p.n*pi) / v
 		}
 	}
+	// Not floored at 1: near the knee the runs' shares vary less than
+	// independent samples would (the queue that makes a request late is
+	// shared by the requests around it, and a window's sample count is
+	// itself set by the load), and a floor made the intervals about twice
+	// as wide as the long-window check needs (docs/capacity.md,
+	// "Checked"); minDispersion only keeps a chance perfect fit from
+	// claiming no noise at all.
 	phi := 1.0
 	if df := len(pts) - 2; df > 0 {
-		phi = math.Max(1, chi2/float64(df))
+		phi = math.Max(minDispersion, chi2/float64(df))
 	}
 	// the inverse of the information, scaled by the dispersion
 	va := phi * ibb / det
@@ -356,6 +363,9 @@ func logitFit(pts []binomialPoint) (logitResult, bool) {
 	cab := -phi * iab / det
 	return logitResult{a: a, b: b, xbar: xbar, va: va, vb: vb, cab: cab, phi: phi}, true
 }
+
+// minDispersion is the least dispersion a fit is given.
+const minDispersion = 0.05
 
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 

@@ -4,7 +4,9 @@
 # the foreign engine of bench/fidelity/foreign.yaml, whose cost model
 # FOREIGN_ARGS sets (e.g. "--gpu H100-SXM", "--throttle 0:0.6"), then
 # prints the ceiling and the engine time as spoc and as the server
-# processes counted it. SPOC_BIN is the spoc binary (default: spoc).
+# processes counted it. SPOC_BIN is the spoc binary (default: spoc);
+# SPOC_FOREIGN_CONFIG replaces foreign.yaml, SPOC_PLAN_BUDGET sets
+# plan.budget.
 # docs/fidelity.md lists the runs made with it.
 set -eu
 fidelity=$1 foreign=$2 out=$3
@@ -12,8 +14,9 @@ shift 3
 spoc=${SPOC_BIN:-spoc}
 cfg=$(mktemp --suffix .yaml)
 trap 'rm -f "$cfg"' EXIT
-cp bench/fidelity/foreign.yaml "$cfg"
+cp "${SPOC_FOREIGN_CONFIG:-bench/fidelity/foreign.yaml}" "$cfg"
 printf 'plan:\n  fidelity: %s\n' "$fidelity" >> "$cfg"
+[ -z "${SPOC_PLAN_BUDGET:-}" ] || printf '  budget: %s\n' "$SPOC_PLAN_BUDGET" >> "$cfg"
 rm -rf "$out"
 SPOC_BIN=$spoc SPOC_FOREIGN_ARGS=$foreign "$spoc" plan -c "$cfg" --out "$out" "$@" 2> "$out.log" > /dev/null || { tail -20 "$out.log"; exit 1; }
 # the servers' own count: one "engine usage" line per server at shutdown
@@ -26,7 +29,14 @@ c = s["capacity"]
 spoc = sum(p["engine_seconds"] for p in s["phases"])
 starts = sum(p["engine_starts"] for p in s["phases"])
 iv = c.get("ceiling_interval") or {}
-print(f'ceiling {c["users"]} users [{iv.get("lo")}, {iv.get("hi")}] over the seeds (first failing {c["first_failing_users"]} on {c.get("failed_clause")}, resolution {c["resolution_users"]}), '
+e = c.get("estimate")
+if e:
+    r = c.get("refinement") or {}
+    print(f'capacity {e["users"]:.1f} [{e["lo"]:.1f}, {e["hi"]}] ±{100*(e["precision"] or float("nan")):.1f} % (target ±{100*r.get("target", 0):.0f} %: {r.get("stopped")}, {r.get("runs")} fresh-seed runs), '
+          f'binding {e["binding_clause"]}, spread {e.get("seed_spread")}; walk ceiling {c["ceiling"]}')
+else:
+    print(f'no estimate: {c.get("no_estimate")}')
+print(f'ceiling {c["ceiling"]} users [{iv.get("lo")}, {iv.get("hi")}] over the seeds (first failing {c["first_failing_users"]} on {c.get("failed_clause")}, resolution {c["resolution_users"]}), '
       f'engine-seconds spoc {spoc:.1f} / servers {sys.argv[2]} on {starts} starts; server loop lag {sys.argv[3]}')
 print("phases:", ", ".join(f'{p["name"]} {p["engine_seconds"]:.1f}s/{p["engine_starts"]}' for p in s["phases"] if p["engine_seconds"] > 0))
 print("per-seed ceilings:", [x["users"] for x in iv.get("seeds", [])], "chosen:", c.get("config"))

@@ -190,3 +190,33 @@ func (s *Search) validateParallel(p string, e Engine, errs *Errors) {
 		errs.Addf(p+".parallel", "is %d, but engine.kind external is one server spoc does not start; a study needs kind sim, process or kubernetes", s.Parallel)
 	}
 }
+
+// Warning says which NSGA-II settings the study's sampler ignores: set
+// away from their defaults under a sampler that is not NSGA-II (TPE, which
+// search.sampler: auto picks up to tune.AutoMaxTrials trials), they would
+// read as used. "" when there are none.
+func (s Search) Warning() string {
+	sampler := tune.ResolveSampler(tune.Spec{Sampler: s.Sampler, Trials: s.Trials}, "")
+	if sampler == "nsga2" {
+		return ""
+	}
+	d := DefaultSearch()
+	var keys []string
+	if s.Population != d.Population {
+		keys = append(keys, "search.population")
+	}
+	if s.CrossoverProb != d.CrossoverProb {
+		keys = append(keys, "search.crossover_prob")
+	}
+	if s.MutationProb != d.MutationProb {
+		keys = append(keys, "search.mutation_prob")
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	why := "search.sampler: " + s.Sampler
+	if s.Sampler == tune.SamplerAuto {
+		why = fmt.Sprintf("search.sampler: auto picks %s for %d trials (NSGA-II beyond %d)", sampler, s.Trials, tune.AutoMaxTrials)
+	}
+	return fmt.Sprintf("%s set NSGA-II's settings, which the %s sampler ignores (%s); set search.sampler: nsga2 to use them", strings.Join(keys, ", "), sampler, why)
+}

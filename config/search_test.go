@@ -59,3 +59,28 @@ func TestSearchParallel(t *testing.T) {
 		t.Errorf("default search.parallel = %d, want 1", Default().Search.Parallel)
 	}
 }
+
+// NSGA-II settings under a sampler that ignores them are warned about,
+// naming the keys and the sampler; under nsga2, or left at their
+// defaults, they are not.
+func TestSearchWarnsOfIgnoredNSGA2Settings(t *testing.T) {
+	s := DefaultSearch()
+	if w := s.Warning(); w != "" {
+		t.Errorf("defaults warned: %s", w)
+	}
+	s.Population, s.MutationProb = 40, 0.2
+	w := s.Warning()
+	for _, want := range []string{"search.population", "search.mutation_prob", "tpe sampler ignores", "auto picks tpe for 60 trials", "search.sampler: nsga2"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q does not say %q", w, want)
+		}
+	}
+	s.Sampler = "nsga2"
+	if w := s.Warning(); w != "" {
+		t.Errorf("nsga2 warned: %s", w)
+	}
+	s.Sampler, s.Trials = "auto", 200
+	if w := s.Warning(); w != "" {
+		t.Errorf("auto with 200 trials (nsga2) warned: %s", w)
+	}
+}

@@ -180,8 +180,14 @@ func Sampler(s Spec, dirs []search.Direction) (search.Sampler, error) {
 	return smp, nil
 }
 
-// SamplerConfig is what the study stores about the sampler, for display.
+// SamplerConfig is what the study stores about the sampler, for display:
+// NSGA-II's settings when the study runs NSGA-II, nothing for another
+// sampler, which ignores them (a TPE study showing a population would
+// say it used one).
 func SamplerConfig(s Spec) map[string]any {
+	if ResolveSampler(s, "") != "nsga2" {
+		return map[string]any{}
+	}
 	return map[string]any{
 		"population":     s.Population,
 		"crossover_prob": s.CrossoverProb,

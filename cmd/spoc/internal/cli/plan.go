@@ -64,6 +64,9 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 	if err != nil {
 		return err
 	}
+	if w := cfg.Search.Warning(); w != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "spoc: warning: %s\n", w)
+	}
 	var events func(plan.Event)
 	if !f.quiet {
 		prog := stderrProgress(cmd.ErrOrStderr())

@@ -75,6 +75,9 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	for _, n := range cfg.Notes() {
 		fmt.Fprintln(stderr, n)
 	}
+	if w := cfg.Search.Warning(); w != "" {
+		fmt.Fprintf(stderr, "spoc: warning: %s\n", w)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	out := f.out
 	if f.dryRun {

@@ -47,3 +47,16 @@ func TestCompareAndCostShowExcursions(t *testing.T) {
 		t.Errorf("summary.md names the excursion %d times, want it in the comparison and the cost table", n)
 	}
 }
+
+// A roofline batch with assumed fields says so beside each in the report.
+func TestKernelsMixMarksAssumed(t *testing.T) {
+	d := fixture(t)
+	if d.Kernels == nil || len(d.Kernels.Roofline) == 0 {
+		t.Skip("the fixture has no roofline comparison")
+	}
+	d.Kernels.Mix.Assumed = []string{"decode_seqs"}
+	html := render(t, d)
+	if !strings.Contains(html, "decoding sequences (assumed: not measured)") || strings.Count(html, "(assumed: not measured)") != 1 {
+		t.Error("report.html does not mark the assumed decode sequences, and only them")
+	}
+}

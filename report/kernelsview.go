@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 
 	"github.com/spoc-project/spoc/plan"
@@ -139,8 +140,15 @@ func newKernelsView(d *plan.Summary) *kernelsView {
 	if b.Imbalance != nil {
 		v.Imbalance = b.Imbalance.Note
 	}
-	v.Mix = fmt.Sprintf("%d decoding sequences over %s cached tokens, plus a prefill chunk of %s tokens over %s cached",
-		k.Mix.DecodeSeqs, fmtNum(float64(k.Mix.DecodeContext)), fmtNum(float64(k.Mix.PrefillTokens)), fmtNum(float64(k.Mix.PrefillContext)))
+	assumed := func(field string) string {
+		if slices.Contains(k.Mix.Assumed, field) {
+			return " (assumed: not measured)"
+		}
+		return ""
+	}
+	v.Mix = fmt.Sprintf("%d decoding sequences%s over %s cached tokens%s, plus a prefill chunk of %s tokens%s over %s cached%s",
+		k.Mix.DecodeSeqs, assumed("decode_seqs"), fmtNum(float64(k.Mix.DecodeContext)), assumed("decode_context"),
+		fmtNum(float64(k.Mix.PrefillTokens)), assumed("prefill_tokens"), fmtNum(float64(k.Mix.PrefillContext)), assumed("prefill_context"))
 	if len(k.Roofline) == 0 {
 		return v
 	}

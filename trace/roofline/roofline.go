@@ -20,6 +20,10 @@ type BatchMix struct {
 	// earlier chunks).
 	PrefillTokens  int `json:"prefill_tokens"`
 	PrefillContext int `json:"prefill_context"`
+	// Assumed names the fields that were not measured but assumed (a plan
+	// without engine telemetry prices 64 decoding sequences, say): the
+	// comparison then rests on those values, not on the run's.
+	Assumed []string `json:"assumed,omitempty"`
 }
 
 // Validate rejects an empty or negative mix.

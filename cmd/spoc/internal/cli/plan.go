@@ -33,8 +33,9 @@ func newPlanCmd() *cobra.Command {
 		Long: `Plan answers "how many users?" end to end. It inspects the workload, sweeps the
 configured flags (the baseline), runs the study over the engine flags (TPE or NSGA-II),
 gives the best feasible Pareto-front members a sweep and chooses the one with the highest
-ceiling, sweeps it to the capacity ceiling with its interval over workload seeds
-(sweep.seeds), compares it with the configured flags on the same seeds, analyses a kernel
+ceiling, sweeps it and estimates its capacity to sweep.precision (a 95 % confidence
+interval from runs on fresh workload seeds near the knee, with the spread over seeds),
+estimates the configured flags' capacity the same way to say what tuning gained, analyses a kernel
 trace when one is configured, compares hardware with --compare, and writes
 DIR/summary.json, DIR/report.html and DIR/summary.md beside the study and the sweep's
 records. With no configuration it plans the reference case (gpt-oss-120b on 4× H100) on

@@ -15,20 +15,21 @@ var ObjectiveMetrics = []string{"output_throughput", "total_throughput", "reques
 
 // Search configures the study run by spoc tune.
 type Search struct {
-	Sampler       string      `yaml:"sampler" doc:"auto (tpe for studies of at most 100 trials, nsga2 beyond; a resumed study keeps its sampler), tpe, nsga2, random or grid."`
-	Trials        int         `yaml:"trials" doc:"Total trials of the study (a resumed study runs up to this many)."`
-	Population    int         `yaml:"population" doc:"NSGA-II population size per generation."`
-	CrossoverProb float64     `yaml:"crossover_prob" doc:"Probability that a child is produced by crossover (otherwise a copy of a parent, then mutated)."`
-	MutationProb  float64     `yaml:"mutation_prob" doc:"Per-parameter mutation probability; 0 means 1/number of parameters."`
-	Seed          uint64      `yaml:"seed" doc:"Sampler seed."`
-	Parallel      int         `yaml:"parallel" doc:"Trials this spoc tune (or plan) runs at once, each on its own server: on kubernetes its own Deployment on its own GPUs, in virtual time on the sim engine; the sampler proposes with the running trials known. Kind process and external run one server: use 1 there (several workers on other machines can share a postgres:// study)."`
-	Users         int         `yaml:"users" doc:"Concurrent users at which every trial is evaluated; 0 means auto: the ceiling of engine.params found by a coarse sweep before the study, so the SLA binds and the front separates configurations that serve more from those that serve fewer." assumption:"the study's tuning load was not published"`
-	Duration      Duration    `yaml:"duration" doc:"Measured window of each trial."`
-	Warmup        Duration    `yaml:"warmup" doc:"Warm-up before each trial's measured window."`
-	Storage       string      `yaml:"storage" doc:"Study storage: sqlite:PATH (default, relative to the output folder) or postgres://... for several workers."`
-	Study         string      `yaml:"study" doc:"Study name inside the storage."`
-	Objectives    []Objective `yaml:"objectives" doc:"What the study optimises; SLA clauses are constraints."`
-	Space         []Param     `yaml:"space" doc:"Engine flags to search (vLLM names)."`
+	Sampler               string      `yaml:"sampler" doc:"auto (tpe for studies of at most 100 trials, nsga2 beyond; a resumed study keeps its sampler), tpe, nsga2, random or grid."`
+	Trials                int         `yaml:"trials" doc:"Total trials of the study (a resumed study runs up to this many)."`
+	StopAfterSameFailures int         `yaml:"stop_after_same_failures" doc:"Stop the study when this many trials in a row failed to start their server with the same failure (same reason and log line, numbers aside): a failure that does not depend on the flags (a leftover process holding GPU memory, a bad model path) would fail the whole budget. 0: never stop."`
+	Population            int         `yaml:"population" doc:"NSGA-II population size per generation."`
+	CrossoverProb         float64     `yaml:"crossover_prob" doc:"Probability that a child is produced by crossover (otherwise a copy of a parent, then mutated)."`
+	MutationProb          float64     `yaml:"mutation_prob" doc:"Per-parameter mutation probability; 0 means 1/number of parameters."`
+	Seed                  uint64      `yaml:"seed" doc:"Sampler seed."`
+	Parallel              int         `yaml:"parallel" doc:"Trials this spoc tune (or plan) runs at once, each on its own server: on kubernetes its own Deployment on its own GPUs, in virtual time on the sim engine; the sampler proposes with the running trials known. Kind process and external run one server: use 1 there (several workers on other machines can share a postgres:// study)."`
+	Users                 int         `yaml:"users" doc:"Concurrent users at which every trial is evaluated; 0 means auto: the ceiling of engine.params found by a coarse sweep before the study, so the SLA binds and the front separates configurations that serve more from those that serve fewer." assumption:"the study's tuning load was not published"`
+	Duration              Duration    `yaml:"duration" doc:"Measured window of each trial."`
+	Warmup                Duration    `yaml:"warmup" doc:"Warm-up before each trial's measured window."`
+	Storage               string      `yaml:"storage" doc:"Study storage: sqlite:PATH (default, relative to the output folder) or postgres://... for several workers."`
+	Study                 string      `yaml:"study" doc:"Study name inside the storage."`
+	Objectives            []Objective `yaml:"objectives" doc:"What the study optimises; SLA clauses are constraints."`
+	Space                 []Param     `yaml:"space" doc:"Engine flags to search (vLLM names)."`
 }
 
 // StorageIn returns Storage as the study database to open for output folder
@@ -65,17 +66,18 @@ type Param = search.ParamSpec
 // memory flags that decide throughput against latency.
 func DefaultSearch() Search {
 	return Search{
-		Sampler:       "auto",
-		Trials:        60,
-		Population:    12,
-		CrossoverProb: 0.9,
-		Seed:          1,
-		Parallel:      1,
-		Users:         0,
-		Duration:      Duration(5 * 60e9),
-		Warmup:        Duration(3 * 60e9),
-		Storage:       "sqlite:study.db",
-		Study:         "default",
+		Sampler:               "auto",
+		Trials:                60,
+		StopAfterSameFailures: 5,
+		Population:            12,
+		CrossoverProb:         0.9,
+		Seed:                  1,
+		Parallel:              1,
+		Users:                 0,
+		Duration:              Duration(5 * 60e9),
+		Warmup:                Duration(3 * 60e9),
+		Storage:               "sqlite:study.db",
+		Study:                 "default",
 		Objectives: []Objective{
 			{Metric: "output_throughput", Direction: "maximize"},
 			{Metric: "ttft_p95", Direction: "minimize"},
@@ -106,6 +108,9 @@ func (s *Search) validate(p string, errs *Errors) {
 	}
 	if s.Trials < 1 {
 		errs.Addf(p+".trials", "must be at least 1, got %d", s.Trials)
+	}
+	if s.StopAfterSameFailures < 0 {
+		errs.Addf(p+".stop_after_same_failures", "must be 0 (never stop) or a trial count, got %d", s.StopAfterSameFailures)
 	}
 	if s.Parallel < 1 {
 		errs.Addf(p+".parallel", "must be at least 1, got %d", s.Parallel)

@@ -29,6 +29,7 @@ type evaluation struct {
 	spec Spec
 	o    Options
 	plan *Plan
+	same *sameFailures
 }
 
 // objective evaluates one trial and turns the summary into objective and
@@ -36,6 +37,9 @@ type evaluation struct {
 // the flags stay the same); the objective records why a trial failed.
 func (e *evaluation) objective(ctx context.Context, tc *search.TrialContext) (values, constraints []float64, err error) {
 	defer func() {
+		if ctx.Err() == nil {
+			e.same.record(err)
+		}
 		if err != nil {
 			tc.SetUserAttr("error", err.Error())
 			var f *engine.Failure

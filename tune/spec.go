@@ -30,6 +30,11 @@ type Spec struct {
 	Parallel int
 	// Trials is the study's budget, all workers together.
 	Trials int
+	// StopAfterSameFailures stops the study when that many trials in a
+	// row failed with the same engine failure (same reason, same log line
+	// but for its numbers): whatever the flags, the cause is the server's
+	// setup, and the rest of the budget would fail too. 0: never.
+	StopAfterSameFailures int
 	// Storage is the study database (a SQLite path or postgres:// URL) and
 	// Study the study's name in it.
 	Storage string

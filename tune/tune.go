@@ -231,9 +231,27 @@ func (o Options) workers(spec Spec) ([]Worker, error) {
 // fails, the others are stopped (their trials re-queued) and the first
 // error is returned.
 func optimize(ctx context.Context, st *study.Study, spec Spec, o Options, plan *Plan, workers []Worker) (study.Result, error) {
+	same := &sameFailures{limit: spec.StopAfterSameFailures}
+	ctx, stopStudy := context.WithCancelCause(ctx)
+	defer stopStudy(nil)
+	res, err := optimizeUntil(ctx, st, spec, o, plan, workers, same, stopStudy)
+	if serr := same.err(); serr != nil {
+		res.Interrupted = false
+		return res, serr
+	}
+	return res, err
+}
+
+// optimizeUntil runs the study's workers; after each finished trial it
+// stops them (stop) once same says the failures do not depend on the
+// flags.
+func optimizeUntil(ctx context.Context, st *study.Study, spec Spec, o Options, plan *Plan, workers []Worker, same *sameFailures, stop context.CancelCauseFunc) (study.Result, error) {
 	var progressMu sync.Mutex
 	lastFinished := 0
 	progress := func(p study.Progress) {
+		if err := same.err(); err != nil {
+			stop(err)
+		}
 		if o.Progress == nil {
 			return
 		}
@@ -259,7 +277,7 @@ func optimize(ctx context.Context, st *study.Study, spec Spec, o Options, plan *
 		return study.Options{
 			Study:             st,
 			Sampler:           plan.Sampler,
-			Objective:         (&evaluation{spec: spec, o: wo, plan: plan}).objective,
+			Objective:         (&evaluation{spec: spec, o: wo, plan: plan, same: same}).objective,
 			Trials:            spec.Trials,
 			Worker:            name,
 			ArtifactsRoot:     o.ArtifactsRoot,
@@ -280,8 +298,8 @@ func optimize(ctx context.Context, st *study.Study, spec Spec, o Options, plan *
 		host, _ := os.Hostname()
 		base = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
 	results := make([]study.Result, len(workers))
 	errs := make([]error, len(workers))
 	var wg sync.WaitGroup
@@ -294,7 +312,7 @@ func optimize(ctx context.Context, st *study.Study, spec Spec, o Options, plan *
 			results[i], errs[i] = study.Optimize(wctx, opts(w, fmt.Sprintf("%s/%d", base, i+1)))
 			if errs[i] != nil && wctx.Err() == nil {
 				o.Logger.Warn("a study worker failed; stopping the others", "worker", i+1, "err", errs[i])
-				stop()
+				stopWorkers()
 			}
 		}()
 	}

@@ -37,6 +37,9 @@ type ceilingView struct {
 }
 
 type tunedView struct {
+	// Estimated: the rows are capacity estimates (else walk ceilings
+	// with seed intervals).
+	Estimated   bool
 	Verdict     string
 	WithinNoise bool
 	Same        bool
@@ -76,6 +79,7 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 		}{{"engine.params (default)", tv.Default}, {fmt.Sprintf("tuned (%s)", choiceName(tv.TunedTrial)), tv.Tuned}} {
 			row := tunedRow{Name: r.name, Ceiling: fmt.Sprint(r.e.Users), Interval: "–", Seeds: "–", Source: r.e.Provenance.Source}
 			if e := r.e.Estimate; e != nil {
+				t.Estimated = true
 				row.Ceiling, row.Interval = fmt.Sprint(r.e.Capacity), estimateSpan(e)
 				row.Seeds = fmt.Sprintf("%d runs at %d user counts; walk ceiling %d", e.Runs, e.Levels, r.e.Users)
 			} else if iv := r.e.Interval; iv != nil {
@@ -208,7 +212,11 @@ func writeCeilingMarkdown(w io.Writer, d *plan.Summary) {
 	if t := v.Tuned; t != nil {
 		fmt.Fprintf(&b, "## Tuned vs default\n\n%s\n\n", mdEscape(t.Verdict))
 		if !t.Same {
-			b.WriteString("| configuration | ceiling | 95 % interval | ceiling per workload seed | source |\n|---|---:|---:|---|---|\n")
+			if t.Estimated {
+				b.WriteString("| configuration | capacity | 95 % confidence interval | measured by | source |\n|---|---:|---:|---|---|\n")
+			} else {
+				b.WriteString("| configuration | ceiling | 95 % interval | ceiling per workload seed | source |\n|---|---:|---:|---|---|\n")
+			}
 			for _, r := range t.Rows {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdEscape(r.Name), r.Ceiling, r.Interval, r.Seeds, mdEscape(r.Source))
 			}

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/spoc-project/spoc/plan"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the headline the README and docs/getting-started.md quote from report/testdata/plan.json")
@@ -21,16 +18,8 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite the headline the READM
 // -update-docs rewrites the quoted blocks (between the spoc:headline
 // markers).
 func TestDocsQuoteTheDefaultPlan(t *testing.T) {
-	raw, err := os.ReadFile("../../../../report/testdata/plan.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d plan.Summary
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	writePlanResult(&out, &d, "spoc-out")
+	writePlanResult(&out, fixtureSummary(t), "spoc-out")
 	headline := "```\n" + out.String() + "```\n"
 	for _, doc := range []string{"../../../../README.md", "../../../../docs/getting-started.md"} {
 		b, err := os.ReadFile(doc)

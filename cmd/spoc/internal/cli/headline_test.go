@@ -18,20 +18,13 @@ import (
 // engine time it took, the spread over workload seeds, and the walk's
 // ceiling beside them.
 func TestPlanHeadlineStatesTheEstimate(t *testing.T) {
-	raw, err := os.ReadFile("../../../../report/testdata/plan.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d plan.Summary
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := fixtureSummary(t)
 	e, r := d.Capacity.Estimate, d.Capacity.Refinement
 	if e == nil || r == nil {
 		t.Fatalf("the fixture has no estimate: %s", d.Capacity.NoEstimate)
 	}
 	var out bytes.Buffer
-	writePlanResult(&out, &d, "out")
+	writePlanResult(&out, d, "out")
 	got := out.String()
 	for _, want := range []string{
 		"capacity: " + plan.EstimateText(e) + ", binding " + e.Binding + "\n",
@@ -48,4 +41,19 @@ func TestPlanHeadlineStatesTheEstimate(t *testing.T) {
 	if strings.HasPrefix(got, "capacity ceiling:") {
 		t.Errorf("the headline leads with the walk's ceiling, not the estimate:\n%s", got)
 	}
+}
+
+// fixtureSummary is the default plan's summary the report's fixture holds
+// (report/testdata/plan.json, written by a real plan).
+func fixtureSummary(t *testing.T) *plan.Summary {
+	t.Helper()
+	raw, err := os.ReadFile("../../../../report/testdata/plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d plan.Summary
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
 }

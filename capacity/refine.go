@@ -106,6 +106,15 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 	lo := max(res.Ceiling, 1)
 	center := float64(lo+res.FirstFailing) / 2
 	delta := 2 * float64(o.resolution(lo))
+	if pr := o.Prior; pr != nil && pr.Users > 0 && len(pr.Clauses) > 0 {
+		// the prior places the design: inside the walk's bracket widened
+		// by a step, where the walk found the knee
+		step := float64(o.resolution(lo))
+		center = math.Min(math.Max(pr.Users, float64(lo)-step), float64(res.FirstFailing)+step)
+		if b := pr.Clauses[0].Slope; b > 0 {
+			delta = math.Max(math.Min(designLogit/b, maxDesignShare*center), step)
+		}
+	}
 	for j := 0; j < maxRuns; j++ {
 		if err := ctx.Err(); err != nil {
 			return err

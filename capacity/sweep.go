@@ -78,6 +78,12 @@ type SweepOptions struct {
 	// with the estimate so far (nil before there is one).
 	Precision   Precision
 	RunProgress func(k KneeRun, est *CapacityEstimate)
+	// Prior, when set, is an estimate of the same capacity from
+	// elsewhere (a multi plan's calibrated simulator): the refinement's
+	// first runs go either side of it, as far apart as its slope says,
+	// instead of around the middle of the walk's bracket. The estimate
+	// itself uses only this sweep's runs.
+	Prior *CapacityEstimate
 	// Known are levels measured before the sweep with the same
 	// configuration and windows (a multi-fidelity plan's verified
 	// points): their repeat 0 of the first seed is taken from here

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/sim"
 )
 
@@ -131,6 +132,9 @@ type FidelityReport struct {
 	// PredictedCeiling is the calibrated simulator's ceiling of the chosen
 	// configuration; the final sweep is bracketed around it.
 	PredictedCeiling int `json:"predicted_ceiling_users,omitempty"`
+	// PredictedEstimate is the calibrated simulator's capacity estimate
+	// of the chosen configuration, which placed the live refinement.
+	PredictedEstimate *capacity.CapacityEstimate `json:"predicted_estimate,omitempty"`
 	// Verified are the points run live to check the prediction.
 	Verified []VerifyPoint `json:"verified,omitempty"`
 	// Rounds is how many times verify refitted and searched again.

@@ -45,7 +45,7 @@ func (p *planner) finalSweep(ctx context.Context) (string, error) {
 		grid = append(grid, max(m.predicted, 1))
 	}
 	opts := p.s.Sweep.SweepOptions
-	opts.Grid, opts.Known = dedupeSorted(grid), known
+	opts.Grid, opts.Known, opts.Prior = dedupeSorted(grid), known, m.predictedEstimate
 	p.logf("   live sweep around the predicted ceiling %d: grid %v (verified levels %d reused), then bisection", m.predicted, opts.Grid, len(known))
 	detail, err := p.sweep(ctx, p.ev, opts)
 	if err != nil {

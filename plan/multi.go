@@ -22,7 +22,11 @@ type multiState struct {
 	// predicted is the calibrated ceiling of the chosen configuration and
 	// resolution the sweep's step there.
 	predicted, resolution, predictedFail int
-	rep                                  *FidelityReport
+	// predictedEstimate is the calibrated simulator's capacity estimate
+	// of the chosen configuration: it places the final live sweep's
+	// refinement (SweepOptions.Prior).
+	predictedEstimate *capacity.CapacityEstimate
+	rep               *FidelityReport
 	// known are the verified live runs by configuration
 	// (describeParams) and user count: the kept one's are levels of the
 	// final sweep.
@@ -102,13 +106,21 @@ func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 		}
 		p.logf("   %s", detail)
 	}
-	res, err := capacity.SweepConfig(ctx, m.simEv, p.sum.Capacity.Config, p.s.Windows.Sweep.At, capacity.CandidateSweepOptions(p.s.Setup), nil)
+	// the sweep's own options: with sweep.precision the simulator
+	// estimates the capacity too (seconds of CPU), and that estimate
+	// places the live refinement
+	res, err := capacity.SweepConfig(ctx, m.simEv, p.sum.Capacity.Config, p.s.Windows.Sweep.At, p.s.Sweep.SweepOptions, nil)
 	if err != nil {
 		return "", fmt.Errorf("simulated sweep of the chosen configuration: %w", err)
 	}
 	m.predicted, m.resolution, m.predictedFail = res.Ceiling, max(res.Resolution, 1), res.FirstFailing
-	m.rep.PredictedCeiling = res.Ceiling
-	return fmt.Sprintf("calibrated simulator: chose %s, predicted ceiling %d users (first failing %d)", describeParams(p.sum.Capacity.Config), res.Ceiling, res.FirstFailing), nil
+	m.predictedEstimate = res.Estimate
+	m.rep.PredictedCeiling, m.rep.PredictedEstimate = res.Ceiling, res.Estimate
+	detail := fmt.Sprintf("calibrated simulator: chose %s, predicted ceiling %d users (first failing %d)", describeParams(p.sum.Capacity.Config), res.Ceiling, res.FirstFailing)
+	if res.Estimate != nil {
+		detail += ", predicted capacity " + EstimateText(res.Estimate)
+	}
+	return detail, nil
 }
 
 // engineSoFar is the plan's engine time so far, against its budget.

@@ -1,0 +1,94 @@
+package capacity
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// kneeEval is a LevelFunc on a kneeModel: each run draws its own seed
+// effect and binomial sample from seed-indexed randomness, so a run is the
+// same whenever it is asked for again.
+func kneeEval(m kneeModel, seed uint64) LevelFunc {
+	return func(_ context.Context, users, repeat int) (Repeat, error) {
+		rng := rand.New(rand.NewPCG(seed, uint64(repeat)*7919+uint64(users)))
+		k := m.run(rng, users)
+		k.Seed = repeat
+		return Repeat{Pass: k.Pass, Knee: &k}, nil
+	}
+}
+
+// TestRefineReachesThePrecisionAndCovers: on a synthetic knee with seed
+// effects, the refinement after a walk stops at the precision target (or
+// max runs) and its interval covers the true capacity about as often as it
+// claims; it never repeats the walk's seeds.
+func TestRefineReachesThePrecisionAndCovers(t *testing.T) {
+	m := kneeModel{x0: 160, slope: 0.06, seedSD: 0.3, samples: 400}
+	truth := m.trueCapacity()
+	opts := SweepOptions{Start: 25, Max: 4000, ResolutionUsers: 5, ResolutionFraction: 0.02, Repeats: 1,
+		Precision: Precision{Target: 0.10, MinRuns: 6, MaxRuns: 30}}
+	const trials = 200
+	covered, reached := 0, 0
+	for i := range trials {
+		res, err := Sweep(context.Background(), kneeEval(m, uint64(i)), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, r := res.Estimate, res.Refinement
+		if e == nil || r == nil {
+			t.Fatalf("trial %d: no estimate (%s)", i, res.NoEstimate)
+		}
+		for _, k := range res.Runs {
+			if k.Seed < opts.Repeats {
+				t.Fatalf("trial %d: a refinement run reused the walk's seed %d", i, k.Seed)
+			}
+		}
+		if r.Reached {
+			reached++
+			if float64(e.Precision) > opts.Precision.Target {
+				t.Fatalf("trial %d: precision %.3f reported as reaching %.2f", i, float64(e.Precision), opts.Precision.Target)
+			}
+		}
+		if e.Lo <= truth && truth <= float64(e.Hi) {
+			covered++
+		}
+	}
+	t.Logf("%d of %d covered the true capacity %.1f, %d reached ±10 %%", covered, trials, truth, reached)
+	if reached < trials*9/10 {
+		t.Errorf("%d of %d refinements reached ±10 %%", reached, trials)
+	}
+	if c := float64(covered) / trials; c < 0.88 || c > 0.995 {
+		t.Errorf("%d of %d intervals cover the true capacity %.1f (%.1f %%): want about 95 %%", covered, trials, truth, 100*c)
+	}
+}
+
+// TestRefineStartsAtThePrior: a prior estimate (a multi plan's calibrated
+// simulator) places the refinement's first runs either side of it, as far
+// apart as its slope says, inside the walk's bracket widened by a step.
+func TestRefineStartsAtThePrior(t *testing.T) {
+	m := kneeModel{x0: 160, slope: 0.06, seedSD: 0.3, samples: 400}
+	opts := SweepOptions{Start: 25, Max: 4000, ResolutionUsers: 5, ResolutionFraction: 0.02, Repeats: 1,
+		Precision: Precision{Target: 0.10, MinRuns: 6, MaxRuns: 6}}
+	walk := func(o SweepOptions) *SweepResult {
+		res, err := Sweep(context.Background(), kneeEval(m, 1), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	plain := walk(opts)
+	lo, hi := plain.Ceiling, plain.FirstFailing
+	opts.Prior = &CapacityEstimate{Users: float64(lo + 2), Clauses: []ClauseCrossing{{Slope: 0.1}}}
+	primed := walk(opts)
+	first, second := primed.Runs[0].Users, primed.Runs[1].Users
+	if want := lo + 2 - 10; first != want {
+		t.Errorf("first run at %d users, want %d: the prior %d less 1/slope (10 users)", first, want, lo+2)
+	}
+	if want := lo + 2 + 10; second != want {
+		t.Errorf("second run at %d users, want %d", second, want)
+	}
+	if p := plain.Runs[0].Users; math.Abs(float64(p)-float64(lo+hi)/2) > 2*float64(opts.resolution(lo))+1 {
+		t.Errorf("without a prior the first run is at %d, want it by the bracket [%d, %d]", p, lo, hi)
+	}
+}

@@ -17,6 +17,7 @@ type Plan struct {
 	Fidelity        string             `yaml:"fidelity,omitempty" doc:"Where the plan spends engine time: live (every phase on the engine), simulated (every phase on the simulator of the deployment) or multi (live probes, calibrated simulator search, live verification and final sweep; docs/fidelity.md). Empty: multi on an engine spoc starts, live on an external server (its flags cannot change), simulated on the simulator."`
 	Budget          Duration           `yaml:"budget,omitempty" doc:"Engine time the plan may use, e.g. 2h (0: unbounded). A budget below the plan's minimum is refused before anything runs; spoc plan --estimate prints what each fidelity would take."`
 	EngineStartup   Duration           `yaml:"engine_startup,omitempty" doc:"Start-up time of one engine server for spoc plan --estimate (0: --estimate measures it by starting the engine once)."`
+	RunOverhead     Duration           `yaml:"run_overhead,omitempty" doc:"Engine time one live run takes beyond its windows on your engine (prefix-cache reset, requests in flight at the window's end), for --estimate and plan.budget; 0: the 0.5 s measured on spoc sim serve, an assumption on a real vLLM. Measure it as a live plan's engine seconds less its runs' windows, over its runs."`
 	VerifyTopK      int                `yaml:"verify_top_k,omitempty" doc:"How many configurations of a multi plan's calibrated search are run live at and around their predicted ceilings; live keeps the one that passed the most users (docs/fidelity.md). 0: 2."`
 }
 
@@ -71,6 +72,9 @@ func (pl *Plan) validate(p string, errs *Errors) {
 	if pl.Budget < 0 {
 		errs.Addf(p+".budget", "must not be negative, got %s", pl.Budget.D())
 	}
+	if pl.RunOverhead < 0 {
+		errs.Addf(p+".run_overhead", "must not be negative, got %s", pl.RunOverhead.D())
+	}
 	if pl.EngineStartup < 0 {
 		errs.Addf(p+".engine_startup", "must not be negative, got %s", pl.EngineStartup.D())
 	}
@@ -114,5 +118,5 @@ func (pl *Plan) demand() plan.Demand {
 
 // fidelity resolves the fidelity keys for plan.Setup.
 func (pl *Plan) fidelity() plan.Fidelity {
-	return plan.Fidelity{Requested: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D(), VerifyTopK: pl.VerifyTopK}
+	return plan.Fidelity{Requested: pl.Fidelity, Budget: pl.Budget.D(), Startup: pl.EngineStartup.D(), RunOverhead: pl.RunOverhead.D(), VerifyTopK: pl.VerifyTopK}
 }

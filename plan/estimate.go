@@ -21,8 +21,11 @@ type Estimate struct {
 	// (the simulator engine).
 	StartupSeconds float64 `json:"startup_seconds"`
 	StartupSource  string  `json:"startup_source"`
-	// RunOverheadSeconds is what each run adds to its windows.
+	// RunOverheadSeconds is what each run adds to its windows, and
+	// RunOverheadSource where it comes from (RunOverheadAssumed unless
+	// plan.run_overhead gives a measurement of this engine).
 	RunOverheadSeconds float64       `json:"run_overhead_seconds"`
+	RunOverheadSource  string        `json:"run_overhead_source"`
 	Rows               []EstimateRow `json:"fidelities"`
 	BudgetSeconds      float64       `json:"budget_engine_seconds,omitempty"`
 	GPUs               int           `json:"gpus"`
@@ -74,7 +77,8 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 	if err != nil {
 		return nil, err
 	}
-	est := &Estimate{RunOverheadSeconds: RunOverhead.Seconds(), BudgetSeconds: s.Fidelity.Budget.Seconds(), GPUs: s.Deployment.GPUs,
+	overhead, overheadSource := s.Fidelity.runOverhead()
+	est := &Estimate{RunOverheadSeconds: overhead.Seconds(), RunOverheadSource: overheadSource, BudgetSeconds: s.Fidelity.Budget.Seconds(), GPUs: s.Deployment.GPUs,
 		Method: "the plan's control flow run on the simulator of the configured deployment, each run counted as its windows plus run overhead, each server start as the start-up time"}
 	virtual := s.Virtual
 	switch {
@@ -251,7 +255,7 @@ func measureStartup(ctx context.Context, s Setup) (time.Duration, error) {
 
 // WriteEstimate prints est as a table.
 func WriteEstimate(w io.Writer, est *Estimate) error {
-	fmt.Fprintf(w, "engine start-up %.1fs, %s; %.1fs per run beyond its windows\n", est.StartupSeconds, est.StartupSource, est.RunOverheadSeconds)
+	fmt.Fprintf(w, "engine start-up %.1fs, %s; %.1fs per run beyond its windows, %s\n", est.StartupSeconds, est.StartupSource, est.RunOverheadSeconds, est.RunOverheadSource)
 	fmt.Fprintf(w, "%-10s %5s %6s %10s %12s %11s %9s %10s\n", "fidelity", "runs", "starts", "windows", "engine-time", "at most", "GPU-h", "minimum")
 	for _, r := range est.Rows {
 		def := ""

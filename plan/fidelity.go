@@ -46,6 +46,10 @@ type Fidelity struct {
 	// Startup is the engine start-up time estimates use; 0 means spoc
 	// plan --estimate measures it by starting the engine once.
 	Startup time.Duration
+	// RunOverhead is the engine time one live run takes beyond its
+	// windows on this engine, as measured by the user (plan.run_overhead);
+	// 0 means RunOverhead, spoc sim serve's.
+	RunOverhead time.Duration
 	// VerifyTopK is how many configurations of the calibrated search a
 	// multi plan verifies live (0: DefaultVerifyTopK).
 	VerifyTopK int
@@ -248,8 +252,22 @@ type VerifyPoint struct {
 
 // RunOverhead is the engine time one live run takes beyond its windows
 // (prefix-cache reset, the requests in flight at the end of the window,
-// the summary), measured on spoc sim serve as a process (docs/fidelity.md).
+// the summary), measured on spoc sim serve as a process (docs/fidelity.md):
+// on a real vLLM it is an assumption, which plan.run_overhead replaces.
 const RunOverhead = 500 * time.Millisecond
+
+// RunOverheadAssumed says where RunOverhead comes from when no measurement
+// of the engine replaced it.
+const RunOverheadAssumed = "assumed: measured on spoc sim serve as a process, not on this engine (set plan.run_overhead to a measurement)"
+
+// runOverhead is the per-run overhead plans and estimates count on this
+// engine, and where it comes from.
+func (f Fidelity) runOverhead() (time.Duration, string) {
+	if f.RunOverhead > 0 {
+		return f.RunOverhead, "configured (plan.run_overhead)"
+	}
+	return RunOverhead, RunOverheadAssumed
+}
 
 // minimumEngineTime is the least engine time a plan of mode needs: the
 // probes of a multi plan (every configured probe load and the flag probe,
@@ -258,14 +276,15 @@ const RunOverhead = 500 * time.Millisecond
 // time that is not configured counts as 0, so the minimum is a lower bound.
 func minimumEngineTime(s Setup, mode string) (time.Duration, string) {
 	w := s.Windows.Sweep // probes and the final sweep run with these
-	run := max(w.Ramp, w.Warmup) + w.Duration + RunOverhead
+	overhead, _ := s.Fidelity.runOverhead()
+	run := max(w.Ramp, w.Warmup) + w.Duration + overhead
 	switch mode {
 	case FidelityMulti:
 		n := len(ProbeLoads) + 1
 		return time.Duration(n)*run + 2*s.Fidelity.Startup, fmt.Sprintf("%d probes of %s on 2 servers", n, run)
 	case FidelityLive:
 		t := s.Windows.Tune
-		return max(t.Ramp, t.Warmup) + t.Duration + RunOverhead + s.Fidelity.Startup, "the baseline's first run"
+		return max(t.Ramp, t.Warmup) + t.Duration + overhead + s.Fidelity.Startup, "the baseline's first run"
 	}
 	return 0, ""
 }

@@ -99,7 +99,8 @@ func (p *planner) verify(ctx context.Context) (string, error) {
 			// sweep still needs its levels: refit only while the budget
 			// allows
 			w := p.s.Windows.Sweep
-			next := float64(2*len(cands)+2) * (max(w.Ramp, w.Warmup) + w.Duration + RunOverhead).Seconds()
+			overhead, _ := p.s.Fidelity.runOverhead()
+			next := float64(2*len(cands)+2) * (max(w.Ramp, w.Warmup) + w.Duration + overhead).Seconds()
 			if used := p.ev.Usage().Seconds; used+next > b.Seconds() {
 				p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Multi-fidelity: live and predicted disagreed at %v users, but plan.budget (%s, %.0f s used) leaves no room for a refit round; the final live sweep decides the ceiling.", disagree, b, used))
 				return p.keep(cands, pick, "live and predicted disagree; no budget for a refit round: the final live sweep decides"), nil

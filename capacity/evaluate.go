@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,8 +106,25 @@ func (ev *Evaluation) Repeat() Repeat {
 		r.OutputThroughput = o.OutputTokensPerSecond
 		r.TTFTP95 = o.TTFT.P95 / 1000
 		r.ITLP95 = o.ITL.P95 / 1000
+		if c := ev.Summary.Client; c.Bound {
+			// the load generator fell behind its schedule: the run measured
+			// the client as well as the server, so it is judged neither
+			// way (issue 30, item 7) — a walk does not go above it, and the
+			// level says why it was not judged
+			r.Pass, r.Insufficient, r.FewSamplesPass = false, true, false
+			r.FailedClause = ClientBoundClause(c)
+		}
 	}
 	return r
+}
+
+// ClientBoundClause is the unjudged reason of a client-bound run.
+func ClientBoundClause(c result.ClientReport) string {
+	why := fmt.Sprintf("dispatch lag p99 %.0f ms over %.0f ms", c.DispatchLagP99Ms, c.LagLimitMs)
+	if len(c.Reasons) > 0 {
+		why = strings.Join(c.Reasons, "; ")
+	}
+	return "client-bound (" + why + "): the load generator, not the server, limited the run"
 }
 
 // Evaluator runs one configuration at one load on the configured engine:

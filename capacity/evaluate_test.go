@@ -193,3 +193,19 @@ func TestEvaluateStartsUsersOutOfStep(t *testing.T) {
 		t.Errorf("%d users, %d of them first sent more than 2 s in: want 40 users, most of them spread over the 8 s think time past the 1 s ramp", len(first), late)
 	}
 }
+
+// TestClientBoundRunIsUnjudged: a run whose load generator fell behind is
+// judged neither pass nor fail, whatever its latencies said, and says why
+// (issue 30, item 7).
+func TestClientBoundRunIsUnjudged(t *testing.T) {
+	ev := &capacity.Evaluation{Pass: true, Summary: &result.Result{}}
+	ev.Summary.Client = result.ClientReport{Bound: true, DispatchLagP99Ms: 180, LagLimitMs: 50, Reasons: []string{"dispatch lag p99 180 ms > 50 ms"}}
+	r := ev.Repeat()
+	if r.Pass || !r.Insufficient || r.FewSamplesPass || !strings.Contains(r.FailedClause, "client-bound (dispatch lag p99 180 ms > 50 ms)") {
+		t.Errorf("client-bound run as repeat %+v: want unjudged, not a pass, naming the client", r)
+	}
+	ev.Summary.Client = result.ClientReport{}
+	if r := ev.Repeat(); !r.Pass || r.Insufficient {
+		t.Errorf("a run the client kept up with: %+v", r)
+	}
+}

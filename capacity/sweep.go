@@ -93,13 +93,15 @@ type SweepOptions struct {
 
 // SweepResult is the capacity ceiling with its evidence.
 type SweepResult struct {
-	// Ceiling is the largest user count that met the SLA (0: none did).
-	// When Unconfirmed is set it met it on too few samples to be judged
-	// (its measured values were within the SLA); JudgedCeiling is then the
-	// largest count judged on enough samples (0: none).
-	Ceiling       int  `json:"users"`
-	Unconfirmed   bool `json:"unconfirmed,omitempty"`
-	JudgedCeiling int  `json:"judged_users,omitempty"`
+	// Ceiling is the largest user count judged to meet the SLA (0: none
+	// was). A level with too few samples to judge a clause never decides
+	// it: when the walk went higher on such levels (their measured values
+	// were within the SLA), Unconfirmed is set and UnconfirmedUsers is the
+	// largest of them — the ceiling may be that high, but nothing judged
+	// says so (issue 30, item 8).
+	Ceiling          int  `json:"users"`
+	Unconfirmed      bool `json:"unconfirmed,omitempty"`
+	UnconfirmedUsers int  `json:"unconfirmed_users,omitempty"`
 	// FirstFailing is the smallest failing count above the ceiling (0: none
 	// failed up to Max).
 	FirstFailing int `json:"first_failing_users"`
@@ -324,11 +326,11 @@ func Sweep(ctx context.Context, eval LevelFunc, o SweepOptions) (*SweepResult, e
 		return nil, err
 	}
 	// The walk ends between lo (the largest count that went up) and the
-	// first failure: that is the ceiling, confirmed when lo itself was
-	// judged on enough samples.
-	res := &SweepResult{Ceiling: w.lo, Resolution: o.resolution(w.lo)}
-	if l := w.done[w.lo]; l != nil && !l.Pass {
-		res.Unconfirmed, res.JudgedCeiling = true, w.ceiling
+	// first failure; the ceiling is the largest count judged to pass,
+	// and an unjudged lo above it is reported as unconfirmed.
+	res := &SweepResult{Ceiling: w.ceiling, Resolution: o.resolution(max(w.ceiling, 1))}
+	if w.lo > w.ceiling {
+		res.Unconfirmed, res.UnconfirmedUsers = true, w.lo
 	}
 	if w.failing != nil {
 		res.FirstFailing, res.FailedClause = w.hi, w.failing.FailedClause

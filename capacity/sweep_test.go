@@ -196,3 +196,28 @@ func TestLevelLineSaysSettling(t *testing.T) {
 		t.Errorf("a steady level's line speaks of settling: %q", got)
 	}
 }
+
+// TestSweepNeverStatesAnUnjudgedCeiling: a level with too few samples to
+// judge a clause, its measured values within the SLA, lets the walk go on
+// but never becomes the ceiling: the ceiling is the largest judged pass,
+// and the unjudged count above it is reported as unconfirmed (issue 30,
+// item 8: a fleet's sweep said 72 users where 72 had 10 samples).
+func TestSweepNeverStatesAnUnjudgedCeiling(t *testing.T) {
+	eval := func(_ context.Context, users, _ int) (Repeat, error) {
+		switch {
+		case users <= 50:
+			return Repeat{Pass: true}, nil
+		case users <= 72:
+			return Repeat{Insufficient: true, FewSamplesPass: true, FailedClause: "ttft p95: 10 samples, needs 20"}, nil
+		}
+		return Repeat{FailedClause: "ttft p95 3s > 1.5s"}, nil
+	}
+	res, err := Sweep(context.Background(), eval, SweepOptions{Grid: []int{25, 50, 72, 100}, ResolutionUsers: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ceiling != 50 || !res.Unconfirmed || res.UnconfirmedUsers != 72 || res.FirstFailing != 100 {
+		t.Errorf("ceiling %d (unconfirmed %v at %d), first failing %d: want 50, unconfirmed at 72, first failing 100",
+			res.Ceiling, res.Unconfirmed, res.UnconfirmedUsers, res.FirstFailing)
+	}
+}

@@ -29,7 +29,7 @@ func (p *planner) compare(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("target %s: %w", t.Name, err)
 		}
 		if res.Unconfirmed {
-			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Target %s: its ceiling of %d users met the SLA on too few samples to be judged (largest judged: %d).", t.Name, res.Ceiling, res.JudgedCeiling))
+			p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Target %s: %d users met the SLA on too few samples to be judged; its walk's ceiling is the largest judged count, %d.", t.Name, res.UnconfirmedUsers, res.Ceiling))
 		}
 		row := compareRow(t.Name, t.GPU, t.GPUs, t.TensorParallelSize, res)
 		if len(p.sum.Compare) > 0 && p.sum.Compare[0].Users > 0 {

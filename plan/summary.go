@@ -121,11 +121,11 @@ type Capacity struct {
 	BindingMargin *capacity.Margin `json:"binding_margin,omitempty"`
 	// Provenance is where the sweep that found it ran.
 	Provenance Provenance `json:"provenance"`
-	// Unconfirmed is set when the ceiling level met the SLA on too few
-	// samples to be judged; JudgedUsers is then the largest count judged
-	// on enough samples.
-	Unconfirmed bool `json:"unconfirmed,omitempty"`
-	JudgedUsers int  `json:"judged_users,omitempty"`
+	// Unconfirmed is set when the walk went above its ceiling on levels
+	// that met the SLA on too few samples to be judged; UnconfirmedUsers
+	// is the largest of them. The ceiling is always a judged count.
+	Unconfirmed      bool `json:"unconfirmed,omitempty"`
+	UnconfirmedUsers int  `json:"unconfirmed_users,omitempty"`
 	// FirstFailingUsers is the smallest failing count above it (0: none
 	// failed up to the sweep's maximum).
 	FirstFailingUsers int `json:"first_failing_users"`

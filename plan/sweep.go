@@ -74,9 +74,9 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("No capacity estimate: %s; the capacity stated is the walk's ceiling on workload.seed.", res.NoEstimate))
 	}
 	c.Ceiling, c.CeilingInterval, c.NoInterval, c.BindingMargin = res.Ceiling, res.Interval, res.NoInterval, res.Margin
-	c.Unconfirmed, c.JudgedUsers = res.Unconfirmed, res.JudgedCeiling
+	c.Unconfirmed, c.UnconfirmedUsers = res.Unconfirmed, res.UnconfirmedUsers
 	if res.Unconfirmed {
-		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The ceiling of %d users met the SLA on too few samples to be judged (a clause's percentile needs more requests in the window); the largest count judged on enough samples is %d. Lengthen sweep.duration (or run.duration) to confirm it.", res.Ceiling, res.JudgedCeiling))
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Unconfirmed: %d users met the SLA on too few samples to be judged (a clause's percentile needs more requests in the window), so the walk's ceiling is the largest count judged on enough samples, %d. Lengthen sweep.duration (or run.duration) to judge the counts above it.", res.UnconfirmedUsers, res.Ceiling))
 	}
 	c.ResolutionUsers, c.KneeUsers, c.Repeats, c.ThroughputSpread = res.Resolution, res.Knee, opts.Repeats, res.Spread
 	c.UsersPerGPU = float64(c.Users) / float64(p.s.Deployment.GPUs)

@@ -119,7 +119,7 @@ func writePlanResult(w io.Writer, d *plan.Summary, out string) {
 		fmt.Fprintf(w, "capacity ceiling: %d users", d.Capacity.Users)
 	}
 	if d.Capacity.Unconfirmed {
-		fmt.Fprintf(w, " (unconfirmed: too few samples at that level; judged: %d)", d.Capacity.JudgedUsers)
+		fmt.Fprintf(w, " (unconfirmed above it: %d users met the SLA on too few samples to be judged)", d.Capacity.UnconfirmedUsers)
 	}
 	if d.Capacity.FirstFailingUsers > 0 {
 		fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)

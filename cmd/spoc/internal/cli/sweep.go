@@ -141,7 +141,7 @@ func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
 		fmt.Fprintf(w, "capacity ceiling: %d users (resolution %d)\n", res.Ceiling, res.Resolution)
 	}
 	if res.Unconfirmed {
-		fmt.Fprintf(w, "unconfirmed: that level met the SLA on too few samples to be judged; the largest judged count is %d (lengthen sweep.duration)\n", res.JudgedCeiling)
+		fmt.Fprintf(w, "unconfirmed: %d users met the SLA on too few samples to be judged; the ceiling is the largest judged count (lengthen sweep.duration)\n", res.UnconfirmedUsers)
 	}
 	if iv := res.Interval; iv != nil {
 		fmt.Fprintf(w, "interval: [%d, %d] users: %.0f %% of sweeps with another workload seed land there (%d seeds, mean %.1f, sd %.1f)\n", iv.Lo, iv.Hi, 100*iv.Confidence, len(iv.Seeds), iv.MeanUsers, iv.StdDevUsers)

@@ -188,6 +188,9 @@ func (s *Summary) Result() *Result {
 	}
 	res.Settling = s.settlingLocked(start, end, res.Window.Inferred)
 	res.Stream = s.streamLocked()
+	if res.Stream.ITLUnmeasurable && c.Bound {
+		res.Stream.Reason += "; the run is client-bound as well, and a client that reads late also reads chunks in bursts"
+	}
 	res.SLA = s.evaluateLocked()
 	return res
 }

@@ -53,6 +53,9 @@ func TestRunSaysITLUnmeasurableThroughABufferingProxy(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatalf("run --json: %v\n%s", err, stdout)
 			}
+			if res.Overall.OK == 0 {
+				t.Fatalf("no request completed through HAProxy: %+v\n%s", res.Overall, stderr)
+			}
 			st := res.Stream
 			t.Logf("%s: %d of %d token gaps 0 µs (%.0f %%), ITL p50 %.3f ms, TTFT p95 %.1f ms", tc.name, st.SameRead, st.Gaps, 100*st.Share, res.Overall.ITL.P50, res.Overall.TTFT.P95)
 			if tc.noDelay {

@@ -60,3 +60,21 @@ func TestKernelsMixMarksAssumed(t *testing.T) {
 		t.Error("report.html does not mark the assumed decode sequences, and only them")
 	}
 }
+
+// The fixture is the default plan with --compare: its report shows that
+// the default target 2x H200 is a GPU the calibration never measured, in
+// the hardware comparison and in the cost section.
+func TestDefaultCompareReportShowsH200Excursion(t *testing.T) {
+	html := render(t, fixture(t))
+	for _, id := range []string{"compare", "cost"} {
+		i := strings.Index(html, `<section id="`+id+`">`)
+		if i < 0 {
+			t.Fatalf("no %s section", id)
+		}
+		sec := html[i:]
+		sec = sec[:strings.Index(sec, "</section>")]
+		if !strings.Contains(sec, "gpu H200-SXM outside the calibration&#39;s b200, h100") {
+			t.Errorf("the %s section does not show the 2x H200 envelope excursion", id)
+		}
+	}
+}

@@ -210,7 +210,7 @@ func verdict(tv *TunedVsDefault) (bool, string) {
 		}
 		// two numbers: the difference on the seed that chose, and the paired
 		// mean over every seed with its interval (which decides "noise")
-		head := fmt.Sprintf("%s %s vs engine.params %s: %+d users on the configured seed, %+.1f [%+.1f, %+.1f] on average over %d paired seeds (95 %%)",
+		head := fmt.Sprintf("%s %s vs engine.params %s: %+d users on the configured seed, %+.1f [%+.1f, %+.1f] on average over %d paired seeds other than the one that chose (95 %%)",
 			name, ceilingText(tun.Users, tun.Interval), ceilingText(def.Users, def.Interval), tv.DifferenceUsers, d.MeanUsers, d.Lo, d.Hi, d.Seeds)
 		if d.WithinNoise() {
 			return true, head + ": within noise — tuning did not measurably raise the ceiling"

@@ -92,7 +92,7 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 			t.Difference = fmt.Sprintf("%+.1f users, 95 %% confidence interval [%+.1f, %+.1f] (the two estimates taken as independent, each with the standard error its interval implies)%s.",
 				df.MeanUsers, df.Lo, df.Hi, map[bool]string{true: ": it contains 0, so the difference is within noise", false: ""}[df.WithinNoise()])
 		} else if df != nil {
-			t.Difference = fmt.Sprintf("%+d users on the configured seed; %+.1f users on average over %d paired seeds, 95 %% confidence interval [%+.1f, %+.1f]%s.",
+			t.Difference = fmt.Sprintf("%+d users on the configured seed; %+.1f users on average over %d paired seeds other than the one that chose, 95 %% confidence interval [%+.1f, %+.1f]%s.",
 				df.Users, df.MeanUsers, df.Seeds, df.Lo, df.Hi, map[bool]string{true: ": it contains 0, so the difference is within noise", false: ""}[df.WithinNoise()])
 		}
 		for _, ch := range tv.Changed {

@@ -150,7 +150,8 @@ func (s *Summary) Result() *Result {
 	}
 	res.Window.Seconds = secs
 
-	res.Overall = s.overall.stats(secs)
+	itlUnmeasurable := s.streamLocked().ITLUnmeasurable
+	res.Overall = s.overall.stats(secs, itlUnmeasurable)
 	res.Overall.Exceedance = s.overall.exceed.list(s.sla)
 	names := make([]string, 0, len(s.profiles))
 	for n := range s.profiles {
@@ -158,7 +159,7 @@ func (s *Summary) Result() *Result {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		st := s.profiles[n].stats(secs)
+		st := s.profiles[n].stats(secs, itlUnmeasurable)
 		st.Exceedance = s.profiles[n].exceed.list(s.sla)
 		res.Profiles = append(res.Profiles, st)
 	}
@@ -195,7 +196,13 @@ func (s *Summary) Result() *Result {
 	return res
 }
 
-func (g *group) stats(secs float64) Stats {
+// stats are g's statistics over secs; without a measurable ITL the goodput
+// leaves the ITL clause out, as the verdict does.
+func (g *group) stats(secs float64, itlUnmeasurable bool) Stats {
+	good := g.good
+	if itlUnmeasurable {
+		good = g.goodButITL
+	}
 	st := Stats{
 		Name:         g.name,
 		Requests:     g.requests,
@@ -205,7 +212,7 @@ func (g *group) stats(secs float64) Stats {
 		PromptTokens: g.prompt,
 		CachedTokens: g.cached,
 		OutputTokens: g.output,
-		GoodRequests: g.good,
+		GoodRequests: good,
 	}
 	if len(g.errors) > 0 {
 		st.ErrorsByClass = make(map[Status]int64, len(g.errors))
@@ -232,7 +239,7 @@ func (g *group) stats(secs float64) Stats {
 		st.RequestsPerSecond = float64(g.ok) / secs
 		st.OutputTokensPerSecond = float64(g.output) / secs
 		st.TotalTokensPerSecond = float64(g.output+g.prompt) / secs
-		st.GoodputPerSecond = float64(g.good) / secs
+		st.GoodputPerSecond = float64(good) / secs
 	}
 	return st
 }

@@ -226,39 +226,47 @@ func (s *Summary) Add(r *Record) bool {
 	if r.Done.After(s.last) {
 		s.last = r.Done
 	}
-	good := s.isGood(r)
-	s.overall.add(r, good)
+	good, goodBut := s.isGood(r)
+	s.overall.add(r, good, goodBut)
 	s.overall.exceed.count(s.sla, r)
 	g := s.profiles[r.Profile]
 	if g == nil {
 		g = newGroup(r.Profile)
 		s.profiles[r.Profile] = g
 	}
-	g.add(r, good)
+	g.add(r, good, goodBut)
 	g.exceed.count(s.sla, r)
 	s.slot(r)
 	return true
 }
 
-// isGood reports whether r succeeded within every enabled latency clause; a
-// request's ITL is judged at the clause's percentile of its own gaps.
-func (s *Summary) isGood(r *Record) bool {
+// isGood reports whether r succeeded within every enabled latency clause
+// (good), and within every clause but ITL (goodButITL, the goodput of a run
+// whose ITL is unmeasurable, StreamReport); a request's ITL is judged at
+// the clause's percentile of its own gaps.
+func (s *Summary) isGood(r *Record) (good, goodButITL bool) {
 	if r.Status != StatusOK {
-		return false
+		return false, false
 	}
 	if c := s.sla.TTFT; c.Max > 0 {
 		if ttft, ok := r.TTFT(); !ok || ttft > c.Max {
-			return false
+			return false, false
 		}
 	}
 	if c := s.sla.E2E; c.Max > 0 && r.E2E() > c.Max {
-		return false
+		return false, false
 	}
 	if c := s.sla.TPOT; c.Max > 0 {
 		if tpot, ok := r.TPOT(); ok && tpot > c.Max {
-			return false
+			return false, false
 		}
 	}
+	return s.goodITL(r), true
+}
+
+// goodITL reports whether r's ITL at the clause's percentile of its own
+// gaps meets the ITL clause (true without one).
+func (s *Summary) goodITL(r *Record) bool {
 	if c := s.sla.ITL; c.Max > 0 && len(r.TokenGapsUS) > 0 {
 		s.gapBuf = appendTokenGaps(s.gapBuf[:0], r)
 		sort.Slice(s.gapBuf, func(i, j int) bool { return s.gapBuf[i] < s.gapBuf[j] })
@@ -314,6 +322,8 @@ type group struct {
 
 	// gaps and sameRead count token gaps, and those of 0 µs (StreamReport).
 	gaps, sameRead int64
+	// goodButITL counts the requests good on every clause but ITL.
+	goodButITL int64
 }
 
 func newGroup(name string) *group {
@@ -347,7 +357,7 @@ func (g *group) recordN(m Metric, d time.Duration, n int64) {
 	g.maxUS[m] = max(g.maxUS[m], us)
 }
 
-func (g *group) add(r *Record, good bool) {
+func (g *group) add(r *Record, good, goodButITL bool) {
 	g.requests++
 	switch r.Status {
 	case StatusOK:
@@ -366,6 +376,9 @@ func (g *group) add(r *Record, good bool) {
 	}
 	if good {
 		g.good++
+	}
+	if goodButITL {
+		g.goodButITL++
 	}
 	if !r.Sent.IsZero() {
 		g.record(MetricDispatchLag, r.DispatchLag())

@@ -159,7 +159,13 @@ func EstimateCapacity(runs []KneeRun, confidence float64) (*CapacityEstimate, er
 	est := &CapacityEstimate{Method: EstimatorMethod, Confidence: confidence, Runs: len(runs), Levels: len(levels)}
 	var best *ClauseCrossing
 	for _, key := range clauseKeys(runs) {
-		cr, ok := fitClause(runs, key, confidence)
+		cr, ok, err := fitClause(runs, key, confidence)
+		if err != nil {
+			// a clause that came near its limit but cannot be placed may
+			// bind below every clause that can: no estimate is better
+			// than one that ignores it
+			return nil, err
+		}
 		if !ok {
 			continue
 		}
@@ -214,8 +220,9 @@ type binomialPoint struct {
 }
 
 // fitClause fits one clause; ok is false when the clause never came near
-// its allowance or its share does not grow with users.
-func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, bool) {
+// its allowance. A clause that did but whose fit fails or whose share does
+// not grow with users is an error wrapping ErrNoCrossing.
+func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, bool, error) {
 	var pts []binomialPoint
 	pooled := map[int][2]float64{}
 	allowance := 0.0
@@ -224,25 +231,32 @@ func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, 
 			if c.Key() != key || c.Samples <= 0 {
 				continue
 			}
-			pts = append(pts, binomialPoint{x: float64(r.Users), n: float64(c.Samples), y: float64(min(c.Over, c.Samples)), allows: c.Allowance})
+			// half a sample over and half under the limit added to every
+			// run (Haldane's correction) keeps the fit finite when no run
+			// below some count and every run above it exceeds the limit:
+			// without it the logistic fit separates, diverges, and the
+			// clause that binds drops out (seen live: passes at 80 users,
+			// failures at 120 and 140, and an estimate of 140 from a
+			// looser clause)
+			pts = append(pts, binomialPoint{x: float64(r.Users), n: float64(c.Samples) + 1, y: float64(min(c.Over, c.Samples)) + 0.5, allows: c.Allowance})
 			p := pooled[r.Users]
 			pooled[r.Users] = [2]float64{p[0] + float64(c.Over), p[1] + float64(c.Samples)}
 			allowance = c.Allowance
 		}
 	}
 	if len(pts) < 3 || allowance <= 0 || allowance >= 1 {
-		return ClauseCrossing{}, false
+		return ClauseCrossing{}, false, nil
 	}
 	maxShare := 0.0
 	for _, p := range pooled {
 		maxShare = math.Max(maxShare, p[0]/p[1]/allowance)
 	}
 	if maxShare < nearShare || len(pooled) < 2 {
-		return ClauseCrossing{}, false
+		return ClauseCrossing{}, false, nil
 	}
 	fit, ok := logitFit(pts)
 	if !ok || fit.b <= 0 {
-		return ClauseCrossing{}, false
+		return ClauseCrossing{}, false, fmt.Errorf("%w: %s came within %.0f %% of its allowance but its share over the limit does not grow with users in these runs", ErrNoCrossing, key, 100*nearShare)
 	}
 	target := math.Log(allowance / (1 - allowance))
 	cr := ClauseCrossing{Clause: key, Slope: fit.b, Dispersion: fit.phi, MaxShare: maxShare}
@@ -270,7 +284,7 @@ func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, 
 		cr.Lo = math.Max(0, math.Min(cr.Users, minX(pts)))
 	}
 	cr.Lo = math.Max(cr.Lo, 0)
-	return cr, true
+	return cr, true, nil
 }
 
 func minX(pts []binomialPoint) float64 {

@@ -209,3 +209,27 @@ func TestInfFloatJSON(t *testing.T) {
 		t.Errorf("+Inf encodes as %s, want null", b)
 	}
 }
+
+// TestEstimateCapacityWithSeparatedRuns: no run below some count exceeds
+// the binding clause's limit and every run above it does — the pattern of
+// a steep knee measured at a few counts. The fit must still place that
+// clause between the two, not drop it and take a looser clause's crossing
+// above the failures (seen live: passes at 80, failures at 120 and 140,
+// and an estimate of 140 ± 1 %).
+func TestEstimateCapacityWithSeparatedRuns(t *testing.T) {
+	run := func(users int, ttftOver, e2eOver int64) KneeRun {
+		return KneeRun{Users: users, Clauses: []ClauseCount{
+			{Scope: "overall", Clause: "ttft p95", Allowance: 0.05, Samples: 400, Over: ttftOver},
+			{Scope: "overall", Clause: "e2e p95", Allowance: 0.05, Samples: 400, Over: e2eOver},
+		}}
+	}
+	runs := []KneeRun{run(80, 0, 0), run(80, 0, 0), run(80, 0, 0), run(120, 300, 10), run(140, 400, 25)}
+	est, err := EstimateCapacity(runs, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Binding != "overall ttft p95" || est.Users <= 80 || est.Users >= 120 || float64(est.Hi) >= 140 {
+		t.Errorf("estimate %.1f [%.1f, %.1f] binding %s: want the ttft clause's crossing between the passes at 80 and the failures at 120",
+			est.Users, est.Lo, float64(est.Hi), est.Binding)
+	}
+}

@@ -34,6 +34,8 @@ type TunedVsDefault struct {
 	// there is).
 	DifferenceUsers int                  `json:"difference_users"`
 	Difference      *capacity.Difference `json:"difference,omitempty"`
+	// NoDifference says why there is no Difference.
+	NoDifference string `json:"no_difference,omitempty"`
 	// WithinNoise: the difference's 95 % interval contains 0 or, without
 	// seeds, the difference is no larger than the sweep's resolution.
 	WithinNoise bool `json:"within_noise"`
@@ -166,7 +168,11 @@ func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st
 	case tv.Default.Estimate != nil && tv.Tuned.Estimate != nil:
 		if d, err := capacity.EstimateDifference(tv.Default.Estimate, tv.Tuned.Estimate); err == nil {
 			tv.Difference = d
+		} else {
+			tv.NoDifference = "an estimate has no upper bound from its runs"
 		}
+	case tv.Default.Estimate != nil || tv.Tuned.Estimate != nil:
+		tv.NoDifference = "one of the two has no estimate: " + firstNonEmpty(tv.Tuned.NoEstimate, tv.Default.NoEstimate)
 	case tv.Default.Interval != nil && tv.Tuned.Interval != nil:
 		d, err := capacity.PairedDifference(tv.Default.Interval, tv.Tuned.Interval)
 		if err != nil {
@@ -224,7 +230,7 @@ func verdict(tv *TunedVsDefault) (bool, string) {
 		return false, head + ": the tuned configuration serves fewer users beyond noise"
 	}
 	step := max(tun.ResolutionUsers, def.ResolutionUsers)
-	head := fmt.Sprintf("tuned %d vs engine.params %d users: %+d (no interval: %s)", tun.Capacity, def.Capacity, tv.DifferenceUsers, firstNonEmpty(tun.NoEstimate, def.NoEstimate, tun.NoInterval, def.NoInterval))
+	head := fmt.Sprintf("tuned %s vs engine.params %s: %+d users (no interval for the difference: %s)", tun.text(), def.text(), tv.DifferenceUsers, firstNonEmpty(tv.NoDifference, tun.NoInterval, def.NoInterval))
 	if abs(tv.DifferenceUsers) <= step {
 		return true, head + fmt.Sprintf("; within the sweep's step of %d users", step)
 	}

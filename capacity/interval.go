@@ -66,16 +66,16 @@ func AddInterval(ctx context.Context, eval LevelFunc, o SweepOptions, res *Sweep
 	case o.Seeds < 2:
 		res.NoInterval = "one workload seed (sweep.seeds: 1)"
 		return nil
-	case res.Ceiling == 0:
+	case res.bracketLo() == 0:
 		res.NoInterval = "no user count met the SLA"
 		return nil
 	case res.FirstFailing == 0:
 		res.NoInterval = fmt.Sprintf("every user count up to sweep.max (%d) met the SLA", o.Max)
 		return nil
 	}
-	seeds := []SeedCeiling{{Seed: 0, Ceiling: res.Ceiling, FirstFailing: res.FirstFailing, Runs: len(res.Levels)}}
+	seeds := []SeedCeiling{{Seed: 0, Ceiling: res.bracketLo(), FirstFailing: res.FirstFailing, Runs: len(res.Levels)}}
 	for k := 1; k < o.Seeds; k++ {
-		sc, err := seedCeiling(ctx, eval, o, k, res.Ceiling)
+		sc, err := seedCeiling(ctx, eval, o, k, res.bracketLo())
 		if err != nil {
 			return fmt.Errorf("ceiling interval, seed %d: %w", k, err)
 		}

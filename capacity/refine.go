@@ -94,7 +94,7 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 	ref := &Refinement{Target: p.Target}
 	res.Refinement = ref
 	switch {
-	case res.Ceiling == 0 && res.FirstFailing == 0:
+	case res.bracketLo() == 0 && res.FirstFailing == 0:
 		ref.Stopped = StoppedNoBracket
 		res.NoEstimate = "the walk measured no user count"
 		return nil
@@ -103,7 +103,7 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 		res.NoEstimate = fmt.Sprintf("every user count up to sweep.max (%d) met the SLA", o.Max)
 		return nil
 	}
-	lo := max(res.Ceiling, 1)
+	lo := max(res.bracketLo(), 1)
 	center := float64(lo+res.FirstFailing) / 2
 	delta := 2 * float64(o.resolution(lo))
 	if pr := o.Prior; pr != nil && pr.Users > 0 && len(pr.Clauses) > 0 {

@@ -137,6 +137,12 @@ type SweepResult struct {
 	Margin *Margin `json:"margin,omitempty"`
 }
 
+// bracketLo is the lower end of the walk's bracket: the largest count it
+// went up from, judged (Ceiling) or not (UnconfirmedUsers). The seed
+// walks and the refinement start from the bracket, whose unjudged lower
+// end still says where the knee is.
+func (r *SweepResult) bracketLo() int { return max(r.Ceiling, r.UnconfirmedUsers) }
+
 // Resolution is the bisection stopping distance at a passing count.
 func (o SweepOptions) resolution(pass int) int {
 	r := int(math.Ceil(o.ResolutionFraction * float64(pass)))

@@ -122,7 +122,8 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			return u.WindowSeconds + float64(u.Runs)*est.RunOverheadSeconds + float64(u.Starts)*est.StartupSeconds
 		}
 		row.EngineSeconds = cost(u)
-		if more.Runs > 0 {
+		if more.Starts > 0 { // a refined sweep: the range's top
+			more.Starts = 0
 			row.MaxEngineSeconds = row.EngineSeconds + cost(more)
 		}
 		if skippable.Runs > 0 {
@@ -189,26 +190,36 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %s, %s, %.0fs of windows (%.0fs elapsed)",
 			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), count(u.Runs, "run"), count(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
 	}
-	refined := []struct {
-		r *capacity.Refinement
-		e *capacity.CapacityEstimate
-	}{{p.sum.Capacity.Refinement, p.sum.Capacity.Estimate}}
+	// each refined sweep: its refinement and the users its runs go to
+	type refinedSweep struct {
+		r     *capacity.Refinement
+		users int
+	}
+	at := func(e *capacity.CapacityEstimate, ceiling int) int {
+		if e != nil {
+			return int(e.Users)
+		}
+		return max(ceiling, 1)
+	}
+	c := p.sum.Capacity
+	refined := []refinedSweep{{c.Refinement, at(c.Estimate, c.Ceiling)}}
 	if tv := p.sum.TunedVsDefault; tv != nil && !tv.Same {
 		other := tv.Default
 		if tv.KeptDefault {
 			other = tv.Tuned
 		}
-		refined = append(refined, struct {
-			r *capacity.Refinement
-			e *capacity.CapacityEstimate
-		}{other.Refinement, other.Estimate})
+		refined = append(refined, refinedSweep{other.Refinement, at(other.Estimate, other.Users)})
 	}
 	for _, x := range refined {
-		if x.r == nil || x.e == nil {
+		if x.r == nil {
 			continue
 		}
+		// Starts counts the refined sweeps here (no server start is
+		// added: a refinement reuses its sweep's server); the caller
+		// clears it before pricing
+		more.Starts++
 		left := max(s.Sweep.Precision.MaxRuns-x.r.Runs, 0)
-		l := s.Windows.Sweep.At(int(x.e.Users))
+		l := s.Windows.Sweep.At(x.users)
 		more.Runs += left
 		more.WindowSeconds += float64(left) * (l.Ramp + l.Warmup + l.Duration).Seconds()
 	}

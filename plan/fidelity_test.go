@@ -127,7 +127,7 @@ func TestEstimateCountsEachFidelity(t *testing.T) {
 		t.Errorf("live engine time %.1f s, want windows + overhead + start-ups = %.1f s", live.EngineSeconds, want)
 	}
 	// the refinement may need every run sweep.max_runs allows: a range
-	if live.MaxEngineSeconds <= live.EngineSeconds || multi.MaxEngineSeconds <= multi.EngineSeconds {
+	if live.MaxEngineSeconds < live.EngineSeconds || live.MaxEngineSeconds == 0 || multi.MaxEngineSeconds < multi.EngineSeconds || multi.MaxEngineSeconds == 0 {
 		t.Errorf("at most: live %.0f s of %.0f s, multi %.0f s of %.0f s: want the refined sweeps' runs up to sweep.max_runs above each",
 			live.MaxEngineSeconds, live.EngineSeconds, multi.MaxEngineSeconds, multi.EngineSeconds)
 	}

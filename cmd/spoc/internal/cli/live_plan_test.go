@@ -331,16 +331,26 @@ func previousReport(t *testing.T, out string) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"summary.json", "report.html", "summary.md"} {
-		if err := os.WriteFile(filepath.Join(out, f), []byte("previous "+f), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, f), []byte(previousContent(f)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
+// previousContent is a previous plan's file: its summary.json is a plan
+// summary (spoc_version), so the folder is a plan's own and its records
+// may be replaced.
+func previousContent(f string) string {
+	if f == "summary.json" {
+		return `{"spoc_version": "previous", "title": "previous summary.json"}`
+	}
+	return "previous " + f
+}
+
 func checkPreviousReport(t *testing.T, out string) {
 	t.Helper()
 	for _, f := range []string{"summary.json", "report.html", "summary.md"} {
-		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || string(b) != "previous "+f {
+		if b, err := os.ReadFile(filepath.Join(out, f)); err != nil || string(b) != previousContent(f) {
 			t.Errorf("%s changed: %q %v", f, b, err)
 		}
 	}

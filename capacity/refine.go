@@ -53,6 +53,10 @@ const (
 	maxDesignShare = 0.2
 )
 
+// minLevels is how many distinct user counts the runs must cover before
+// the precision target counts as reached.
+const minLevels = 3
+
 // Why a refinement stopped.
 const (
 	StoppedPrecision = "precision reached"
@@ -155,7 +159,13 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 			delta = designLogit / b
 		}
 		delta = math.Max(math.Min(delta, maxDesignShare*center), float64(o.resolution(int(center))))
-		if est.Bounded && float64(est.Precision) <= p.Target {
+		// two user counts place a crossing without checking that the
+		// logit is straight between them: with a steep knee (all under
+		// the limit at one, all over at the other) the interval then
+		// looks far narrower than it is (seen live: ±1.2 % from 80 and
+		// 120 users, where a repeat said 86 ± 6.8 %), so the target is
+		// reached only with runs at three counts or more
+		if est.Bounded && float64(est.Precision) <= p.Target && est.Levels >= minLevels {
 			ref.Reached, ref.Stopped = true, StoppedPrecision
 			return nil
 		}

@@ -46,7 +46,7 @@ func TestRefineReachesThePrecisionAndCovers(t *testing.T) {
 		}
 		if r.Reached {
 			reached++
-			if float64(e.Precision) > opts.Precision.Target {
+			if float64(e.Precision) > opts.Precision.Target || e.Levels < 3 {
 				t.Fatalf("trial %d: precision %.3f reported as reaching %.2f", i, float64(e.Precision), opts.Precision.Target)
 			}
 		}
@@ -90,5 +90,34 @@ func TestRefineStartsAtThePrior(t *testing.T) {
 	}
 	if p := plain.Runs[0].Users; math.Abs(float64(p)-float64(lo+hi)/2) > 2*float64(opts.resolution(lo))+1 {
 		t.Errorf("without a prior the first run is at %d, want it by the bracket [%d, %d]", p, lo, hi)
+	}
+}
+
+// TestRefineNeedsThreeCounts: a knee so steep that every run at 80 users
+// is under the limit and every run at 120 over it places a crossing from
+// two counts that looks precise; the refinement does not stop there but
+// measures a third count first.
+func TestRefineNeedsThreeCounts(t *testing.T) {
+	eval := func(_ context.Context, users, repeat int) (Repeat, error) {
+		over := int64(0)
+		if users > 95 {
+			over = 380
+		}
+		k := KneeRun{Users: users, Seed: repeat, Margin: InfFloat(float64(over)/400 - 0.05),
+			Clauses: []ClauseCount{{Scope: "overall", Clause: "ttft p95", Allowance: 0.05, Samples: 400, Over: over}}}
+		k.Pass = over == 0
+		return Repeat{Pass: k.Pass, FailedClause: map[bool]string{false: "ttft p95"}[k.Pass], Knee: &k}, nil
+	}
+	res, err := Sweep(context.Background(), eval, SweepOptions{Grid: []int{80, 120}, ResolutionUsers: 10, Repeats: 1,
+		Precision: Precision{Target: 0.10, MinRuns: 6, MaxRuns: 12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[int]bool{}
+	for _, k := range res.Runs {
+		counts[k.Users] = true
+	}
+	if r := res.Refinement; r == nil || (r.Reached && (res.Estimate == nil || res.Estimate.Levels < 3)) || len(counts) < 3 {
+		t.Errorf("refinement %+v over counts %v: want runs at a third count before the target counts as reached", r, counts)
 	}
 }

@@ -33,6 +33,22 @@ type Load struct {
 	// docs/capacity.md, "Seeds"). The simulator's own random draws take
 	// the same seed.
 	SeedOffset uint64
+	// Arrivals, when set, makes the run open-loop: sessions arrive by this
+	// process (workload.Arrivals, seeded with the run's workload seed) and
+	// Users only labels the run; the sessions in progress are the run's
+	// outcome (Evaluation.Sessions).
+	Arrivals *workload.Arrivals
+}
+
+// arrivals is load's arrival process with the run's seed: repeats with
+// another seed offset draw other arrival times.
+func (e *Evaluator) arrivals(load Load) *workload.Arrivals {
+	if load.Arrivals == nil {
+		return nil
+	}
+	a := *load.Arrivals
+	a.Seed = e.setup.Workload.Seed + load.SeedOffset
+	return &a
 }
 
 // Outputs are optional writers for one evaluation's raw data.
@@ -68,6 +84,9 @@ type Evaluation struct {
 	// requests it had scheduled.
 	Interrupted bool  `json:"interrupted,omitempty"`
 	Scheduled   int64 `json:"scheduled,omitempty"`
+	// Sessions is an open-loop run's sessions: how many arrived and how
+	// many were in progress at once (nil for closed-loop users).
+	Sessions *workload.SessionStats `json:"sessions,omitempty"`
 	// WarmCache says why the run started with the prefix cache an earlier
 	// run on the same server left (the server refused the reset): its
 	// prompts hit that run's cached prefixes, so TTFT and throughput may
@@ -201,26 +220,34 @@ func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 // Workload is the session source shared by every evaluation.
 func (e *Evaluator) Workload() workload.Workload { return e.gen }
 
-// workloadFor is the workload of workload.seed + offset.
-func (e *Evaluator) workloadFor(offset uint64) (workload.Workload, error) {
-	if offset == 0 {
+// workloadFor is the workload of load's run: workload.seed + its seed
+// offset, and for an open-loop run (Arrivals) without mid-session starts,
+// since an arriving session begins at its first turn.
+func (e *Evaluator) workloadFor(load Load) (workload.Workload, error) {
+	offset := load.SeedOffset
+	fresh := load.Arrivals != nil && e.setup.MidSessionStart
+	if offset == 0 && !fresh {
 		return e.gen, nil
+	}
+	key := offset
+	if fresh {
+		key |= 1 << 63
 	}
 	e.seedMu.Lock()
 	defer e.seedMu.Unlock()
-	if w, ok := e.seeded[offset]; ok {
+	if w, ok := e.seeded[key]; ok {
 		return w, nil
 	}
 	spec := e.setup.Workload
 	spec.Seed += offset
-	w, err := workload.OpenForRun(spec, e.setup.Deployment.MaxModelLen, e.setup.MidSessionStart)
+	w, err := workload.OpenForRun(spec, e.setup.Deployment.MaxModelLen, e.setup.MidSessionStart && !fresh)
 	if err != nil {
 		return nil, fmt.Errorf("build workload with seed %d: %w", spec.Seed, err)
 	}
 	if e.seeded == nil {
 		e.seeded = map[uint64]workload.Workload{}
 	}
-	e.seeded[offset] = w
+	e.seeded[key] = w
 	return w, nil
 }
 

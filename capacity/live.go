@@ -22,7 +22,7 @@ var ErrNothingServed = errors.New("the server served nothing")
 // scraping or querying its telemetry, and checks the server outlived the
 // run: a dead server's errors are no measurement of its capacity.
 func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
-	gen, err := e.workloadFor(load.SeedOffset)
+	gen, err := e.workloadFor(load)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	runner, err := loadgen.New(loadgen.Options{
 		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey, APIKeyPlainHTTP: e.setup.Client.APIKeyPlainHTTP,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
-		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load),
+		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load), Arrivals: e.arrivals(load),
 		RequestTimeout: e.setup.Client.RequestTimeout, FirstByteTimeout: e.setup.Client.FirstByteTimeout,
 		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy,
 		SessionHeader: e.setup.Client.SessionHeader, SessionKey: e.setup.Client.SessionKey, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
@@ -147,7 +147,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		return nil, fmt.Errorf("%w: every one of %d requests at %d users got an HTTP error %v", ErrNothingServed, o.Errors, load.Users, o.ErrorsByHTTPStatus)
 	}
 	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
-		Interrupted: interrupted, Scheduled: rep.Scheduled, WarmCache: warm}
+		Interrupted: interrupted, Scheduled: rep.Scheduled, WarmCache: warm, Sessions: rep.Sessions}
 	if interrupted {
 		// What was measured before Ctrl-C is returned with the error: a
 		// caller may print it, but it is no verdict.

@@ -14,7 +14,7 @@ import (
 // for them, in virtual time (sim.RunVirtual): no server, no wall clock; the
 // simulator's own counters stand for the telemetry of a live run.
 func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
-	gen, err := e.workloadFor(load.SeedOffset)
+	gen, err := e.workloadFor(load)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 		Deployment: dep, Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration,
 		ThinkTimeScale: load.ThinkTimeScale, Start: epoch, RunID: fmt.Sprintf("sim-%d", load.Users),
 		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed + load.SeedOffset,
-		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load),
+		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load), Arrivals: e.arrivals(load),
 	}, gen, result.Tee(sinks...))
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {
@@ -49,6 +49,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	ev := &Evaluation{Users: load.Users, Params: params, Virtual: true, Provenance: e.provenance(""), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
 	sig := SimSignals(stats, dep, e.setup.Telemetry.StragglerClockDrop)
 	ev.Signals = &sig
+	ev.Sessions = stats.Sessions
 	share := stats.Share()
 	ev.Sim = &SimInfo{
 		Replicas: stats.Replicas, KVTokens: stats.KVTokens, MeanKVUsage: stats.MeanKVUsage, PeakKVUsage: stats.PeakKVUsage,

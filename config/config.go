@@ -51,7 +51,7 @@ func (c *Config) Validate() error {
 	c.SLA.validate("sla", errs)
 	c.Search.validate("search", errs)
 	c.Search.validateParallel("search", c.Engine, errs)
-	c.Run.validate("run", errs)
+	c.Run.validate("run", c.Workload.Import != nil, errs)
 	c.Sweep.validate("sweep", errs)
 	c.Telemetry.validate("telemetry", errs)
 	c.Trace.validate("trace", errs)

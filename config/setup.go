@@ -202,6 +202,9 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 	sweep.Ramp = min(sweep.Ramp, sweep.Warmup)
 	tuneLoad := capacity.Load{Users: c.Search.Users, Ramp: min(c.Run.Ramp.D(), c.Search.Warmup.D()), Warmup: c.Search.Warmup.D(),
 		Duration: c.Search.Duration.D(), ThinkTimeScale: c.Run.ThinkTimeScale}
+	// only spoc run and spoc sim run run open-loop: the sweep and the
+	// study vary closed-loop users
+	run.Arrivals = c.Run.Arrivals.process()
 	targets := make([]telemetry.Target, 0, len(c.Telemetry.Targets))
 	for _, t := range c.Telemetry.Targets {
 		targets = append(targets, telemetry.Target{Name: t.Name, URL: t.URL})

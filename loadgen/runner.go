@@ -55,6 +55,10 @@ type Options struct {
 	// (workload.ScheduleOptions).
 	Phase     time.Duration
 	PhaseSeed uint64
+	// Arrivals, when set, makes the run open-loop: sessions arrive by this
+	// process, each its own user running one session, and Users, Ramp and
+	// Phase do not apply (workload.ScheduleOptions).
+	Arrivals *workload.Arrivals
 
 	RequestTimeout   time.Duration
 	FirstByteTimeout time.Duration
@@ -166,7 +170,13 @@ type Report struct {
 	Scheduled int64 `json:"scheduled"`
 	// Interrupted is set when the caller's context ended the run early.
 	Interrupted bool `json:"interrupted"`
+	// Sessions describes an open-loop run's sessions (nil: closed loop).
+	Sessions *workload.SessionStats `json:"sessions,omitempty"`
 }
+
+// openLoopPool is the idle-connection pool of an open-loop run, whose
+// concurrency is not known before it runs.
+const openLoopPool = 1024
 
 // Runner runs closed-loop users against one server. A Runner runs once.
 type Runner struct {
@@ -220,7 +230,13 @@ func New(opts Options) (*Runner, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Transport: NewTransport(opts.Users)}
+		pool := opts.Users
+		if opts.Arrivals != nil {
+			// how many sessions overlap is the run's outcome: keep
+			// enough idle connections for a busy open-loop run
+			pool = openLoopPool
+		}
+		hc = &http.Client{Transport: NewTransport(pool)}
 	}
 	return &Runner{
 		opts: opts,
@@ -240,7 +256,7 @@ func New(opts Options) (*Runner, error) {
 // schedule is the closed-loop schedule's part of the options.
 func (o *Options) schedule() workload.ScheduleOptions {
 	return workload.ScheduleOptions{Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
-		Phase: o.Phase, PhaseSeed: o.PhaseSeed}
+		Phase: o.Phase, PhaseSeed: o.PhaseSeed, Arrivals: o.Arrivals}
 }
 
 func endpointURL(target, endpoint string) string {
@@ -300,7 +316,8 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		defer gcTimer.Stop()
 	}
 
-	records := make(chan *result.Record, 4*o.Users+64)
+	users := sched.Users()
+	records := make(chan *result.Record, min(4*users, 1<<16)+64)
 	var sinkErr error
 	sinkDone := make(chan struct{})
 	go func() {
@@ -322,7 +339,7 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		errMu    sync.Mutex
 		firstErr error
 	)
-	for u := range o.Users {
+	for u := range users {
 		slot := start.Add(workload.Offset(sched.Start(u)))
 		wg.Add(1)
 		go func() {
@@ -364,6 +381,7 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 	}
 	rep.Health = probe.end()
 	rep.Scheduled = r.progress.snapshot().Scheduled
+	rep.Sessions = sched.Sessions()
 	switch {
 	case firstErr != nil:
 		return rep, firstErr

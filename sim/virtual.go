@@ -28,6 +28,10 @@ type Options struct {
 	// (workload.ScheduleOptions).
 	Phase     time.Duration
 	PhaseSeed uint64
+	// Arrivals, when set, makes the run open-loop: sessions arrive by this
+	// process and Users, Ramp and Phase do not apply
+	// (workload.ScheduleOptions).
+	Arrivals *workload.Arrivals
 	// Start is the virtual clock's origin in records; zero means the Unix
 	// epoch, so runs are byte-reproducible.
 	Start time.Time
@@ -67,6 +71,8 @@ type RunStats struct {
 	Series       Series  `json:"series"`
 	// Fleet is how the router spread the measured window over the replicas.
 	Fleet FleetStats `json:"fleet"`
+	// Sessions describes an open-loop run's sessions (nil: closed loop).
+	Sessions *workload.SessionStats `json:"sessions,omitempty"`
 }
 
 // Share returns each term's fraction of the summed step time.
@@ -132,11 +138,12 @@ func RunVirtual(ctx context.Context, o Options, src workload.Source, sink result
 func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink result.Sink, route router) (*RunStats, error) {
 	sched, err := workload.NewSchedule(src, workload.ScheduleOptions{
 		Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
-		Phase: o.Phase, PhaseSeed: o.PhaseSeed,
+		Phase: o.Phase, PhaseSeed: o.PhaseSeed, Arrivals: o.Arrivals,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)
 	}
+	users := sched.Users()
 	if o.ErrorRate < 0 || o.ErrorRate > 1 {
 		return nil, fmt.Errorf("run virtual: error rate %v is not in [0, 1]", o.ErrorRate)
 	}
@@ -166,18 +173,17 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
 	r.stats.Replicas, r.stats.KVBlocks, r.stats.KVTokens = len(c.engines), c.engines[0].KVBlocks(), c.kvTokens
 	r.stats.MaxModelLen = c.MaxModelLen()
-	r.users = make([]vuser, o.Users)
-	r.heap = userHeap{users: r.users, idx: make([]int32, 0, o.Users)}
+	r.users = make([]vuser, users)
+	r.heap = userHeap{users: r.users, idx: make([]int32, 0, users)}
 	for u := range r.users {
 		vu := &r.users[u]
 		vu.id = u
-		vu.hasher = NewBlockHasher(c.dep.Params.BlockSize)
-		vu.req = NewRequest()
-		vu.cur = sched.User(u)
+		vu.cur = sched.User(u) // hasher and request come with its first turn (due)
 		r.queue(vu)
 	}
 	err = r.loop(ctx)
 	r.finish()
+	r.stats.Sessions = sched.Sessions()
 	return &r.stats, err
 }
 
@@ -267,6 +273,9 @@ func (r *runner) due(vu *vuser, t float64) error {
 	next, ok, err := vu.cur.Next()
 	if err != nil || !ok { // !ok cannot happen: queue checked Due
 		return err
+	}
+	if vu.hasher == nil {
+		vu.hasher, vu.req = NewBlockHasher(r.c.dep.Params.BlockSize), NewRequest()
 	}
 	if next.NewSession {
 		vu.hasher.Reset()
@@ -374,6 +383,11 @@ func (r *runner) emit(vu *vuser) error {
 	}
 	vu.gaps = nil
 	vu.rec = nil
+	if vu.phase == phaseDone {
+		// a stopped user (an open-loop session that ended) sends nothing
+		// more: its history's hashes go, or a day's sessions pile up
+		vu.hasher, vu.req = nil, nil
+	}
 	switch rec.Status {
 	case result.StatusOK:
 		r.stats.OK++

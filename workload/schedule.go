@@ -39,6 +39,13 @@ import (
 //     managed to send: a late client shows up as latency and dispatch lag,
 //     never as fewer requests (no coordinated omission). The next turn is
 //     scheduled from the actual completion, as a closed-loop user would.
+//   - Open loop: with Arrivals, sessions arrive by the process instead of
+//     users running back to back. Session k is user k of the schedule: it
+//     starts at the k-th arrival time, runs its turns closed-loop, and
+//     ends after its last reply (or a failed turn); no session follows it.
+//     Users, Ramp and Phase do not apply; Users() is the number of
+//     arrivals, and how many sessions are in progress is an outcome
+//     (Sessions), not an input.
 //   - Windows: turns due before Warmup are warm-up (flagged, excluded from
 //     the summary); the measured window is [Warmup, Warmup+Duration). A turn
 //     due at or after its end is never sent: the user stops. What is in
@@ -60,6 +67,9 @@ type Schedule struct {
 	phaseSeed      uint64
 	warmup, end    float64 // seconds since the run's start
 	thinkTimeScale float64
+	// arrivals are the open-loop sessions' start times (nil: closed loop)
+	arrivals []float64
+	meter    *sessionMeter
 }
 
 // ScheduleOptions are a Schedule's parameters; they mean the same to every
@@ -82,12 +92,15 @@ type ScheduleOptions struct {
 	// and the run's workload seed.
 	Phase     time.Duration
 	PhaseSeed uint64
+	// Arrivals, when set, makes the schedule open-loop: sessions start by
+	// this process and Users, Ramp and Phase do not apply.
+	Arrivals *Arrivals
 }
 
 // Validate reports every invalid option in one error.
 func (o ScheduleOptions) Validate() error {
 	var errs []string
-	if o.Users < 1 {
+	if o.Users < 1 && o.Arrivals == nil {
 		errs = append(errs, fmt.Sprintf("users must be at least 1, got %d", o.Users))
 	}
 	if o.Duration <= 0 {
@@ -95,6 +108,11 @@ func (o ScheduleOptions) Validate() error {
 	}
 	if o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 || o.Phase < 0 {
 		errs = append(errs, "warmup, ramp, phase and think-time scale must not be negative")
+	}
+	if o.Arrivals != nil {
+		if err := o.Arrivals.Validate(); err != nil {
+			errs = append(errs, "arrivals: "+err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -110,7 +128,7 @@ func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
 	if src == nil {
 		return nil, errors.New("schedule: no session source")
 	}
-	return &Schedule{
+	s := &Schedule{
 		src:            src,
 		users:          o.Users,
 		ramp:           o.Ramp.Seconds(),
@@ -119,13 +137,35 @@ func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
 		warmup:         o.Warmup.Seconds(),
 		end:            (o.Warmup + o.Duration).Seconds(),
 		thinkTimeScale: o.ThinkTimeScale,
-	}, nil
+	}
+	if o.Arrivals != nil {
+		times, err := o.Arrivals.Times(src, s.end)
+		if err != nil {
+			return nil, fmt.Errorf("schedule: arrivals: %w", err)
+		}
+		if len(times) == 0 {
+			return nil, errors.New("schedule: arrivals: no session arrives before the measured window ends")
+		}
+		s.arrivals, s.users = times, len(times)
+		s.meter = newSessionMeter(s.warmup, s.end)
+	}
+	return s, nil
 }
+
+// Users is the number of users the executors run: the closed-loop users,
+// or with Arrivals one per arriving session.
+func (s *Schedule) Users() int { return s.users }
+
+// OpenLoop reports whether sessions arrive by a process (Arrivals).
+func (s *Schedule) OpenLoop() bool { return s.arrivals != nil }
 
 // Start is when user's first turn is due, in seconds since the run's start:
 // its slot in the ramp plus its phase. A start at or after the end of the
 // measured window means the user never sends anything.
 func (s *Schedule) Start(user int) float64 {
+	if s.arrivals != nil {
+		return s.arrivals[user]
+	}
 	if s.phase > 0 {
 		span := math.Max(s.ramp, s.phase)
 		return span * (float64(user) + unitHash(s.phaseSeed, uint64(user))) / float64(s.users)
@@ -189,6 +229,7 @@ type Cursor struct {
 	turn    int     // index into script.Turns of the next (or pending) turn
 	due     float64 // when that turn is due
 	pending bool    // Next returned a turn and Done has not reported it
+	began   float64 // when the session in progress began (meter)
 }
 
 // Due is when the user's next turn is due, in seconds since the run's start;
@@ -215,6 +256,7 @@ func (c *Cursor) Next() (st ScheduledTurn, ok bool, err error) {
 	if c.script == nil || c.turn >= len(c.script.Turns) {
 		if c.script != nil {
 			c.session++
+			c.s.meter.ended(c.began, c.due)
 		}
 		sc, err := c.s.src.Session(c.user, c.session)
 		if err != nil {
@@ -224,6 +266,8 @@ func (c *Cursor) Next() (st ScheduledTurn, ok bool, err error) {
 			return ScheduledTurn{}, false, fmt.Errorf("user %d session %d: script has no turns", c.user, c.session)
 		}
 		c.script, c.turn, newSession = sc, 0, true
+		c.began = c.due
+		c.s.meter.started(c.due)
 	}
 	c.pending = true
 	return ScheduledTurn{
@@ -251,6 +295,11 @@ func (c *Cursor) Done(at float64, ok bool) {
 		c.turn++
 	} else {
 		c.turn = len(c.script.Turns)
+	}
+	if c.s.arrivals != nil && c.turn >= len(c.script.Turns) {
+		// an open-loop session ends with its last reply; none follows
+		c.s.meter.ended(c.began, at)
+		c.script, c.due = nil, math.Inf(1)
 	}
 }
 

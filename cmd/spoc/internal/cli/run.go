@@ -16,6 +16,7 @@ import (
 	"github.com/spoc-project/spoc/config"
 	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/workload"
 )
 
 func init() { register(newRunCmd) }
@@ -137,14 +138,24 @@ func writeRunResult(w io.Writer, ev *capacity.Evaluation, asJSON bool) error {
 		// the summary's fields, and where they were measured
 		return writeJSON(w, struct {
 			*result.Result
-			Provenance capacity.Provenance `json:"provenance"`
-		}{ev.Summary, ev.Provenance})
+			Provenance capacity.Provenance    `json:"provenance"`
+			Sessions   *workload.SessionStats `json:"sessions,omitempty"`
+		}{ev.Summary, ev.Provenance, ev.Sessions})
 	}
 	if err := result.WriteText(w, ev.Summary); err != nil {
 		return err
 	}
+	if ev.Sessions != nil {
+		fmt.Fprintln(w, sessionsLine(ev.Sessions))
+	}
 	_, err := fmt.Fprintf(w, "source: %s\n", provenanceLine(ev.Provenance))
 	return err
+}
+
+// sessionsLine says what an open-loop run's arrivals made of concurrency.
+func sessionsLine(st *workload.SessionStats) string {
+	return fmt.Sprintf("open-loop sessions: %d arrived, %d ended before the window's end; in progress: mean %.1f over the window, peak %d",
+		st.Arrived, st.Completed, st.MeanActive, st.PeakActive)
 }
 
 func printSummary(w io.Writer, res *result.Result, asJSON bool) error {

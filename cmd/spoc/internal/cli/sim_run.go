@@ -86,7 +86,11 @@ func runSim(ctx context.Context, stdout io.Writer, s capacity.Setup, f *simRunFl
 		}
 	}
 	if f.asJSON {
-		if err := writeJSON(stdout, map[string]any{"summary": res.Summary, "sim": st}); err != nil {
+		out := map[string]any{"summary": res.Summary, "sim": st}
+		if res.Sessions != nil {
+			out["sessions"] = res.Sessions
+		}
+		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else if err := writeSimRun(stdout, s, res.Evaluation); err != nil {
@@ -102,6 +106,9 @@ func runSim(ctx context.Context, stdout io.Writer, s capacity.Setup, f *simRunFl
 func writeSimRun(w io.Writer, s capacity.Setup, ev *capacity.Evaluation) error {
 	if err := result.WriteText(w, ev.Summary); err != nil {
 		return err
+	}
+	if ev.Sessions != nil {
+		fmt.Fprintln(w, sessionsLine(ev.Sessions))
 	}
 	st, d := ev.Sim, s.Deployment
 	fmt.Fprintf(w, "\nsimulator: %s on %d× %s (TP %d, %d replica(s)), %d KV tokens per replica\n",

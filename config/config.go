@@ -47,6 +47,7 @@ func Default() *Config {
 func (c *Config) Validate() error {
 	errs := &Errors{}
 	c.Engine.validate("engine", errs)
+	c.Engine.validateFlavor("engine", c.Search.Space, errs)
 	validateWorkload(&c.Workload, "workload", errs, c.Engine.MaxModelLen)
 	c.SLA.validate("sla", errs)
 	c.Search.validate("search", errs)

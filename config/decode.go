@@ -56,6 +56,7 @@ func Load(r io.Reader, name string, settings ...Setting) (*Config, error) {
 	if err := cfg.apply(settings, pos); err != nil {
 		return nil, err
 	}
+	cfg.dropVLLMDefaults()
 	if len(settings) == 0 && len(pos) == 0 {
 		return cfg, nil // the defaults, valid by construction
 	}

@@ -27,6 +27,7 @@ var EngineKinds = []string{EngineSim, EngineProcess, EngineExternal, EngineKuber
 // launcher that starts one server per trial.
 type Engine struct {
 	Kind               string         `yaml:"kind" doc:"Launcher: sim (built-in simulator), process (local command), external (already running server), kubernetes."`
+	Flavor             string         `yaml:"flavor" doc:"The server's dialect: vllm (vLLM's flags, metrics and cache-reset route; the default) or generic (spoc passes only the command template and, per parameter, the arguments engine.generic.params maps it to: no implicit flag). docs/engines.md."`
 	Model              string         `yaml:"model" doc:"Model name: a catalog entry (gpt-oss-120b, gpt-oss-20b, llama-3.1-8b, llama-3.1-70b, qwen3-30b-a3b) or a path to a Hugging Face config.json. Also the served model name sent in requests unless served_model_name is set."`
 	ServedModelName    string         `yaml:"served_model_name,omitempty" doc:"Model name in API requests when it differs from model (e.g. openai/gpt-oss-120b)."`
 	GPU                string         `yaml:"gpu" doc:"GPU type: H100-SXM, H200-SXM, A100-80GB, B200, or a name defined in gpu_catalog."`
@@ -36,6 +37,7 @@ type Engine struct {
 	WeightFormat       string         `yaml:"weight_format" doc:"Expert weight execution format: w4a16 (MXFP4 unpacked to BF16 math, as vLLM runs it on H100), fp4 (native), bf16, fp8."`
 	MaxModelLen        int            `yaml:"max_model_len" doc:"Context limit in tokens (vLLM --max-model-len)."`
 	Params             map[string]any `yaml:"params" doc:"Engine flags used by run and sweep (vLLM names); tune samples them from search.space instead. A params section replaces the defaults as a whole: {} starts from the engine's own defaults."`
+	Generic            GenericEngine  `yaml:"generic" doc:"Flavor generic: the arguments each parameter becomes, the optional cache-reset route and busy gauges."`
 	Sim                SimEngine      `yaml:"sim" doc:"Simulator settings (kind: sim)."`
 	Process            ProcessEngine  `yaml:"process" doc:"Local command settings (kind: process)."`
 	External           ExternalEngine `yaml:"external" doc:"Already running server (kind: external)."`
@@ -105,6 +107,7 @@ func DefaultEngine() Engine {
 	ref := sim.ReferenceDeploymentSpec() // the reference deployment lives with the simulator
 	return Engine{
 		Kind:               EngineSim,
+		Flavor:             FlavorVLLM,
 		Model:              ref.Model,
 		GPU:                ref.GPU,
 		GPUs:               ref.GPUs,

@@ -47,6 +47,11 @@ type LauncherOptions struct {
 // (engine.KubernetesOptions.Replicas), and so does a process fleet behind
 // HAProxy: one server per replica.
 func (e Engine) BaseParams(f Fleet) engine.Params {
+	if e.flavorName() == FlavorGeneric {
+		// nothing implicit: a generic server gets what engine.params says,
+		// each through its template
+		return engine.Params(vllm.Merge(nil, e.Params))
+	}
 	p := engine.Params{}
 	if e.TensorParallelSize > 0 {
 		p["tensor-parallel-size"] = e.TensorParallelSize
@@ -109,7 +114,12 @@ func simLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 
 func processLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 	pe := e.Process
+	flavor, err := e.LaunchFlavor()
+	if err != nil {
+		return nil, err
+	}
 	return engine.NewProcess(engine.ProcessOptions{
+		Flavor:           flavor,
 		Command:          pe.Command,
 		Env:              pe.Env,
 		Model:            e.Model,
@@ -148,7 +158,15 @@ func fleetRouter(e Engine, f Fleet) *engine.FleetRouter {
 
 func externalLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 	urls := append(append([]string(nil), e.External.MetricsURL...), o.ExtraMetricsURLs...)
-	return engine.NewExternal(e.External.URL, vllm.ServedName(e.Model, e.ServedModelName), "", urls)
+	flavor, err := e.LaunchFlavor()
+	if err != nil {
+		return nil, err
+	}
+	ext, err := engine.NewExternal(e.External.URL, vllm.ServedName(e.Model, e.ServedModelName), "", urls)
+	if err != nil {
+		return nil, err
+	}
+	return ext.WithFlavor(flavor), nil
 }
 
 func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
@@ -158,7 +176,12 @@ func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 	if runner == nil {
 		runner = engine.ExecRunner{Binary: k.Kubectl}
 	}
+	flavor, err := e.LaunchFlavor()
+	if err != nil {
+		return nil, err
+	}
 	opts := engine.KubernetesOptions{
+		Flavor:          flavor,
 		Namespace:       k.Namespace,
 		Context:         k.Context,
 		Kubeconfig:      k.Kubeconfig,

@@ -98,13 +98,16 @@ func Reconfigurable(l Launcher) bool {
 // no cache-reset route: the cache state carries over between runs.
 var ErrResetUnsupported = errors.New("server cannot reset its prefix cache")
 
-// resetPrefixCache posts vLLM's /reset_prefix_cache to base. vLLM serves
-// the route only with VLLM_SERVER_DEV_MODE=1; a 404 (or 405) is
+// resetAt posts path to base to empty the prefix cache: a 404 (or 405),
+// or no path at all (a flavor without a reset route), is
 // ErrResetUnsupported.
-func resetPrefixCache(ctx context.Context, base string) error {
+func resetAt(ctx context.Context, base, path string) error {
+	if path == "" {
+		return fmt.Errorf("%w: %w", errNoResetRoute, ErrResetUnsupported)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+vllm.PathResetPrefixCache, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, nil)
 	if err != nil {
 		return fmt.Errorf("reset prefix cache: %w", err)
 	}
@@ -116,9 +119,9 @@ func resetPrefixCache(ctx context.Context, base string) error {
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
-		return fmt.Errorf("POST %s%s: HTTP %d: %w", base, vllm.PathResetPrefixCache, resp.StatusCode, ErrResetUnsupported)
+		return fmt.Errorf("POST %s%s: HTTP %d: %w", base, path, resp.StatusCode, ErrResetUnsupported)
 	case resp.StatusCode/100 != 2:
-		return fmt.Errorf("reset prefix cache: POST %s%s: HTTP %d", base, vllm.PathResetPrefixCache, resp.StatusCode)
+		return fmt.Errorf("reset prefix cache: POST %s%s: HTTP %d", base, path, resp.StatusCode)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 type External struct {
 	ep         Endpoint
 	healthPath string
+	resetPath  string
 }
 
 var _ Launcher = (*External)(nil)
@@ -35,7 +36,15 @@ func NewExternal(baseURL, model, healthPath string, metricsURLs []string) (*Exte
 			Model:       model,
 		},
 		healthPath: healthPath,
+		resetPath:  VLLM().ResetPath,
 	}, nil
+}
+
+// WithFlavor makes the server's cache reset the flavor's route (none for
+// a generic server without one) and returns e.
+func (e *External) WithFlavor(f Flavor) *External {
+	e.resetPath = f.or().ResetPath
+	return e
 }
 
 // Kind returns "external".
@@ -45,7 +54,7 @@ func (e *External) Kind() string { return "external" }
 // The flags describe the running server and are ignored.
 func (e *External) Start(ctx context.Context, _ Params) (Server, error) {
 	if e.healthPath == "" {
-		return &externalServer{ep: e.ep}, nil
+		return &externalServer{ep: e.ep, resetPath: e.resetPath}, nil
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	u := e.ep.BaseURL + e.healthPath
@@ -55,14 +64,17 @@ func (e *External) Start(ctx context.Context, _ Params) (Server, error) {
 		}
 		return nil, fmt.Errorf("external engine: server at %s is not healthy: %w", e.ep.BaseURL, err)
 	}
-	return &externalServer{ep: e.ep}, nil
+	return &externalServer{ep: e.ep, resetPath: e.resetPath}, nil
 }
 
 // Describe is the server's address.
 func (e *External) Describe() string { return e.ep.BaseURL }
 
 // externalServer is a server spoc does not own.
-type externalServer struct{ ep Endpoint }
+type externalServer struct {
+	ep        Endpoint
+	resetPath string
+}
 
 // Endpoint returns the configured address.
 func (s *externalServer) Endpoint() Endpoint { return s.ep }
@@ -70,7 +82,7 @@ func (s *externalServer) Endpoint() Endpoint { return s.ep }
 // ResetCache asks the server to empty its prefix cache; a vLLM without
 // VLLM_SERVER_DEV_MODE=1 answers ErrResetUnsupported.
 func (s *externalServer) ResetCache(ctx context.Context) error {
-	return resetPrefixCache(ctx, s.ep.BaseURL)
+	return resetAt(ctx, s.ep.BaseURL, s.resetPath)
 }
 
 // Stop does nothing: spoc does not own the server.

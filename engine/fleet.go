@@ -256,7 +256,7 @@ func (f *fleetServer) ResetCache(ctx context.Context) error {
 		return err
 	}
 	for _, rep := range f.replicas {
-		if err := resetWhenIdle(ctx, rep.base, f.ep.MetricsURLs[rep.index]); err != nil {
+		if err := f.p.opts.Flavor.resetWhenIdle(ctx, rep.base, f.ep.MetricsURLs[rep.index]); err != nil {
 			return fmt.Errorf("replica %d: %w", rep.index, err)
 		}
 	}

@@ -5,11 +5,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spoc-project/spoc/vllm"
 )
 
 // resetWhenIdle resets the prefix cache of the server at base once its
@@ -23,12 +22,22 @@ import (
 // simulator; docs/fleet.md). A server whose metrics cannot be read is
 // reset at once: nothing says it is busy.
 func resetWhenIdle(ctx context.Context, base, metricsURL string) error {
-	if metricsURL != "" {
-		if err := awaitIdle(ctx, metricsURL, idleTimeout); err != nil {
+	return VLLM().resetWhenIdle(ctx, base, metricsURL)
+}
+
+// resetWhenIdle is resetWhenIdle for a server of flavor f: its busy
+// gauges (none: no wait), its reset route (none: ErrResetUnsupported, at
+// once).
+func (f Flavor) resetWhenIdle(ctx context.Context, base, metricsURL string) error {
+	if f.ResetPath == "" {
+		return resetAt(ctx, base, "")
+	}
+	if metricsURL != "" && len(f.BusyMetrics) > 0 {
+		if err := awaitIdle(ctx, metricsURL, idleTimeout, f.BusyMetrics); err != nil {
 			return fmt.Errorf("reset prefix cache: %w", err)
 		}
 	}
-	return resetPrefixCache(ctx, base)
+	return resetAt(ctx, base, f.ResetPath)
 }
 
 // idleTimeout bounds the wait for a replica to finish aborting a run's
@@ -36,14 +45,14 @@ func resetWhenIdle(ctx context.Context, base, metricsURL string) error {
 const idleTimeout = time.Minute
 
 // awaitIdle polls the server's Prometheus metrics until it reports no
-// request running or waiting (vllm.MetricNumRequestsRunning, …Waiting);
+// request running or waiting (the flavor's BusyMetrics);
 // it fails when they still count requests after timeout, and returns at
 // once when the page cannot be read or has neither gauge.
-func awaitIdle(ctx context.Context, metricsURL string, timeout time.Duration) error {
+func awaitIdle(ctx context.Context, metricsURL string, timeout time.Duration, gauges []string) error {
 	client := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(timeout)
 	for {
-		busy, err := requestsInFlight(ctx, client, metricsURL)
+		busy, err := gaugesSum(ctx, client, metricsURL, gauges)
 		if err != nil || busy == 0 {
 			return ctx.Err()
 		}
@@ -61,6 +70,12 @@ func awaitIdle(ctx context.Context, metricsURL string, timeout time.Duration) er
 // requestsInFlight sums the running and waiting gauges of a vLLM metrics
 // page (over their label sets: one per model or engine).
 func requestsInFlight(ctx context.Context, client *http.Client, url string) (float64, error) {
+	return gaugesSum(ctx, client, url, VLLM().BusyMetrics)
+}
+
+// gaugesSum sums the gauges named on the metrics page at url (over their
+// label sets); an error when the page has none of them.
+func gaugesSum(ctx context.Context, client *http.Client, url string, gauges []string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
@@ -81,7 +96,7 @@ func requestsInFlight(ctx context.Context, client *http.Client, url string) (flo
 		line := sc.Text()
 		name, _, _ := strings.Cut(line, "{")
 		name, _, _ = strings.Cut(name, " ")
-		if name != vllm.MetricNumRequestsRunning && name != vllm.MetricNumRequestsWaiting {
+		if !slices.Contains(gauges, name) {
 			continue
 		}
 		f := strings.Fields(line)
@@ -95,7 +110,7 @@ func requestsInFlight(ctx context.Context, client *http.Client, url string) (flo
 		return 0, err
 	}
 	if !found {
-		return 0, fmt.Errorf("no %s or %s", vllm.MetricNumRequestsRunning, vllm.MetricNumRequestsWaiting)
+		return 0, fmt.Errorf("none of %s", strings.Join(gauges, ", "))
 	}
 	return sum, nil
 }

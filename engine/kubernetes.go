@@ -76,6 +76,9 @@ type KubernetesOptions struct {
 	// BaseParams are flags applied to every trial (tensor-parallel-size,
 	// engine.params); trial parameters override them.
 	BaseParams Params
+	// Flavor renders the parameters as the container's args (the zero
+	// Flavor is vLLM's) and names the cache-reset route.
+	Flavor Flavor
 	// Replicas data-parallel pods with GPUsPerReplica GPUs each
 	// (gpus / tensor_parallel_size and tensor_parallel_size).
 	Replicas       int
@@ -187,7 +190,7 @@ func NewKubernetes(opts KubernetesOptions) (*Kubernetes, error) {
 	if opts.ModelCache.PVC != "" && opts.ModelCache.HostPath != "" {
 		return nil, errors.New("kubernetes engine: model cache: a PVC or a host path, not both")
 	}
-	argv, err := NewProcess(ProcessOptions{Command: opts.Args, Model: opts.Model, BaseParams: opts.BaseParams, Host: "0.0.0.0"})
+	argv, err := NewProcess(ProcessOptions{Command: opts.Args, Model: opts.Model, BaseParams: opts.BaseParams, Host: "0.0.0.0", Flavor: opts.Flavor})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes engine: args: %w", err)
 	}
@@ -405,9 +408,10 @@ type kubeServer struct {
 // Endpoint returns the Service's address (or the port-forward to it).
 func (s *kubeServer) Endpoint() Endpoint { return s.ep }
 
-// ResetCache posts /reset_prefix_cache through the Service.
+// ResetCache posts the flavor's reset route (vLLM's /reset_prefix_cache)
+// through the Service.
 func (s *kubeServer) ResetCache(ctx context.Context) error {
-	return resetPrefixCache(ctx, s.ep.BaseURL)
+	return resetAt(ctx, s.ep.BaseURL, s.k.argv.opts.Flavor.ResetPath)
 }
 
 // Stop deletes the server's objects once and frees the launcher.

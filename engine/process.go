@@ -79,6 +79,10 @@ type ProcessOptions struct {
 	GPUsPerReplica int
 	// Router is the HAProxy in front of the replicas.
 	Router *FleetRouter
+	// Flavor is the server's dialect: how parameters become arguments,
+	// whether --host is added, the cache-reset route. The zero Flavor is
+	// vLLM's.
+	Flavor Flavor
 }
 
 // TemplateData is what each argument of the command template sees. In a
@@ -144,6 +148,7 @@ func NewProcess(opts ProcessOptions) (*Process, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts.Flavor = opts.Flavor.or()
 	p := &Process{opts: opts, dirs: &serverDirs{root: opts.Dir}}
 	for i, a := range opts.Command {
 		t, err := template.New(fmt.Sprintf("command[%d]", i)).Option("missingkey=error").Parse(a)
@@ -212,6 +217,16 @@ func (p *Process) argv(params Params, data any) ([]string, error) {
 		}
 		argv = append(argv, b.String())
 	}
+	fl := p.opts.Flavor
+	if !fl.NamedFlags {
+		// spoc knows nothing of this server's flags: the command and the
+		// parameters' own templates are the whole command line
+		flags, err := fl.Args(Params(vllm.Merge(p.opts.BaseParams, params)))
+		if err != nil {
+			return nil, err
+		}
+		return append(argv, flags...), nil
+	}
 	if !p.anyHost && !vllm.HasFlag(argv, vllm.FlagHost) && !p.templateUsesHost() {
 		argv = append(argv, "--"+vllm.FlagHost, p.opts.Host)
 	}
@@ -220,7 +235,7 @@ func (p *Process) argv(params Params, data any) ([]string, error) {
 			return nil, fmt.Errorf("process engine: the command already sets --%s, which the trial varies; remove it from process.command", vllm.FlagName(k))
 		}
 	}
-	flags, err := vllm.Flags(vllm.Merge(withoutFlags(p.opts.BaseParams, argv), params))
+	flags, err := fl.Args(Params(vllm.Merge(withoutFlags(p.opts.BaseParams, argv), params)))
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +327,8 @@ func (p *Process) env(argv []string) map[string]string {
 	for k, v := range p.opts.Env {
 		env[k] = v
 	}
-	if _, ok := env[vllm.EnvServerDevMode]; ok {
+	devMode := p.opts.Flavor.DevModeEnv
+	if _, ok := env[devMode]; ok || devMode == "" {
 		return env
 	}
 	host := p.opts.Host
@@ -320,12 +336,12 @@ func (p *Process) env(argv []string) map[string]string {
 		host = h
 	}
 	if !isLoopback(host) {
-		p.opts.Logger.Warn("process engine: the server binds "+strconv.Quote(host)+", not loopback: "+vllm.EnvServerDevMode+
+		p.opts.Logger.Warn("process engine: the server binds "+strconv.Quote(host)+", not loopback: "+devMode+
 			" stays unset so that vLLM's unauthenticated development routes are not opened to the network; the prefix cache is not reset between runs"+
-			" (engine.process.env "+vllm.EnvServerDevMode+": \"1\" opens them anyway)", "host", host)
+			" (engine.process.env "+devMode+": \"1\" opens them anyway)", "host", host)
 		return env
 	}
-	env[vllm.EnvServerDevMode] = "1"
+	env[devMode] = "1"
 	return env
 }
 
@@ -368,7 +384,7 @@ func (s *processServer) ResetCache(ctx context.Context) error {
 		return fmt.Errorf("process engine: server (pid %d) has exited: %s", s.r.pgid, lastLine(readTail(s.r.logPath, logTailBytes)))
 	default:
 	}
-	return resetWhenIdle(ctx, s.ep.BaseURL, s.ep.MetricsURLs[0])
+	return s.p.opts.Flavor.resetWhenIdle(ctx, s.ep.BaseURL, s.ep.MetricsURLs[0])
 }
 
 // Exited reports whether the server process has ended.

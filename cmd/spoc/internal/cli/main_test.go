@@ -19,6 +19,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(strictServerEnv); dir != "" {
+		// this test binary, started by spoc's process launcher, is a
+		// server that refuses every flag it does not declare
+		os.Exit(strictServer(dir))
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

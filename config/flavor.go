@@ -1,0 +1,156 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/vllm"
+)
+
+// Engine flavors: the dialect of the server spoc launches.
+const (
+	FlavorVLLM    = engine.FlavorVLLM
+	FlavorGeneric = engine.FlavorGeneric
+)
+
+// EngineFlavors lists every engine flavor.
+var EngineFlavors = []string{FlavorVLLM, FlavorGeneric}
+
+// GenericEngine describes a server spoc knows nothing about (flavor
+// generic): the launcher passes the command template (engine.process.command
+// or engine.kubernetes.args) and, for each parameter a server gets, the
+// arguments its template renders — nothing else.
+type GenericEngine struct {
+	Params      map[string]ArgTemplate `yaml:"params,omitempty" doc:"Per parameter (an engine.params key or a search.space name), the arguments it becomes: one text/template string or a list of them, over {{.Value}} (the value as text: 8, 0.85, true) and {{.Name}}; an argument that renders empty is dropped ({{if eq .Value \"true\"}}--flag{{end}}). A parameter without a template is an error."`
+	ResetPath   string                 `yaml:"reset_path,omitempty" doc:"Route POSTed to empty the server's prefix cache between runs (e.g. /reset_prefix_cache); empty: the server has none, and every run after the first on a server is flagged warm."`
+	BusyMetrics []string               `yaml:"busy_metrics,omitempty" doc:"Prometheus gauges on the server's metrics path that count requests running or waiting; a cache reset waits until their sum reads 0. Empty: it waits for nothing."`
+}
+
+// ArgTemplate is the arguments one parameter becomes under flavor generic:
+// written as one string ("--max-seqs={{.Value}}") or a list of them
+// (["--max-seqs", "{{.Value}}"]).
+type ArgTemplate []string
+
+// UnmarshalYAML accepts a string or a list of strings.
+func (a *ArgTemplate) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var s string
+		if err := n.Decode(&s); err != nil {
+			return err
+		}
+		*a = ArgTemplate{s}
+		return nil
+	case yaml.SequenceNode:
+		var l []string
+		if err := n.Decode(&l); err != nil {
+			return err
+		}
+		*a = l
+		return nil
+	}
+	return errors.New("want a template string or a list of template strings")
+}
+
+// flavorName is the engine's flavor, vllm when unset.
+func (e Engine) flavorName() string {
+	if e.Flavor == "" {
+		return FlavorVLLM
+	}
+	return e.Flavor
+}
+
+// LaunchFlavor is the engine.Flavor the launchers of this engine speak:
+// vLLM's, or the generic one built from engine.generic.
+func (e Engine) LaunchFlavor() (engine.Flavor, error) {
+	switch e.flavorName() {
+	case FlavorVLLM:
+		return engine.VLLM(), nil
+	case FlavorGeneric:
+		templates := make(map[string][]string, len(e.Generic.Params))
+		for k, v := range e.Generic.Params {
+			templates[k] = v
+		}
+		return engine.Generic(templates, e.Generic.ResetPath, e.Generic.BusyMetrics)
+	}
+	return engine.Flavor{}, fmt.Errorf("engine.flavor: unknown flavor %q", e.Flavor)
+}
+
+// validateFlavor checks engine.flavor and, for generic, its templates and
+// that every parameter a server would get has one: engine.params keys and
+// every search.space name (space, the search section's).
+func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
+	if !oneOf(e.flavorName(), EngineFlavors) {
+		errs.Addf(p+".flavor", "unknown engine flavor %q%s (one of %s)", e.Flavor, suggest(e.Flavor, EngineFlavors), quoteList(EngineFlavors))
+		return
+	}
+	if e.flavorName() != FlavorGeneric {
+		if len(e.Generic.Params) > 0 || e.Generic.ResetPath != "" || len(e.Generic.BusyMetrics) > 0 {
+			errs.Addf(p+".generic", "is read only with engine.flavor generic (the flavor is %s)", e.flavorName())
+		}
+		return
+	}
+	if e.Kind == EngineSim {
+		errs.Addf(p+".flavor", "generic describes a server spoc knows nothing about, which the simulator cannot stand in for: use kind process, kubernetes or external (or flavor %s with kind sim)", FlavorVLLM)
+	}
+	for _, k := range sortedKeys(e.Generic.Params) {
+		kp := p + ".generic.params." + k
+		if len(e.Generic.Params[k]) == 0 {
+			errs.Addf(kp, "must give at least one argument template")
+			continue
+		}
+		if _, err := engine.Generic(map[string][]string{k: e.Generic.Params[k]}, "", nil); err != nil {
+			errs.Addf(kp, "%s", strings.TrimPrefix(err.Error(), "generic engine: "))
+		}
+	}
+	if e.Generic.ResetPath != "" && !strings.HasPrefix(e.Generic.ResetPath, "/") {
+		errs.Addf(p+".generic.reset_path", "must be a path starting with /, got %q", e.Generic.ResetPath)
+	}
+	if e.Kind == EngineExternal {
+		// spoc applies no parameter to a server it did not start
+		return
+	}
+	templated := make(map[string]bool, len(e.Generic.Params))
+	names := make([]string, 0, len(e.Generic.Params))
+	for k := range e.Generic.Params {
+		templated[vllm.FlagName(k)] = true
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range sortedKeys(e.Params) {
+		if !templated[vllm.FlagName(k)] {
+			errs.Addf(p+".params."+k, "has no template in %s.generic.params%s: flavor generic passes only the arguments it is told", p, suggest(k, names))
+		}
+	}
+	for i, sp := range space {
+		if !templated[vllm.FlagName(sp.Name)] {
+			errs.Addf(fmt.Sprintf("search.space[%d].name", i), "%q has no template in %s.generic.params%s: flavor generic passes only the arguments it is told (search.space names the parameters to map)", sp.Name, p, suggest(sp.Name, names))
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// dropVLLMDefaults clears the defaults that name vLLM flags when the
+// flavor is generic and the file (or a setting) did not set them:
+// engine.params (vLLM's scheduler flags) would otherwise reach a server
+// that knows none of them. search.space stays: its names must each have a
+// template, and a default space is reported as such (validateFlavor).
+func (c *Config) dropVLLMDefaults() {
+	if c.Engine.flavorName() != FlavorGeneric || c.written["engine.params"] {
+		return
+	}
+	c.Engine.Params = nil
+}

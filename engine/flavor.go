@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/spoc-project/spoc/vllm"
+)
+
+// Flavor names.
+const (
+	FlavorVLLM    = "vllm"
+	FlavorGeneric = "generic"
+)
+
+// Flavor is the dialect of the server a launcher starts: how a server's
+// parameters become command-line arguments, whether the launcher may add
+// arguments of its own, which route empties the prefix cache and which
+// metrics say the server is busy. The zero Flavor is vLLM's (VLLM).
+type Flavor struct {
+	// Name is the flavor's name (FlavorVLLM, FlavorGeneric), for errors
+	// and descriptions.
+	Name string
+	// Args renders a server's parameters (base and trial merged) as the
+	// arguments after the command template.
+	Args func(Params) ([]string, error)
+	// NamedFlags means parameters are the server's own flags by name
+	// (vLLM's): a base flag the command sets is left to the command, a
+	// trial flag the command sets is an error, and the launcher appends
+	// --host with the loopback address unless the command binds one.
+	// Without it the launcher adds nothing: the command and Args are the
+	// whole command line.
+	NamedFlags bool
+	// ResetPath is the route POSTed to empty the prefix cache; empty means
+	// the server has none (ResetCache answers ErrResetUnsupported, and a
+	// plan flags every run after the first warm).
+	ResetPath string
+	// DevModeEnv is set to "1" in a loopback server's environment to open
+	// ResetPath (vLLM's VLLM_SERVER_DEV_MODE); empty sets nothing.
+	DevModeEnv string
+	// BusyMetrics are the gauges whose sum counts the requests running or
+	// waiting; a cache reset waits until they read 0. None: the reset
+	// waits for nothing.
+	BusyMetrics []string
+}
+
+// VLLM is the flavor of vLLM's `vllm serve` (and spoc sim serve, which
+// takes its flags): parameters are vLLM flags (vllm.Flags), the prefix
+// cache is reset on vllm.PathResetPrefixCache once the server is idle.
+func VLLM() Flavor {
+	return Flavor{
+		Name:        FlavorVLLM,
+		Args:        func(p Params) ([]string, error) { return vllm.Flags(p) },
+		NamedFlags:  true,
+		ResetPath:   vllm.PathResetPrefixCache,
+		DevModeEnv:  vllm.EnvServerDevMode,
+		BusyMetrics: []string{vllm.MetricNumRequestsRunning, vllm.MetricNumRequestsWaiting},
+	}
+}
+
+// or returns f, or VLLM when f is the zero Flavor.
+func (f Flavor) or() Flavor {
+	if f.Name == "" && f.Args == nil {
+		return VLLM()
+	}
+	if f.Args == nil {
+		f.Args = func(p Params) ([]string, error) { return vllm.Flags(p) }
+	}
+	return f
+}
+
+// TemplateValue is what a generic flavor's argument template sees:
+// {{.Name}} the parameter's name, {{.Value}} its value as text (true or
+// false for a boolean, integers without a decimal point).
+type TemplateValue struct {
+	Name  string
+	Value string
+}
+
+// Generic is the flavor of a server spoc knows nothing about: it passes
+// nothing it was not told. Each parameter a server gets (engine.params or
+// a trial's) is rendered by its own template, a list of text/template
+// arguments over TemplateValue ("--max-seqs={{.Value}}", or "--batch",
+// "{{.Value}}"); an argument that renders empty is dropped, so that a
+// boolean can map to a flag present or absent
+// ({{if eq .Value "true"}}--radix{{end}}). A parameter without a template
+// is an error, never a guessed flag. resetPath (optional) is the route
+// that empties the prefix cache; busy (optional) the gauges that count
+// requests in flight.
+func Generic(templates map[string][]string, resetPath string, busy []string) (Flavor, error) {
+	parsed := make(map[string][]*template.Template, len(templates))
+	for name, args := range templates {
+		key := vllm.FlagName(name)
+		if key == "" {
+			return Flavor{}, fmt.Errorf("generic engine: empty parameter name %q", name)
+		}
+		if _, dup := parsed[key]; dup {
+			return Flavor{}, fmt.Errorf("generic engine: two templates for parameter %q", key)
+		}
+		if len(args) == 0 {
+			return Flavor{}, fmt.Errorf("generic engine: parameter %q: empty template (give at least one argument)", name)
+		}
+		for i, a := range args {
+			t, err := template.New(fmt.Sprintf("%s[%d]", name, i)).Option("missingkey=error").Parse(a)
+			if err != nil {
+				return Flavor{}, fmt.Errorf("generic engine: parameter %q: template %q: %w", name, a, err)
+			}
+			parsed[key] = append(parsed[key], t)
+		}
+	}
+	if resetPath != "" && !strings.HasPrefix(resetPath, "/") {
+		return Flavor{}, fmt.Errorf("generic engine: reset path %q must start with /", resetPath)
+	}
+	render := func(p Params) ([]string, error) {
+		names := make([]string, 0, len(p))
+		byKey := make(map[string]string, len(p))
+		for k := range p {
+			key := vllm.FlagName(k)
+			if prev, dup := byKey[key]; dup {
+				return nil, fmt.Errorf("generic engine: parameters %q and %q are the same parameter", prev, k)
+			}
+			byKey[key] = k
+			names = append(names, key)
+		}
+		sort.Strings(names)
+		var args []string
+		for _, key := range names {
+			tmpls, ok := parsed[key]
+			if !ok {
+				return nil, &UntemplatedError{Param: byKey[key]}
+			}
+			v, err := valueText(p[byKey[key]])
+			if err != nil {
+				return nil, fmt.Errorf("generic engine: parameter %q: %w", byKey[key], err)
+			}
+			for _, t := range tmpls {
+				var b bytes.Buffer
+				if err := t.Execute(&b, TemplateValue{Name: byKey[key], Value: v}); err != nil {
+					return nil, fmt.Errorf("generic engine: parameter %q: %w", byKey[key], err)
+				}
+				if b.Len() > 0 {
+					args = append(args, b.String())
+				}
+			}
+		}
+		return args, nil
+	}
+	return Flavor{Name: FlavorGeneric, Args: render, ResetPath: resetPath, BusyMetrics: busy}, nil
+}
+
+// UntemplatedError is a parameter a generic flavor has no template for:
+// spoc does not guess its flag.
+type UntemplatedError struct{ Param string }
+
+func (e *UntemplatedError) Error() string {
+	return fmt.Sprintf("generic engine: parameter %q has no template (engine.generic.params): flavor generic passes only the arguments it is told", e.Param)
+}
+
+// valueText writes a parameter's value as a template sees it.
+func valueText(v any) (string, error) {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "", fmt.Errorf("%v is not a finite number", x)
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	case string:
+		return x, nil
+	}
+	return "", fmt.Errorf("unsupported value %v of type %T (want bool, int, float or string)", v, v)
+}
+
+// errNoResetRoute is why a flavor without a reset route cannot reset.
+var errNoResetRoute = errors.New("the engine flavor names no cache-reset route")

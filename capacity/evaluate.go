@@ -38,6 +38,9 @@ type Load struct {
 	// Users only labels the run; the sessions in progress are the run's
 	// outcome (Evaluation.Sessions).
 	Arrivals *workload.Arrivals
+	// Autoscale, when set, runs a simulated deployment's replicas under a
+	// scaling policy (sim.Autoscale); live runs refuse it.
+	Autoscale *sim.Autoscale
 }
 
 // arrivals is load's arrival process with the run's seed: repeats with
@@ -55,6 +58,10 @@ func (e *Evaluator) arrivals(load Load) *workload.Arrivals {
 type Outputs struct {
 	// Records receives every request as a JSON line.
 	Records io.Writer
+	// Sink, when set, receives every record too (simulated runs): an
+	// analysis that reads the records as they come, such as a day's
+	// attainment (result.Attainment).
+	Sink result.Sink
 	// Telemetry receives every scrape as a JSON line (live engines only).
 	Telemetry io.Writer
 	// Progress, when set, receives the live client's counters about once a
@@ -87,6 +94,8 @@ type Evaluation struct {
 	// Sessions is an open-loop run's sessions: how many arrived and how
 	// many were in progress at once (nil for closed-loop users).
 	Sessions *workload.SessionStats `json:"sessions,omitempty"`
+	// Scale is an autoscaled simulated run's fleet over time.
+	Scale *sim.ScaleStats `json:"scale,omitempty"`
 	// WarmCache says why the run started with the prefix cache an earlier
 	// run on the same server left (the server refused the reset): its
 	// prompts hit that run's cached prefixes, so TTFT and throughput may

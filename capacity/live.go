@@ -22,6 +22,9 @@ var ErrNothingServed = errors.New("the server served nothing")
 // scraping or querying its telemetry, and checks the server outlived the
 // run: a dead server's errors are no measurement of its capacity.
 func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, load Load, out Outputs) (ev *Evaluation, err error) {
+	if load.Autoscale != nil {
+		return nil, fmt.Errorf("%w: autoscaling is a model of the simulated fleet; a live engine runs the replicas it has", ErrBadSetup)
+	}
 	gen, err := e.workloadFor(load)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,9 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	window := result.Window{Start: epoch.Add(load.Warmup), End: epoch.Add(load.Warmup + load.Duration)}
 	sum := result.NewSummary(e.setup.SLA, window, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
 	sinks := []result.Sink{sum}
+	if out.Sink != nil {
+		sinks = append(sinks, out.Sink)
+	}
 	var w *result.Writer
 	if out.Records != nil {
 		w = result.NewWriter(out.Records)
@@ -32,6 +35,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 		ThinkTimeScale: load.ThinkTimeScale, Start: epoch, RunID: fmt.Sprintf("sim-%d", load.Users),
 		ErrorRate: e.setup.Deployment.SimErrorRate, Seed: e.setup.Workload.Seed + load.SeedOffset,
 		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load), Arrivals: e.arrivals(load),
+		Autoscale: load.Autoscale,
 	}, gen, result.Tee(sinks...))
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {
@@ -49,7 +53,7 @@ func (e *Evaluator) evaluateVirtual(ctx context.Context, dep sim.Deployment, par
 	ev := &Evaluation{Users: load.Users, Params: params, Virtual: true, Provenance: e.provenance(""), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First()}
 	sig := SimSignals(stats, dep, e.setup.Telemetry.StragglerClockDrop)
 	ev.Signals = &sig
-	ev.Sessions = stats.Sessions
+	ev.Sessions, ev.Scale = stats.Sessions, stats.Scale
 	share := stats.Share()
 	ev.Sim = &SimInfo{
 		Replicas: stats.Replicas, KVTokens: stats.KVTokens, MeanKVUsage: stats.MeanKVUsage, PeakKVUsage: stats.PeakKVUsage,

@@ -184,6 +184,10 @@ type Cluster struct {
 	engines  []*Engine
 	kvTokens int
 	router   router
+	// serving maps the router's indexes to replicas when it serves a
+	// subset (Serve); gen counts the routers Serve built
+	serving []int
+	gen     int32
 }
 
 // Build prices the deployment and creates its engines, each with an empty

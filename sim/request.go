@@ -49,6 +49,7 @@ type Request struct {
 	replica int32
 	conn    int32
 	routed  bool
+	gen     int32 // the router generation that routed it (Cluster.Serve)
 }
 
 // Reset clears r for reuse, keeping its buffers.

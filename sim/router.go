@@ -179,6 +179,21 @@ var (
 )
 
 func newRouter(f Fleet, engines []*Engine) (router, error) {
+	return newRouterOver(f, engines, nil)
+}
+
+// newRouterOver builds f's router over engines, which are the replicas ids
+// (nil: 0, 1, …) of the whole fleet: a consistent-hash ring keeps each
+// replica's HAProxy server id, so a ring over fewer replicas moves only the
+// missing ones' sessions, as HAProxy does when a server goes down.
+func newRouterOver(f Fleet, engines []*Engine, ids []int) (router, error) {
+	if ids != nil && len(f.Weights) > 0 {
+		w := make([]int, len(ids))
+		for i, id := range ids {
+			w[i] = f.Weights[id]
+		}
+		f.Weights = w
+	}
 	if err := f.Validate(len(engines)); err != nil {
 		return nil, err
 	}
@@ -191,6 +206,9 @@ func newRouter(f Fleet, engines []*Engine) (router, error) {
 		for i := range servers {
 			if len(f.Weights) > 0 {
 				servers[i].Weight = f.Weights[i]
+			}
+			if ids != nil {
+				servers[i].ID = ids[i] + 1 // HAProxy's own numbering of the whole fleet
 			}
 		}
 		ring, err := NewHAProxyRing(servers, f.Hash, f.HashBalanceFactor)
@@ -448,8 +466,45 @@ func (c *Cluster) SessionKeyOf(user, session int) string {
 // request must be released once its response ends, however it ends.
 func (c *Cluster) Assign(r *Request, now float64) int {
 	k := c.router.route(r, now)
-	r.replica, r.routed = int32(k), true
+	if c.serving != nil {
+		k = c.serving[k]
+	}
+	r.replica, r.routed, r.gen = int32(k), true, c.gen
 	return k
+}
+
+// Serve makes the router spread requests over the given replicas only
+// (ascending indexes into Engines), as when an autoscaler adds a started
+// replica to the router or takes one out to drain it; nil serves all. The
+// router is rebuilt over them: its own counters start afresh, and
+// requests routed before are released to nobody.
+func (c *Cluster) Serve(replicas []int) error {
+	if replicas == nil {
+		r, err := newRouter(c.dep.Fleet, c.engines)
+		if err != nil {
+			return err
+		}
+		c.router, c.serving = r, nil
+		c.gen++
+		return nil
+	}
+	if len(replicas) == 0 {
+		return errors.New("serve: no replica")
+	}
+	engines := make([]*Engine, len(replicas))
+	for i, k := range replicas {
+		if k < 0 || k >= len(c.engines) || (i > 0 && k <= replicas[i-1]) {
+			return fmt.Errorf("serve: replicas %v are not ascending indexes below %d", replicas, len(c.engines))
+		}
+		engines[i] = c.engines[k]
+	}
+	r, err := newRouterOver(c.dep.Fleet, engines, replicas)
+	if err != nil {
+		return err
+	}
+	c.router, c.serving = r, slices.Clone(replicas)
+	c.gen++
+	return nil
 }
 
 // Release tells the router that r's response ended (finished, failed or
@@ -460,7 +515,17 @@ func (c *Cluster) Release(r *Request, now float64) {
 		return
 	}
 	r.routed = false
-	c.router.release(r, int(r.replica), now)
+	if r.gen != c.gen {
+		return // routed by a router Serve has replaced
+	}
+	k := int(r.replica)
+	if c.serving != nil {
+		k = slices.Index(c.serving, k)
+		if k < 0 {
+			return
+		}
+	}
+	c.router.release(r, k, now)
 }
 
 // cachedPrefixBlocks is how many of hashes' leading blocks (at most limit)

@@ -28,6 +28,9 @@ type Options struct {
 	// (workload.ScheduleOptions).
 	Phase     time.Duration
 	PhaseSeed uint64
+	// Autoscale, when set, runs the replicas under a scaling policy
+	// instead of all of them all the time.
+	Autoscale *Autoscale
 	// Arrivals, when set, makes the run open-loop: sessions arrive by this
 	// process and Users, Ramp and Phase do not apply
 	// (workload.ScheduleOptions).
@@ -73,6 +76,9 @@ type RunStats struct {
 	Fleet FleetStats `json:"fleet"`
 	// Sessions describes an open-loop run's sessions (nil: closed loop).
 	Sessions *workload.SessionStats `json:"sessions,omitempty"`
+	// Scale is an autoscaled run's fleet over time (nil: every replica
+	// served throughout).
+	Scale *ScaleStats `json:"scale,omitempty"`
 }
 
 // Share returns each term's fraction of the summed step time.
@@ -106,6 +112,7 @@ type vuser struct {
 	// the session header's value and the session it was made for
 	key        string
 	keySession int
+	begun      bool // sent its first turn (counted in runner.active)
 }
 
 // runner is one virtual run's state.
@@ -123,6 +130,10 @@ type runner struct {
 	stats RunStats
 	seq   uint64
 	fleet *fleetMeter
+	// active counts users that have begun and not stopped: the sessions
+	// in progress of an open-loop run
+	active int
+	scale  *scaler
 }
 
 // RunVirtual runs the users' session scripts against the simulated
@@ -181,9 +192,15 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 		vu.cur = sched.User(u) // hasher and request come with its first turn (due)
 		r.queue(vu)
 	}
+	if o.Autoscale != nil {
+		if err := r.startScaler(o.Autoscale); err != nil {
+			return nil, fmt.Errorf("run virtual: %w", err)
+		}
+	}
 	err = r.loop(ctx)
 	r.finish()
 	r.stats.Sessions = sched.Sessions()
+	r.stats.Scale = r.finishScale()
 	return &r.stats, err
 }
 
@@ -198,6 +215,10 @@ func (r *runner) queue(vu *vuser) {
 	at, ok := vu.cur.Due()
 	if !ok {
 		vu.phase = phaseDone
+		if vu.begun {
+			vu.begun = false
+			r.active--
+		}
 		return
 	}
 	vu.next, vu.phase = at, phaseDue
@@ -222,6 +243,12 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		}
 		t := math.Min(tu, ts)
+		if tc := r.scaleNext(); tc < t && tc < r.end {
+			if err := r.scaleAt(tc); err != nil {
+				return err
+			}
+			continue
+		}
 		if t >= r.end {
 			return nil
 		}
@@ -240,6 +267,7 @@ func (r *runner) loop(ctx context.Context) error {
 					r.mon.AddStep(ei, e.Step())
 				}
 			}
+			r.drained(ei, ts)
 			continue
 		}
 		u := r.heap.pop()
@@ -276,6 +304,10 @@ func (r *runner) due(vu *vuser, t float64) error {
 	}
 	if vu.hasher == nil {
 		vu.hasher, vu.req = NewBlockHasher(r.c.dep.Params.BlockSize), NewRequest()
+	}
+	if !vu.begun {
+		vu.begun = true
+		r.active++
 	}
 	if next.NewSession {
 		vu.hasher.Reset()

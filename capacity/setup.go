@@ -54,6 +54,9 @@ type Setup struct {
 type Deployment struct {
 	// Kind is the engine kind: sim, process, external or kubernetes.
 	Kind string
+	// Flavor is the server's dialect (engine.flavor): vllm, sglang or
+	// generic; empty means vllm.
+	Flavor string
 	// Model is the model (catalog name or path); ServedModelName the name
 	// requests use when it differs.
 	Model           string

@@ -9,17 +9,19 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
 
 // Engine flavors: the dialect of the server spoc launches.
 const (
 	FlavorVLLM    = engine.FlavorVLLM
+	FlavorSGLang  = engine.FlavorSGLang
 	FlavorGeneric = engine.FlavorGeneric
 )
 
 // EngineFlavors lists every engine flavor.
-var EngineFlavors = []string{FlavorVLLM, FlavorGeneric}
+var EngineFlavors = []string{FlavorVLLM, FlavorSGLang, FlavorGeneric}
 
 // GenericEngine describes a server spoc knows nothing about (flavor
 // generic): the launcher passes the command template (engine.process.command
@@ -71,6 +73,8 @@ func (e Engine) LaunchFlavor() (engine.Flavor, error) {
 	switch e.flavorName() {
 	case FlavorVLLM:
 		return engine.VLLM(), nil
+	case FlavorSGLang:
+		return engine.SGLang(), nil
 	case FlavorGeneric:
 		templates := make(map[string][]string, len(e.Generic.Params))
 		for k, v := range e.Generic.Params {
@@ -93,6 +97,15 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 		if len(e.Generic.Params) > 0 || e.Generic.ResetPath != "" || len(e.Generic.BusyMetrics) > 0 {
 			errs.Addf(p+".generic", "is read only with engine.flavor generic (the flavor is %s)", e.flavorName())
 		}
+	}
+	switch e.flavorName() {
+	case FlavorSGLang:
+		if e.Kind == EngineSim {
+			errs.Addf(p+".flavor", "the simulator (kind sim) models vLLM and takes vLLM's flags; SGLang's are not mapped onto it yet: run flavor sglang on kind process, kubernetes or external, or flavor vllm on kind sim")
+		}
+		e.validateSGLang(p, space, errs)
+		return
+	case FlavorVLLM:
 		return
 	}
 	if e.Kind == EngineSim {
@@ -149,8 +162,56 @@ func sortedKeys[V any](m map[string]V) []string {
 // that knows none of them. search.space stays: its names must each have a
 // template, and a default space is reported as such (validateFlavor).
 func (c *Config) dropVLLMDefaults() {
-	if c.Engine.flavorName() != FlavorGeneric || c.written["engine.params"] {
+	flavor := c.Engine.flavorName()
+	if flavor == FlavorVLLM {
 		return
 	}
-	c.Engine.Params = nil
+	if !c.written["engine.params"] {
+		c.Engine.Params = nil
+	}
+	if flavor != FlavorSGLang {
+		return
+	}
+	// SGLang has its own knobs and its own image
+	if !c.written["search.space"] {
+		c.Search.Space = DefaultSGLangSpace()
+	}
+	if !c.written["engine.kubernetes.image"] {
+		c.Engine.Kubernetes.Image = DefaultSGLangImage
+	}
+}
+
+// DefaultSGLangImage is the server image of flavor sglang on Kubernetes.
+const DefaultSGLangImage = "lmsysorg/sglang:latest"
+
+// DefaultSGLangKubeArgs start the server in the SGLang image, which has
+// no server entrypoint: the args are the whole command.
+var DefaultSGLangKubeArgs = append(append([]string(nil), sglang.Launch...), "--"+sglang.FlagModelPath, "{{.Model}}", "--"+sglang.FlagPort, "{{.Port}}")
+
+// validateSGLang checks every engine.params key and search.space name
+// against SGLang's flag catalogue (package sglang), so a misspelt flag or
+// a vLLM one fails spoc config check with its key and line, and each
+// engine.params value against the flag's type and choices.
+func (e *Engine) validateSGLang(p string, space []Param, errs *Errors) {
+	unknown := func(name string) string {
+		if c, ok := sglang.VLLMCounterparts[vllm.FlagName(name)]; ok {
+			return fmt.Sprintf("--%s is a vLLM flag, not SGLang's; SGLang's closest is --%s (docs/engines.md says how they differ)", vllm.FlagName(name), c)
+		}
+		return fmt.Sprintf("unknown SGLang flag --%s%s (spoc's SGLang catalogue, docs/engines.md; a flag it lacks can be written into the command)", vllm.FlagName(name), suggest(vllm.FlagName(name), sglang.FlagNames()))
+	}
+	for _, k := range sortedKeys(e.Params) {
+		f, ok := sglang.Lookup(k)
+		if !ok {
+			errs.Addf(p+".params."+k, "%s", unknown(k))
+			continue
+		}
+		if err := f.Check(e.Params[k]); err != nil {
+			errs.Addf(p+".params."+k, "%v", err)
+		}
+	}
+	for i, sp := range space {
+		if _, ok := sglang.Lookup(sp.Name); !ok {
+			errs.Addf(fmt.Sprintf("search.space[%d].name", i), "%s", unknown(sp.Name))
+		}
+	}
 }

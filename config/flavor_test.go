@@ -127,3 +127,109 @@ func TestFlavorDefaultIsVLLM(t *testing.T) {
 		}
 	}
 }
+
+const sglangYAML = `engine:
+  kind: process
+  flavor: sglang
+  model: gpt-oss-20b
+  gpu: H200-SXM
+  gpus: 2
+  tensor_parallel_size: 1
+  max_model_len: 131072
+  process:
+    command: [python3, -m, sglang.launch_server, --model-path, "{{.Model}}", --port, "{{.Port}}"]
+`
+
+// TestSGLangFlavor: SGLang's implicit flags, its default search space,
+// and a dry run in SGLang's form.
+func TestSGLangFlavor(t *testing.T) {
+	cfg, err := Load(strings.NewReader(sglangYAML), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"tp-size": 1, "context-length": 131072, "enable-metrics": true, "enable-cache-report": true, "dp-size": 2}
+	if got := cfg.Engine.BaseParams(cfg.Fleet); !reflect.DeepEqual(map[string]any(got), want) {
+		t.Errorf("BaseParams = %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(cfg.Search.Space, DefaultSGLangSpace()) {
+		t.Errorf("search space = %v, want SGLang's default", cfg.Search.Space)
+	}
+	l, err := cfg.Engine.Launcher(LauncherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := l.(engine.DryRunner).DryRun(engine.Params{"max-running-requests": 64, "disable-radix-cache": true, "mem-fraction-static": 0.85})
+	wantDry := `python3 -m sglang.launch_server --model-path gpt-oss-20b --port "<port>" --host 127.0.0.1 --context-length 131072 --disable-radix-cache --dp-size 2 --enable-cache-report --enable-metrics --max-running-requests 64 --mem-fraction-static 0.85 --tp-size 1`
+	if err != nil || dry != wantDry {
+		t.Errorf("DryRun =\n%s, %v\nwant\n%s", dry, err, wantDry)
+	}
+	fl, _ := cfg.Engine.LaunchFlavor()
+	if fl.ResetPath != "/flush_cache" || fl.DevModeEnv != "" {
+		t.Errorf("flavor = %+v, want SGLang's flush route and no dev mode", fl)
+	}
+	if !reflect.DeepEqual(DefaultSearch().Space, DefaultSpace()) {
+		t.Error("the default (vllm) search space changed")
+	}
+}
+
+// TestSGLangFlagCatalogue: a vLLM flag or a misspelt one on SGLang fails
+// config check with the key, the line and a "did you mean".
+func TestSGLangFlagCatalogue(t *testing.T) {
+	for _, tc := range []struct {
+		name, add string
+		want      []string
+	}{
+		{"vLLM flag in engine.params", "  params: {max-num-seqs: 64}\n",
+			[]string{"s.yaml:11:", "engine.params.max-num-seqs", "is a vLLM flag, not SGLang's", "--max-running-requests"}},
+		{"misspelt flag in engine.params", "  params:\n    max-runing-requests: 64\n",
+			[]string{"s.yaml:12:", "engine.params.max-runing-requests", "unknown SGLang flag", `did you mean "max-running-requests"`}},
+		{"bad choice", "  params: {schedule-policy: fifo}\n",
+			[]string{"s.yaml:11:", "engine.params.schedule-policy", "not one of"}},
+		{"vLLM flag in search.space", "search:\n  space:\n    - {name: gpu-memory-utilization, type: float, low: 0.8, high: 0.9}\n",
+			[]string{"s.yaml:13:", "search.space[0].name", "--mem-fraction-static"}},
+		{"misspelt flag in search.space", "search:\n  space:\n    - {name: chunked-prefil-size, type: int, low: 1024, high: 8192}\n",
+			[]string{"s.yaml:13:", "search.space[0].name", `did you mean "chunked-prefill-size"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(sglangYAML+tc.add), "s.yaml")
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	// on the simulator: a clear error
+	_, err := Load(strings.NewReader(strings.Replace(sglangYAML, "kind: process", "kind: sim", 1)), "s.yaml")
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:3:") || !strings.Contains(err.Error(), "takes vLLM's flags") {
+		t.Errorf("flavor sglang on kind sim: %v", err)
+	}
+}
+
+// TestNonVLLMFlavorHasNoSimulator: a plan on SGLang (or a generic server)
+// has no simulated counterpart, so the default multi fidelity is refused
+// with what to set, and live is accepted.
+func TestNonVLLMFlavorHasNoSimulator(t *testing.T) {
+	cfg, err := Load(strings.NewReader(sglangYAML), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.Setup(SetupOptions{Plan: true})
+	if err == nil || !strings.Contains(err.Error(), "set plan.fidelity: live") || !strings.Contains(err.Error(), "engine.flavor sglang") {
+		t.Fatalf("Setup = %v, want the multi fidelity refused for flavor sglang", err)
+	}
+	cfg, err = Load(strings.NewReader(sglangYAML+"plan:\n  fidelity: live\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cfg.Setup(SetupOptions{Plan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Deployment.Flavor != FlavorSGLang || s.Simulator != nil {
+		t.Errorf("setup flavor %q, simulator %v", s.Deployment.Flavor, s.Simulator)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/engine/haproxy"
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -47,10 +48,13 @@ type LauncherOptions struct {
 // (engine.KubernetesOptions.Replicas), and so does a process fleet behind
 // HAProxy: one server per replica.
 func (e Engine) BaseParams(f Fleet) engine.Params {
-	if e.flavorName() == FlavorGeneric {
+	switch e.flavorName() {
+	case FlavorGeneric:
 		// nothing implicit: a generic server gets what engine.params says,
 		// each through its template
 		return engine.Params(vllm.Merge(nil, e.Params))
+	case FlavorSGLang:
+		return e.sglangBaseParams(f)
 	}
 	p := engine.Params{}
 	if e.TensorParallelSize > 0 {
@@ -72,6 +76,32 @@ func (e Engine) BaseParams(f Fleet) engine.Params {
 	}
 	if n := e.replicas(); e.Kind == EngineProcess && n > 1 && !haproxyFronted(e, f) {
 		p["data-parallel-size"] = n
+	}
+	return vllm.Merge(p, e.Params)
+}
+
+// sglangBaseParams are BaseParams in SGLang's names: --tp-size,
+// --context-length, --served-model-name, and what spoc needs from the
+// server — --enable-metrics (SGLang serves no metrics without it) and
+// --enable-cache-report (cached_tokens in usage) — with --dp-size for a
+// local process on several tensor-parallel groups not behind HAProxy.
+func (e Engine) sglangBaseParams(f Fleet) engine.Params {
+	p := engine.Params{}
+	if e.TensorParallelSize > 0 {
+		p[sglang.FlagTPSize] = e.TensorParallelSize
+	}
+	if e.MaxModelLen > 0 {
+		p[sglang.FlagContextLength] = e.MaxModelLen
+	}
+	if e.ServedModelName != "" && e.Kind != EngineSim {
+		p[sglang.FlagServedModelName] = e.ServedModelName
+	}
+	if e.Kind == EngineProcess || e.Kind == EngineKubernetes {
+		p[sglang.FlagEnableMetrics] = true
+		p[sglang.FlagEnableCacheReport] = true
+	}
+	if n := e.replicas(); e.Kind == EngineProcess && n > 1 && !haproxyFronted(e, f) {
+		p[sglang.FlagDPSize] = n
 	}
 	return vllm.Merge(p, e.Params)
 }
@@ -180,6 +210,10 @@ func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	args := k.Args
+	if len(args) == 0 && e.flavorName() == FlavorSGLang {
+		args = DefaultSGLangKubeArgs
+	}
 	opts := engine.KubernetesOptions{
 		Flavor:          flavor,
 		Namespace:       k.Namespace,
@@ -187,7 +221,7 @@ func kubernetesLauncher(e Engine, o LauncherOptions) (engine.Launcher, error) {
 		Kubeconfig:      k.Kubeconfig,
 		Study:           o.Study,
 		Image:           k.Image,
-		Args:            k.Args,
+		Args:            args,
 		Model:           e.Model,
 		ServedModelName: vllm.ServedName(e.Model, e.ServedModelName),
 		BaseParams:      e.BaseParams(o.Fleet),

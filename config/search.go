@@ -101,6 +101,21 @@ func DefaultSpace() []Param {
 	}
 }
 
+// DefaultSGLangSpace is the default search space of engine.flavor sglang:
+// SGLang's scheduler and memory knobs (package sglang's catalogue).
+// Replicas (--dp-size) come from engine.gpus / engine.tensor_parallel_size,
+// not from the search.
+func DefaultSGLangSpace() []Param {
+	return []Param{
+		{Name: "max-running-requests", Type: "int", Low: 16, High: 1024, Log: true, Doc: "Most requests in the running batch: caps decode concurrency and KV demand (vLLM's max-num-seqs)."},
+		{Name: "chunked-prefill-size", Type: "categorical", Choices: []any{2048, 4096, 8192, 16384}, Doc: "Most prompt tokens of one request prefilled per step: small values protect ITL, large ones cut TTFT."},
+		{Name: "max-prefill-tokens", Type: "categorical", Choices: []any{8192, 16384, 32768}, Doc: "Most prompt tokens admitted in one prefill batch."},
+		{Name: "mem-fraction-static", Type: "float", Low: 0.75, High: 0.92, Step: 0.01, Doc: "Share of GPU memory for weights and the KV-cache pool; the rest is left for activations and CUDA graphs (not vLLM's gpu-memory-utilization, docs/engines.md)."},
+		{Name: "schedule-policy", Type: "categorical", Choices: []any{"fcfs", "lpm"}, Doc: "Admission order: arrival (fcfs) or longest cached prefix first (lpm)."},
+		{Name: "disable-radix-cache", Type: "bool", Choices: []any{false, true}, Doc: "Turn the radix (prefix) cache off."},
+	}
+}
+
 func (s *Search) validate(p string, errs *Errors) {
 	// the samplers are search/samplers' registry, and auto picks one of them
 	if names := append([]string{tune.SamplerAuto}, samplers.Names()...); !oneOf(s.Sampler, names) {

@@ -83,6 +83,11 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	// does not model: then it has no simulated counterpart, and only what
 	// needs one fails (SimErr).
 	dep, simErr := resolveSim(c.Engine, c.Fleet)
+	if f := c.Engine.flavorName(); simErr == nil && f != FlavorVLLM {
+		// the simulator models vLLM: a search over another server's flags
+		// has no simulated counterpart (docs/engines.md, flavors)
+		dep, simErr = sim.Deployment{}, fmt.Errorf("engine.flavor %s: the simulator models vLLM and takes vLLM's flags, not this server's", f)
+	}
 	if simErr != nil && c.Engine.Kind == EngineSim {
 		return plan.Setup{}, fmt.Errorf("sim engine: %w", simErr)
 	}
@@ -215,7 +220,7 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 	}
 	return capacity.Setup{
 		Deployment: capacity.Deployment{
-			Kind: e.Kind, Model: e.Model, ServedModelName: e.ServedModelName, GPU: e.GPU, GPUs: e.GPUs,
+			Kind: e.Kind, Flavor: e.flavorName(), Model: e.Model, ServedModelName: e.ServedModelName, GPU: e.GPU, GPUs: e.GPUs,
 			TensorParallelSize: e.TensorParallelSize, WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen,
 			Params: params, Sim: dep, SimErr: simErr, SimErrorRate: e.Sim.ErrorRate,
 		},

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
 
 // Flavor names.
 const (
 	FlavorVLLM    = "vllm"
+	FlavorSGLang  = "sglang"
 	FlavorGeneric = "generic"
 )
 
@@ -61,6 +63,22 @@ func VLLM() Flavor {
 		ResetPath:   vllm.PathResetPrefixCache,
 		DevModeEnv:  vllm.EnvServerDevMode,
 		BusyMetrics: []string{vllm.MetricNumRequestsRunning, vllm.MetricNumRequestsWaiting},
+	}
+}
+
+// SGLang is the flavor of SGLang's `python3 -m sglang.launch_server`:
+// parameters are SGLang flags (sglang.Render: switches have no off form),
+// the launcher appends --host like vLLM's, and the radix cache is flushed
+// on sglang.PathFlushCache once sglang:num_running_reqs and
+// sglang:num_queue_reqs read 0 (SGLang refuses the flush, HTTP 400, while
+// requests run). No development mode is needed.
+func SGLang() Flavor {
+	return Flavor{
+		Name:        FlavorSGLang,
+		Args:        func(p Params) ([]string, error) { return sglang.Render(p) },
+		NamedFlags:  true,
+		ResetPath:   sglang.PathFlushCache,
+		BusyMetrics: []string{sglang.MetricNumRunningReqs, sglang.MetricNumQueueReqs},
 	}
 }
 

@@ -143,3 +143,35 @@ func TestZeroFlavorIsVLLM(t *testing.T) {
 		t.Errorf("zero flavor = %+v, want vLLM's", p.opts.Flavor)
 	}
 }
+
+// TestSGLangFlavorCommandLine: SGLang's flags (switches without an off
+// form), --host like vLLM's, no VLLM_SERVER_DEV_MODE, and /flush_cache.
+func TestSGLangFlavorCommandLine(t *testing.T) {
+	p, err := NewProcess(ProcessOptions{
+		Command:    []string{"python3", "-m", "sglang.launch_server", "--model-path", "{{.Model}}", "--port", "{{.Port}}"},
+		Model:      "openai/gpt-oss-20b",
+		BaseParams: Params{"tp-size": 1, "enable-metrics": true, "disable-radix-cache": true},
+		Flavor:     SGLang(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, err := p.Argv(Params{"max-running-requests": 8, "disable-radix-cache": false}, 30000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"python3", "-m", "sglang.launch_server", "--model-path", "openai/gpt-oss-20b", "--port", "30000",
+		"--host", "127.0.0.1", "--enable-metrics", "--max-running-requests", "8", "--tp-size", "1"}
+	if !reflect.DeepEqual(argv, want) {
+		t.Errorf("argv = %q\nwant   %q", argv, want)
+	}
+	if env := p.env(argv); len(env) != 0 {
+		t.Errorf("env = %v, want nothing added (no development mode)", env)
+	}
+	if p.opts.Flavor.ResetPath != "/flush_cache" {
+		t.Errorf("reset path %q", p.opts.Flavor.ResetPath)
+	}
+	if _, err := p.Argv(Params{"port": 1}, 30000); err == nil {
+		t.Error("a trial flag the command sets was accepted")
+	}
+}

@@ -48,3 +48,19 @@ func TestExternalServerFlagsUnknown(t *testing.T) {
 		t.Errorf("engine.params shown as the server's flags: %q %q", cmd, flags)
 	}
 }
+
+// TestServeCommandInSGLangForm: the command to run a chosen configuration
+// of flavor sglang is SGLang's launch_server with SGLang's flags, not
+// vllm serve.
+func TestServeCommandInSGLangForm(t *testing.T) {
+	d := capacity.Deployment{Kind: "kubernetes", Flavor: engine.FlavorSGLang, Model: "gpt-oss-120b", GPUs: 8, TensorParallelSize: 4, MaxModelLen: 131072}
+	got := serveCommand(d, map[string]any{"max-running-requests": 128, "disable-radix-cache": false, "schedule-policy": "lpm"})
+	want := "python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --tp-size 4 --dp-size 2 --context-length 131072 --max-running-requests 128 --schedule-policy lpm"
+	if got != want {
+		t.Errorf("serveCommand =\n%s\nwant\n%s", got, want)
+	}
+	d.Flavor = ""
+	if got := serveCommand(d, nil); !strings.HasPrefix(got, "vllm serve ") {
+		t.Errorf("flavor vllm: %s", got)
+	}
+}

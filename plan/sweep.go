@@ -12,6 +12,7 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -216,11 +217,15 @@ func (p *planner) serveCommand(ctx context.Context, params map[string]any) (cmd,
 	return serveCommand(p.s.Deployment, params), ""
 }
 
-// serveCommand renders the chosen configuration as a vllm serve command.
+// serveCommand renders the chosen configuration as a vllm serve command,
+// or SGLang's launch_server for flavor sglang.
 func serveCommand(d capacity.Deployment, params map[string]any) string {
 	model := d.Model
 	if model == "gpt-oss-120b" || model == "gpt-oss-20b" {
 		model = "openai/" + model
+	}
+	if d.Flavor == engine.FlavorSGLang {
+		return sglangCommand(d, model, params)
 	}
 	args := []string{"vllm", "serve", model}
 	if d.ServedModelName != "" {
@@ -233,6 +238,23 @@ func serveCommand(d capacity.Deployment, params map[string]any) string {
 	args = append(args, "--max-model-len", fmt.Sprint(d.MaxModelLen))
 	flags, err := vllm.Flags(params)
 	if err == nil {
+		args = append(args, flags...)
+	}
+	return strings.Join(args, " ")
+}
+
+// sglangCommand is serveCommand in SGLang's form.
+func sglangCommand(d capacity.Deployment, model string, params map[string]any) string {
+	args := append(append([]string(nil), sglang.Launch...), "--"+sglang.FlagModelPath, model)
+	if d.ServedModelName != "" {
+		args = append(args, "--"+sglang.FlagServedModelName, d.ServedModelName)
+	}
+	args = append(args, "--"+sglang.FlagTPSize, fmt.Sprint(d.TensorParallelSize))
+	if dp := d.Replicas(); dp > 1 {
+		args = append(args, "--"+sglang.FlagDPSize, fmt.Sprint(dp))
+	}
+	args = append(args, "--"+sglang.FlagContextLength, fmt.Sprint(d.MaxModelLen))
+	if flags, err := sglang.Render(params); err == nil {
 		args = append(args, flags...)
 	}
 	return strings.Join(args, " ")

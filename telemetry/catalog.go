@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -66,6 +67,12 @@ const (
 type Metric struct {
 	Name    string   `json:"name"`
 	Aliases []string `json:"aliases,omitempty"`
+	// Foreign are the names another engine gives the same quantity
+	// (SGLang's sglang:num_running_reqs for vllm:num_requests_running):
+	// accepted when scraped and stored under Name, so that one store and
+	// one set of signals serve both engines. Prometheus queries
+	// (DefaultQueries) ask for Name and Aliases only.
+	Foreign []string `json:"foreign,omitempty"`
 	Kind    Kind     `json:"kind"`
 	Source  Source   `json:"source"`
 	Unit    string   `json:"unit"`
@@ -76,18 +83,18 @@ type Metric struct {
 // vllm) are aliases of the current ones; dcgm-exporter's field rename (CLOCK_THROTTLE_REASONS →
 // CLOCKS_EVENT_REASONS) is an alias too.
 var catalog = []Metric{
-	{Name: VLLMRunning, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests in the running batch"},
-	{Name: VLLMWaiting, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests queued for admission"},
-	{Name: VLLMKVCacheUsage, Aliases: []string{vllm.MetricGPUCacheUsagePerc}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
-	{Name: VLLMPromptTokens, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "prefill tokens processed"},
-	{Name: VLLMGenerationTokens, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens generated"},
+	{Name: VLLMRunning, Foreign: []string{sglang.MetricNumRunningReqs}, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests in the running batch"},
+	{Name: VLLMWaiting, Foreign: []string{sglang.MetricNumQueueReqs}, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests queued for admission"},
+	{Name: VLLMKVCacheUsage, Aliases: []string{vllm.MetricGPUCacheUsagePerc}, Foreign: []string{sglang.MetricTokenUsage}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
+	{Name: VLLMPromptTokens, Foreign: []string{sglang.MetricPromptTokens}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "prefill tokens processed"},
+	{Name: VLLMGenerationTokens, Foreign: []string{sglang.MetricGenerationTokens}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens generated"},
 	{Name: VLLMPrefixQueries, Aliases: []string{vllm.MetricGPUPrefixCacheQueries}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens looked up in the prefix cache"},
 	{Name: VLLMPrefixHits, Aliases: []string{vllm.MetricGPUPrefixCacheHits}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens found in the prefix cache"},
 	{Name: VLLMPreemptions, Kind: Counter, Source: SourceVLLM, Unit: "preemptions", Help: "requests preempted for lack of KV-cache blocks"},
 	{Name: VLLMRequestSuccess, Kind: Counter, Source: SourceVLLM, Unit: "requests", Help: "requests finished"},
-	{Name: VLLMTTFT, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side time to first token"},
-	{Name: VLLMITL, Aliases: []string{vllm.MetricTimePerOutputToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
-	{Name: VLLME2E, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side end-to-end request latency"},
+	{Name: VLLMTTFT, Foreign: []string{sglang.MetricTimeToFirstToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side time to first token"},
+	{Name: VLLMITL, Aliases: []string{vllm.MetricTimePerOutputToken}, Foreign: []string{sglang.MetricInterTokenLatency, sglang.MetricTimePerOutputToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
+	{Name: VLLME2E, Foreign: []string{sglang.MetricE2ERequestLatency}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side end-to-end request latency"},
 	{Name: VLLMQueueTime, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "time requests spent waiting"},
 
 	{Name: DCGMSMActive, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of cycles an SM has a warp assigned"},
@@ -120,7 +127,7 @@ var byName = func() map[string]nameEntry {
 	m := make(map[string]nameEntry)
 	for i := range catalog {
 		md := &catalog[i]
-		names := append([]string{md.Name}, md.Aliases...)
+		names := append(append([]string{md.Name}, md.Aliases...), md.Foreign...)
 		for j, n := range names {
 			alias := j > 0
 			switch md.Kind {
@@ -153,6 +160,7 @@ func Catalog() []Metric {
 	copy(out, catalog)
 	for i := range out {
 		out[i].Aliases = append([]string(nil), out[i].Aliases...)
+		out[i].Foreign = append([]string(nil), out[i].Foreign...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

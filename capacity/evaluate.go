@@ -274,7 +274,7 @@ func (e *Evaluator) Virtual() bool { return e.virtual != nil }
 // server crashes or runs out of memory) returns an error wrapping
 // search.ErrInfeasible.
 func (e *Evaluator) Evaluate(ctx context.Context, params map[string]any, load Load, out Outputs) (*Evaluation, error) {
-	if load.Users < 1 {
+	if load.Users < 1 && load.Arrivals == nil {
 		return nil, fmt.Errorf("evaluate: users must be at least 1, got %d", load.Users)
 	}
 	start := time.Now()

@@ -13,6 +13,7 @@ type Config struct {
 	Trace     Trace     `yaml:"trace" doc:"Nsight Systems kernel trace analysed by spoc plan when given."`
 	Report    Report    `yaml:"report" doc:"What the report contains."`
 	Plan      Plan      `yaml:"plan" doc:"The buyer's question: peak users, headroom and GPU prices, turned into deployments, GPUs and cost."`
+	Day       *Day      `yaml:"day,omitempty" doc:"Load over time for spoc plan: a session arrival rate or users per time of day, simulated on the chosen configuration's replicas under autoscaling policies (static, target tracking, the Kubernetes HPA): replicas over time, SLA attainment and GPU-hours per policy. docs/day.md."`
 	Fleet     Fleet     `yaml:"fleet" doc:"The router in front of the deployment's replicas (engine.gpus / engine.tensor_parallel_size of them): simulated, started by spoc (HAProxy for process) or described (external, kubernetes). docs/fleet.md."`
 
 	// written holds the path of every key and list item the file set
@@ -59,6 +60,9 @@ func (c *Config) Validate() error {
 	c.Report.validate("report", errs)
 	c.Plan.validate("plan", errs)
 	c.Fleet.validate("fleet", c.Engine, errs)
+	if c.Day != nil {
+		c.Day.validate("day", errs)
+	}
 	profiles := make([]string, 0, len(c.Workload.Profiles))
 	for _, pr := range c.Workload.Profiles {
 		profiles = append(profiles, pr.Name)

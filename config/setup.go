@@ -111,6 +111,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		Quick:           o.Quick,
 		Demand:          c.Plan.demand(),
 		Fidelity:        c.Plan.fidelity(),
+		Day:             c.Day.resolve(c.Plan.EngineStartup),
 	}
 	s.Launcher = launcher
 	// the simulator engine runs every evaluation in virtual time

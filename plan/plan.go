@@ -215,6 +215,9 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if err := p.sizeFleet(ctx); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
+	if err := p.simulateDay(ctx); err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
 	if err := swapRecords(staging, filepath.Join(s.OutDir, RecordsDir)); err != nil {
 		return nil, err
 	}

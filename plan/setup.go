@@ -47,6 +47,9 @@ type Setup struct {
 	// Demand is the peak user count and the prices the cost section
 	// sizes deployments for (Users 0: not asked).
 	Demand Demand
+	// Day, when set, is load over time the plan simulates on the chosen
+	// configuration's replicas under autoscaling policies (SimulateDay).
+	Day *Day
 }
 
 // Demand is the buyer's question: how many deployments, GPUs and dollars

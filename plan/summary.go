@@ -55,6 +55,9 @@ type Summary struct {
 	// Cost sizes every hardware option for plan.target_users: deployments,
 	// GPUs and dollars (nil when no user count was asked).
 	Cost *Cost `json:"cost,omitempty"`
+	// Day is the simulated day (the day section): one row per autoscaling
+	// policy with its SLA attainment and GPU-hours.
+	Day *DaySummary `json:"day,omitempty"`
 	// Peak is the capacity at the peak's profile mix, when plan.peak_shares
 	// set one; the cost section is sized from it.
 	Peak *PeakMix `json:"peak,omitempty"`

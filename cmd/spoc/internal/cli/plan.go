@@ -140,6 +140,11 @@ func writePlanResult(w io.Writer, d *plan.Summary, out string) {
 		}
 		fmt.Fprintln(w)
 	}
+	if d.Day != nil {
+		for _, line := range d.Day.Lines() {
+			fmt.Fprintln(w, line)
+		}
+	}
 	fmt.Fprintf(w, "report: %s\n", filepath.Join(out, "report.html"))
 }
 

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
+	"github.com/spoc-project/spoc/plan"
+)
+
+// The example with a day section: its quick plan prints one headline line
+// per policy, and summary.json has the day with a row per policy.
+func TestExampleDayQuickPlanPrintsTheDay(t *testing.T) {
+	testtool.Long(t, "a quick plan and a simulated 2-hour day of up to 400 users under three policies: about 65 s CPU")
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := runLoadCLI(t, "plan", "-c", "../../../../examples/day.yaml", "--quick", "--out", out)
+	if code != 0 {
+		t.Fatalf("plan exit %d:\n%s", code, stderr)
+	}
+	for _, want := range []string{"day: 2.0 h simulated", "day static:", "day target-tracking 80%:", "day hpa num_requests_waiting 4:", "GPU-hours"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Day *plan.DaySummary `json:"day"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil || sum.Day == nil || len(sum.Day.Rows) != 3 {
+		t.Fatalf("summary.json day: %v %+v", err, sum.Day)
+	}
+	for _, r := range sum.Day.Rows {
+		if r.GPUHours <= 0 || len(r.Attainment) < 2 || len(r.Minutes) != 120 {
+			t.Errorf("row %s: %.1f GPU-hours, %d attainment rows, %d minutes", r.Policy, r.GPUHours, len(r.Attainment), len(r.Minutes))
+		}
+	}
+	if s := sum.Day.Rows[0]; s.Policy != "static" || s.VsStatic != 1 {
+		t.Errorf("first row %s at %.2f× static", s.Policy, s.VsStatic)
+	}
+}

@@ -1,0 +1,312 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+	"github.com/spoc-project/spoc/workload"
+)
+
+// Day is load over time (the day section): sessions arriving by a rate
+// per time of day, or concurrent users per time of day converted to a rate,
+// served by the chosen configuration's replicas under each autoscaling
+// policy (docs/day.md).
+type Day struct {
+	// Rate is the session arrival rate over the day (sessions per second),
+	// or Users the concurrent users, converted by Little's law with the
+	// mean session duration T measured on the simulated fleet: λ(t) =
+	// U(t) / T. Exactly one is set; both are piecewise-linear.
+	Rate  []workload.RatePoint
+	Users []UsersPoint
+	// Length is the day's length on the curve's clock; Compression divides
+	// the arrivals' clock (workload.Arrivals), never think times or
+	// service: the simulated day lasts Length / Compression.
+	Length      time.Duration
+	Compression float64
+	// Startup is a replica's start-up time; SyncPeriod the policies'.
+	Startup    time.Duration
+	SyncPeriod time.Duration
+	// MinReplicas and MaxReplicas bound the policies; MaxReplicas 0 means
+	// the static fleet.
+	MinReplicas, MaxReplicas int
+	Policies                 []DayPolicy
+}
+
+// UsersPoint is one point of Day.Users.
+type UsersPoint struct {
+	At    time.Duration
+	Users float64
+}
+
+// Day policy kinds.
+const (
+	DayStatic         = "static"
+	DayTargetTracking = "target-tracking"
+	DayHPA            = "hpa"
+)
+
+// DayPolicies lists the policy kinds.
+var DayPolicies = []string{DayStatic, DayTargetTracking, DayHPA}
+
+// DayPolicy is one autoscaling policy the day is simulated under.
+type DayPolicy struct {
+	// Kind is static (the peak fleet all day), target-tracking (sessions
+	// per replica at Headroom × the measured ceiling per replica) or hpa
+	// (the Kubernetes HPA on Metric at Target per replica).
+	Kind     string
+	Headroom float64
+	Metric   string
+	Target   float64
+	// Tolerance and DownStabilization are the HPA's (0: Kubernetes'
+	// 0.1 and 300 s).
+	Tolerance         float64
+	DownStabilization time.Duration
+}
+
+// Name is the policy as the summary labels it.
+func (p DayPolicy) Name() string {
+	switch p.Kind {
+	case DayTargetTracking:
+		return fmt.Sprintf("target-tracking %.0f%%", 100*p.Headroom)
+	case DayHPA:
+		return fmt.Sprintf("hpa %s %g", p.Metric, p.Target)
+	}
+	return p.Kind
+}
+
+// DaySummary is the simulated day: one row per policy.
+type DaySummary struct {
+	// LengthSeconds is the simulated day's length (Length / Compression).
+	LengthSeconds float64 `json:"length_s"`
+	// MeanSessionSeconds is the measured mean session duration T that
+	// converts users to a rate (λ = U / T) and sizes the static fleet;
+	// CalibrationRate the flat arrival rate (sessions/s) it was measured
+	// at.
+	MeanSessionSeconds float64 `json:"mean_session_s"`
+	CalibrationRate    float64 `json:"calibration_rate_per_s"`
+	// PeakUsers is the day's most concurrent users (U, or λ × T);
+	// CeilingPerReplica the plan's ceiling per replica; StaticReplicas the
+	// peak fleet: ceil(PeakUsers / (headroom × CeilingPerReplica)).
+	PeakUsers         float64    `json:"peak_users"`
+	CeilingPerReplica float64    `json:"ceiling_per_replica"`
+	Headroom          float64    `json:"headroom"`
+	StaticReplicas    int        `json:"static_replicas"`
+	GPUsPerReplica    int        `json:"gpus_per_replica"`
+	StartupSeconds    float64    `json:"startup_s"`
+	Rows              []DayRow   `json:"rows"`
+	Provenance        Provenance `json:"provenance"`
+}
+
+// DayRow is the day under one policy.
+type DayRow struct {
+	Policy string `json:"policy"`
+	// Attainment is the overall row first, then one per profile.
+	Attainment []result.AttainmentRow `json:"attainment"`
+	// GPUHours are the GPUs held over the day (start-up and draining
+	// included); VsStatic their ratio to the static fleet's.
+	GPUHours float64 `json:"gpu_hours"`
+	VsStatic float64 `json:"vs_static"`
+	// Cost is GPUHours × plan.gpu_price_per_hour (0: no price).
+	Cost         float64 `json:"cost,omitempty"`
+	PeakReplicas int     `json:"peak_replicas"`
+	// Replicas are the fleet's changes; Minutes the overall p95 TTFT and
+	// ITL per minute against the SLA; Sessions the sessions that arrived.
+	Replicas []sim.ScaleEvent       `json:"replicas"`
+	Minutes  []result.AttainmentBin `json:"minutes"`
+	Sessions *workload.SessionStats `json:"sessions,omitempty"`
+}
+
+// Validate reports the first problem with d.
+func (d *Day) Validate() error {
+	switch {
+	case len(d.Rate) > 0 && len(d.Users) > 0:
+		return errors.New("day: a rate or a users curve, not both")
+	case len(d.Rate) == 0 && len(d.Users) == 0:
+		return errors.New("day: needs a rate or a users curve")
+	case d.Length <= 0:
+		return errors.New("day: length must be positive")
+	case len(d.Policies) == 0:
+		return errors.New("day: no policy")
+	}
+	return nil
+}
+
+// calibrationLength is the flat-rate run that measures the mean session
+// duration: a warm-up and a window long against sessions of minutes.
+const (
+	calibrationWarmup = 30 * time.Minute
+	calibrationWindow = 2 * time.Hour
+)
+
+// SimulateDay simulates d on s's deployment with the chosen configuration
+// params: the mean session duration is measured first (an open-loop run at
+// a flat rate that keeps about half a replica's ceiling in progress per
+// replica), then the day under each policy. ceilingPerReplica is the
+// plan's capacity over its deployment's replicas; headroom the plan's.
+func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d Day, ceilingPerReplica, headroom float64, pricePerGPUHour float64, logger *slog.Logger) (*DaySummary, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Deployment.SimErr != nil {
+		return nil, fmt.Errorf("day: the deployment has no simulator: %w", s.Deployment.SimErr)
+	}
+	if !(ceilingPerReplica > 0) {
+		return nil, fmt.Errorf("day: no ceiling per replica to size the fleet (%v)", ceilingPerReplica)
+	}
+	if !(headroom > 0) {
+		headroom = 1
+	}
+	base := s.Deployment.Sim
+	tp := max(base.TensorParallelSize, 1)
+	c := d.Compression
+	if c == 0 {
+		c = 1
+	}
+	out := &DaySummary{LengthSeconds: d.Length.Seconds() / c, CeilingPerReplica: ceilingPerReplica, Headroom: headroom, GPUsPerReplica: tp, StartupSeconds: d.Startup.Seconds()}
+
+	// the mean session duration, by Little's law on a flat-rate run
+	guessR, err := base.Replicas()
+	if err != nil {
+		return nil, err
+	}
+	// a first guess of T from the workload: 10 minutes
+	lambda0 := ceilingPerReplica * float64(guessR) / 2 / 600
+	cal := &workload.Arrivals{Rate: []workload.RatePoint{{PerSecond: lambda0}}}
+	ev, err := dayRun(ctx, s, base, guessR, params, capacity.Load{Warmup: calibrationWarmup, Duration: calibrationWindow, ThinkTimeScale: s.Windows.Sweep.ThinkTimeScale, Arrivals: cal}, nil, logger)
+	if err != nil {
+		return nil, fmt.Errorf("day: measure the mean session duration: %w", err)
+	}
+	if ev.Sessions == nil || ev.Sessions.MeanActive <= 0 {
+		return nil, errors.New("day: the calibration run had no session in progress")
+	}
+	out.CalibrationRate = lambda0
+	out.MeanSessionSeconds = ev.Sessions.MeanActive / lambda0
+
+	rate := d.Rate
+	if len(d.Users) > 0 {
+		rate = nil
+		for _, p := range d.Users {
+			rate = append(rate, workload.RatePoint{At: p.At, PerSecond: p.Users / out.MeanSessionSeconds})
+		}
+	}
+	for _, p := range rate {
+		out.PeakUsers = math.Max(out.PeakUsers, p.PerSecond*out.MeanSessionSeconds)
+	}
+	// a compressed clock multiplies the rate, and so the users in progress
+	out.PeakUsers *= c
+	out.StaticReplicas = max(int(math.Ceil(out.PeakUsers/(headroom*ceilingPerReplica))), 1)
+	maxR := d.MaxReplicas
+	if maxR == 0 {
+		maxR = out.StaticReplicas
+	}
+	if d.MinReplicas > maxR {
+		return nil, fmt.Errorf("day: min_replicas %d exceeds max_replicas %d", d.MinReplicas, maxR)
+	}
+	arr := &workload.Arrivals{Rate: rate, Compression: d.Compression}
+	epoch := time.Unix(0, 0).UTC()
+	length := time.Duration(float64(d.Length) / c)
+	var staticGPUh float64
+	for _, pol := range d.Policies {
+		a := &sim.Autoscale{MinReplicas: max(d.MinReplicas, 1), MaxReplicas: maxR, Startup: d.Startup, SyncPeriod: d.SyncPeriod}
+		switch pol.Kind {
+		case DayStatic:
+			a.Policy, a.InitialReplicas, a.MaxReplicas = sim.Static{N: out.StaticReplicas}, out.StaticReplicas, max(maxR, out.StaticReplicas)
+			a.MinReplicas = min(a.MinReplicas, out.StaticReplicas)
+		case DayTargetTracking:
+			a.Policy = sim.TargetTracking{UsersPerReplica: pol.Headroom * ceilingPerReplica}
+		case DayHPA:
+			a.Policy = &sim.HPA{Metric: pol.Metric, Target: pol.Target, Tolerance: pol.Tolerance, DownStabilization: pol.DownStabilization}
+		default:
+			return nil, fmt.Errorf("day: unknown policy %q", pol.Kind)
+		}
+		att := result.NewAttainment(s.SLA, result.Window{Start: epoch, End: epoch.Add(length)}, time.Minute)
+		ev, err := dayRun(ctx, s, base, a.MaxReplicas, params, capacity.Load{Duration: length, ThinkTimeScale: s.Windows.Sweep.ThinkTimeScale, Arrivals: arr, Autoscale: a}, att, logger)
+		if err != nil {
+			return nil, fmt.Errorf("day: %s: %w", pol.Name(), err)
+		}
+		out.Provenance = ev.Provenance
+		row := DayRow{Policy: pol.Name(), Attainment: att.Rows(), Minutes: att.Series(), Sessions: ev.Sessions}
+		if st := ev.Scale; st != nil {
+			row.GPUHours, row.PeakReplicas, row.Replicas = st.GPUSeconds/3600, st.PeakReplicas, st.Events
+		}
+		if pol.Kind == DayStatic && staticGPUh == 0 {
+			staticGPUh = row.GPUHours
+		}
+		row.Cost = row.GPUHours * pricePerGPUHour
+		out.Rows = append(out.Rows, row)
+	}
+	if staticGPUh == 0 {
+		staticGPUh = float64(out.StaticReplicas*tp) * length.Hours()
+	}
+	for i := range out.Rows {
+		out.Rows[i].VsStatic = out.Rows[i].GPUHours / staticGPUh
+	}
+	return out, nil
+}
+
+// dayRun evaluates load on r replicas of base, sending records to sink.
+func dayRun(ctx context.Context, s capacity.Setup, base sim.Deployment, r int, params map[string]any, load capacity.Load, sink result.Sink, logger *slog.Logger) (*capacity.Evaluation, error) {
+	dep := base
+	dep.GPUs = r * max(base.TensorParallelSize, 1)
+	l, err := engine.NewSim(dep, engine.SimOptions{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	fs := s
+	fs.Launcher, fs.Virtual = l, true
+	fs.Deployment.Kind, fs.Deployment.GPUs, fs.Deployment.Sim = "sim", dep.GPUs, dep
+	ev, err := capacity.NewEvaluator(fs, logger)
+	if err != nil {
+		return nil, err
+	}
+	return ev.Evaluate(ctx, params, load, capacity.Outputs{Sink: sink})
+}
+
+// simulateDay adds the day to the summary: the chosen configuration, its
+// ceiling per replica, plan.headroom and the GPU's price.
+func (p *planner) simulateDay(ctx context.Context) error {
+	d := p.s.Day
+	if d == nil {
+		return nil
+	}
+	dep := p.s.Deployment
+	replicas, err := sim.ReplicasOf(max(dep.GPUs, 1), max(dep.TensorParallelSize, 1))
+	if err != nil {
+		return err
+	}
+	ceiling := float64(p.sum.Capacity.Users) / float64(replicas)
+	headroom := p.s.Demand.Headroom
+	ds, err := SimulateDay(ctx, p.s.Setup, p.sum.Capacity.Config, *d, ceiling, headroom, p.s.Demand.PricePerGPUHour[dep.GPU], p.o.Logger)
+	if err != nil {
+		return err
+	}
+	p.sum.Day = ds
+	for _, line := range ds.Lines() {
+		p.logf("   %s", line)
+	}
+	return nil
+}
+
+// Lines are the day's headline: one line per policy.
+func (s *DaySummary) Lines() []string {
+	out := []string{fmt.Sprintf("day: %.1f h simulated, peak %.0f users (mean session %.0f s), static fleet %d replicas of %d GPU(s), start-up %.0f s",
+		s.LengthSeconds/3600, s.PeakUsers, s.MeanSessionSeconds, s.StaticReplicas, s.GPUsPerReplica, s.StartupSeconds)}
+	for _, r := range s.Rows {
+		a := r.Attainment[0]
+		line := fmt.Sprintf("day %-26s %5.1f %% of requests, %5.1f %% of minutes within the SLA; %6.1f GPU-hours (%.2f× static), peak %d replicas",
+			r.Policy+":", 100*a.RequestShare, 100*a.MinuteShare, r.GPUHours, r.VsStatic, r.PeakReplicas)
+		if r.Cost > 0 {
+			line += fmt.Sprintf(", $%.0f", r.Cost)
+		}
+		out = append(out, line)
+	}
+	return out
+}

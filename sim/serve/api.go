@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -37,7 +38,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+vllm.PathHealth, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("GET "+vllm.PathVersion, s.serveVersion)
 	mux.HandleFunc("POST "+vllm.PathTokenize, s.serveTokenize)
-	if s.cfg.VLLMFaithful && !s.cfg.DevMode {
+	switch {
+	case s.cfg.SGLangFaithful:
+		mux.HandleFunc("GET "+sglang.PathFlushCache, s.serveFlushCache)
+		mux.HandleFunc("POST "+sglang.PathFlushCache, s.serveFlushCache)
+	case s.cfg.VLLMFaithful && !s.cfg.DevMode:
 		// vLLM registers the route only in dev mode; FastAPI answers any
 		// other path with 404 and this body.
 		mux.HandleFunc(vllm.PathResetPrefixCache, func(w http.ResponseWriter, _ *http.Request) {
@@ -45,10 +50,13 @@ func (s *Server) routes() http.Handler {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = io.WriteString(w, `{"detail":"Not Found"}`)
 		})
-	} else {
+	default:
 		mux.HandleFunc("POST "+vllm.PathResetPrefixCache, s.serveResetPrefixCache)
 	}
-	mux.Handle("GET "+vllm.PathMetrics, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if !s.cfg.SGLangFaithful || s.cfg.EnableMetrics {
+		// SGLang serves its metrics only with --enable-metrics
+		mux.Handle("GET "+vllm.PathMetrics, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	}
 	mux.Handle("GET /dcgm/metrics", promhttp.HandlerFor(s.dcgm, promhttp.HandlerOpts{}))
 	return mux
 }
@@ -63,8 +71,11 @@ func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
 		v = "dev"
 	}
 	v = "spoc-sim " + v
-	if s.cfg.VLLMFaithful {
+	switch {
+	case s.cfg.VLLMFaithful:
 		v += " (vllm-faithful)"
+	case s.cfg.SGLangFaithful:
+		v += " (sglang-faithful)"
 	}
 	writeJSON(w, map[string]string{"version": v})
 }
@@ -78,6 +89,18 @@ func (s *Server) serveResetPrefixCache(w http.ResponseWriter, _ *http.Request) {
 		s.log.Warn("prefix cache not reset: requests still hold KV blocks")
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// serveFlushCache is SGLang's /flush_cache: it empties the simulated
+// prefix cache, and, as SGLang does, refuses with 400 while requests run or
+// wait.
+func (s *Server) serveFlushCache(w http.ResponseWriter, _ *http.Request) {
+	if !s.idle() || !s.resetPrefixCache() {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, "Cache not flushed.\n(When there are running or waiting requests, the operation will not be performed.)\n")
+		return
+	}
+	_, _ = io.WriteString(w, "Cache flushed.\n")
 }
 
 func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {

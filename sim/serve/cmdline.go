@@ -35,6 +35,9 @@ type CommandLine struct {
 	stalls                  []string
 	faithful, promptDetails bool
 	ignorable               []string
+	// sglang is --sglang-faithful; sglangFlags the SGLang flags it defined.
+	sglang      bool
+	sglangFlags []string
 }
 
 // NewCommandLine defines the command line's flags on fs.
@@ -65,6 +68,7 @@ func NewCommandLine(fs *pflag.FlagSet) *CommandLine {
 			c.ignorable = append(c.ignorable, n)
 		}
 	}
+	c.defineSGLangFlags(fs)
 	return c
 }
 
@@ -98,6 +102,16 @@ type Options struct {
 	ReasoningField            string
 	EnablePromptTokensDetails bool
 	DevMode                   bool
+	// SGLang is --sglang-faithful (Config.SGLangFaithful); EnableMetrics
+	// its --enable-metrics. IgnoredSGLang are the SGLang flags given that
+	// the simulator does not model (accepted with a log line).
+	SGLang        bool
+	EnableMetrics bool
+	IgnoredSGLang []string
+	// sglangParams are the SGLang flags given that map onto the
+	// simulated engine (sglangToSim); sglangDP is --dp-size.
+	sglangParams map[string]any
+	sglangDP     int
 
 	// dataParallel is --data-parallel-size when it sets the GPU count
 	// (given, or the vLLM-faithful mode without --gpus), else 0.
@@ -109,7 +123,10 @@ type Options struct {
 // would: MODEL only in the vLLM-faithful mode, where the vLLM flags the
 // simulator ignores are accepted too; without it they are unknown flags.
 func (c *CommandLine) Parse(args []string) (Options, error) {
-	o := Options{Faithful: c.faithful, TokensPerChunk: c.tokensPerChunk, ReasoningField: c.reasoningField,
+	if c.faithful && c.sglang {
+		return Options{}, fmt.Errorf("--vllm-faithful and --%s: one engine at a time", SGLangFaithfulFlag)
+	}
+	o := Options{Faithful: c.faithful, SGLang: c.sglang, TokensPerChunk: c.tokensPerChunk, ReasoningField: c.reasoningField,
 		EnablePromptTokensDetails: c.promptDetails && !c.fs.Changed("no-enable-prompt-tokens-details"),
 		DevMode:                   DevMode(os.Getenv(vllm.EnvServerDevMode))}
 	switch {
@@ -129,6 +146,9 @@ func (c *CommandLine) Parse(args []string) (Options, error) {
 	if len(o.Ignored) > 0 && !c.faithful {
 		return Options{}, fmt.Errorf("unknown flag: --%s", o.Ignored[0])
 	}
+	if err := c.parseSGLang(&o); err != nil {
+		return Options{}, err
+	}
 	if c.port < 0 || c.port > 65535 {
 		return Options{}, fmt.Errorf("--port must be in [0, 65535], got %d", c.port)
 	}
@@ -136,11 +156,15 @@ func (c *CommandLine) Parse(args []string) (Options, error) {
 	o.gpusGiven = c.fs.Lookup(GPUsFlag) != nil && c.fs.Changed(GPUsFlag)
 	// vLLM runs on tensor-parallel × data-parallel GPUs; the faithful mode
 	// takes its GPU count from the command line the same way.
-	if c.fs.Changed("data-parallel-size") || (c.faithful && !o.gpusGiven) {
+	if c.fs.Changed("data-parallel-size") || ((c.faithful || c.sglang) && !o.gpusGiven) {
 		if c.dataParallelSize < 1 {
 			return Options{}, fmt.Errorf("--data-parallel-size must be at least 1, got %d", c.dataParallelSize)
 		}
 		o.dataParallel = c.dataParallelSize
+	}
+	if o.sglangDP > 0 {
+		// SGLang's --dp-size: GPUs = dp-size × tp-size, as vLLM's
+		o.dataParallel = o.sglangDP
 	}
 	for _, st := range c.stalls {
 		s, err := ParseStall(st)
@@ -166,6 +190,7 @@ func (o Options) Deployment(spec sim.DeploymentSpec) (sim.Deployment, error) {
 
 // deploymentSpec applies the data-parallel rule to spec.
 func (o Options) deploymentSpec(spec sim.DeploymentSpec) (sim.DeploymentSpec, error) {
+	spec = o.applySGLang(spec)
 	if o.dataParallel == 0 {
 		return spec, nil
 	}
@@ -183,6 +208,8 @@ func (o Options) deploymentSpec(spec sim.DeploymentSpec) (sim.DeploymentSpec, er
 func (o Options) Server(dep sim.Deployment, c Config) Config {
 	c.Deployment = dep
 	c.VLLMFaithful = o.Faithful
+	c.SGLangFaithful = o.SGLang
+	c.EnableMetrics = o.EnableMetrics
 	c.TokensPerChunk = o.TokensPerChunk
 	c.ReasoningField = o.ReasoningField
 	c.EnablePromptTokensDetails = o.EnablePromptTokensDetails

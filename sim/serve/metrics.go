@@ -5,11 +5,12 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/sim"
-
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -38,45 +39,85 @@ type vllmMetrics struct {
 	ttft, itlH, tpot, e2e, queue, iterTokens                        *prometheus.HistogramVec
 }
 
-func newVLLMMetrics(reg prometheus.Registerer, model string, c *sim.Cluster) *vllmMetrics {
+// metricNames are the exposition names of the series the simulator keeps:
+// vLLM's, or SGLang's in the SGLang-faithful mode, where a series SGLang
+// has no counterpart of is named "" and kept off /metrics.
+type metricNames struct {
+	running, waiting, kvUsage, promptTokens, genTokens, prefixQueries, prefixHits string
+	preemptions, success, ttft, itl, tpot, e2e, queue, iterTokens, cacheConfig    string
+}
+
+var (
+	vllmNames = metricNames{
+		running: vllm.MetricNumRequestsRunning, waiting: vllm.MetricNumRequestsWaiting, kvUsage: vllm.MetricKVCacheUsagePerc,
+		promptTokens: vllm.MetricPromptTokens, genTokens: vllm.MetricGenerationTokens,
+		prefixQueries: vllm.MetricPrefixCacheQueries, prefixHits: vllm.MetricPrefixCacheHits,
+		preemptions: vllm.MetricNumPreemptions, success: vllm.MetricRequestSuccess,
+		ttft: vllm.MetricTimeToFirstToken, itl: vllm.MetricInterTokenLatency, tpot: vllm.MetricTimePerOutputToken,
+		e2e: vllm.MetricE2ERequestLatency, queue: vllm.MetricRequestQueueTime, iterTokens: vllm.MetricIterationTokens,
+		cacheConfig: vllm.MetricCacheConfigInfo,
+	}
+	// sglangNames: SGLang counts cached prompt tokens
+	// (sglang:cached_tokens_total) but not the tokens looked up, and has no
+	// preemption, finish-reason, queue-time or step-size series of vLLM's
+	// kind.
+	sglangNames = metricNames{
+		running: sglang.MetricNumRunningReqs, waiting: sglang.MetricNumQueueReqs, kvUsage: sglang.MetricTokenUsage,
+		promptTokens: sglang.MetricPromptTokens, genTokens: sglang.MetricGenerationTokens,
+		prefixHits: sglang.MetricCachedTokens,
+		ttft:       sglang.MetricTimeToFirstToken, itl: sglang.MetricInterTokenLatency, e2e: sglang.MetricE2ERequestLatency,
+	}
+)
+
+func newVLLMMetrics(reg prometheus.Registerer, model string, c *sim.Cluster, names metricNames) *vllmMetrics {
 	labels := []string{vllm.LabelModelName, vllm.LabelEngine}
+	// a series the served engine lacks is kept, off the exposition
+	hidden := prometheus.NewRegistry()
+	register := func(name string, col prometheus.Collector) {
+		if name == "" {
+			hidden.MustRegister(col)
+			return
+		}
+		reg.MustRegister(col)
+	}
 	gauge := func(name, help string) *prometheus.GaugeVec {
-		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-		reg.MustRegister(g)
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: orHidden(name), Help: help}, labels)
+		register(name, g)
 		return g
 	}
 	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append(labels[:2:2], extra...))
-		reg.MustRegister(v)
+		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: orHidden(name), Help: help}, append(labels[:2:2], extra...))
+		register(name, v)
 		return v
 	}
 	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
-		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-		reg.MustRegister(h)
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: orHidden(name), Help: help, Buckets: buckets}, labels)
+		register(name, h)
 		return h
 	}
+	n := names
 	m := &vllmMetrics{
 		model:         model,
-		running:       gauge(vllm.MetricNumRequestsRunning, "Number of requests in model execution batches."),
-		waiting:       gauge(vllm.MetricNumRequestsWaiting, "Number of requests waiting to be processed."),
-		kvUsage:       gauge(vllm.MetricKVCacheUsagePerc, "KV-cache usage. 1 means 100 percent usage."),
-		promptTokens:  counter(vllm.MetricPromptTokens, "Number of prefill tokens processed."),
-		genTokens:     counter(vllm.MetricGenerationTokens, "Number of generation tokens processed."),
-		prefixQueries: counter(vllm.MetricPrefixCacheQueries, "Prefix cache queries, in terms of number of queried tokens."),
-		prefixHits:    counter(vllm.MetricPrefixCacheHits, "Prefix cache hits, in terms of number of cached tokens."),
-		preemptions:   counter(vllm.MetricNumPreemptions, "Cumulative number of preemption from the engine."),
-		success:       counter(vllm.MetricRequestSuccess, "Count of successfully processed requests.", vllm.LabelFinishedReason),
-		ttft:          hist(vllm.MetricTimeToFirstToken, "Histogram of time to first token in seconds.", vllmTTFTBuckets),
-		itlH:          hist(vllm.MetricInterTokenLatency, "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
-		tpot:          hist(vllm.MetricTimePerOutputToken, "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
-		e2e:           hist(vllm.MetricE2ERequestLatency, "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
-		queue:         hist(vllm.MetricRequestQueueTime, "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
-		iterTokens:    hist(vllm.MetricIterationTokens, "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
+		running:       gauge(n.running, "Number of requests in model execution batches."),
+		waiting:       gauge(n.waiting, "Number of requests waiting to be processed."),
+		kvUsage:       gauge(n.kvUsage, "KV-cache usage. 1 means 100 percent usage."),
+		promptTokens:  counter(n.promptTokens, "Number of prefill tokens processed."),
+		genTokens:     counter(n.genTokens, "Number of generation tokens processed."),
+		prefixQueries: counter(n.prefixQueries, "Prefix cache queries, in terms of number of queried tokens."),
+		prefixHits:    counter(n.prefixHits, "Prefix cache hits, in terms of number of cached tokens."),
+		preemptions:   counter(n.preemptions, "Cumulative number of preemption from the engine."),
+		success:       counter(n.success, "Count of successfully processed requests.", vllm.LabelFinishedReason),
+		ttft:          hist(n.ttft, "Histogram of time to first token in seconds.", vllmTTFTBuckets),
+		itlH:          hist(n.itl, "Histogram of inter-token latency in seconds.", vllmTokenLatencyBuckets),
+		tpot:          hist(n.tpot, "Histogram of time per output token in seconds.", vllmTokenLatencyBuckets),
+		e2e:           hist(n.e2e, "Histogram of e2e request latency in seconds.", vllmRequestLatencyBuckets),
+		queue:         hist(n.queue, "Histogram of time spent in WAITING phase for request.", vllmRequestLatencyBuckets),
+		iterTokens:    hist(n.iterTokens, "Histogram of number of tokens per engine_step.", vllmIterationTokenBuckets),
 	}
 	p := c.Deployment().Params
-	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: vllm.MetricCacheConfigInfo, Help: "Information of the LLMEngine CacheConfig"},
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: orHidden(n.cacheConfig), Help: "Information of the LLMEngine CacheConfig"},
 		[]string{"block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_gpu_blocks", vllm.LabelEngine})
-	reg.MustRegister(info)
+	register(n.cacheConfig, info)
 	dtype := p.KVCacheDtype
 	if dtype == "" {
 		dtype = "auto"
@@ -101,6 +142,17 @@ func newVLLMMetrics(reg prometheus.Registerer, model string, c *sim.Cluster) *vl
 		}
 	}
 	return m
+}
+
+// hiddenSeq names the series kept off the exposition (distinct names, so
+// that one hidden registry holds them all).
+var hiddenSeq atomic.Int64
+
+func orHidden(name string) string {
+	if name != "" {
+		return name
+	}
+	return "spoc_sim_hidden_" + strconv.FormatInt(hiddenSeq.Add(1), 10)
 }
 
 func pyBool(b bool) string {

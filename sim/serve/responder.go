@@ -214,8 +214,9 @@ func (o *responder) faithfulChunk(b []byte, created string, from, to int, last b
 	return append(b, `,"stop_reason":null}]}`+"\n\n"...)
 }
 
-// appendUsage appends the usage object; the vLLM-faithful mode reports
-// cached_tokens only with EnablePromptTokensDetails, as vLLM does.
+// appendUsage appends the usage object; the vLLM-faithful and
+// SGLang-faithful modes report cached_tokens only with
+// EnablePromptTokensDetails, as vLLM and SGLang (--enable-cache-report) do.
 func (o *responder) appendUsage(b []byte, gen int) []byte {
 	o.s.mu.Lock()
 	cached := o.c.req.CachedTokens
@@ -226,7 +227,7 @@ func (o *responder) appendUsage(b []byte, gen int) []byte {
 	b = strconv.AppendInt(b, int64(o.prompt+gen), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(gen), 10)
-	if o.s.cfg.VLLMFaithful && !o.s.cfg.EnablePromptTokensDetails {
+	if (o.s.cfg.VLLMFaithful || o.s.cfg.SGLangFaithful) && !o.s.cfg.EnablePromptTokensDetails {
 		return append(b, '}')
 	}
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)

@@ -70,6 +70,20 @@ type Config struct {
 	// vLLM-faithful mode POST /reset_prefix_cache answers 404 without it.
 	// The default mode always serves the route.
 	DevMode bool
+
+	// SGLangFaithful makes the server stand in for SGLang's where spoc's
+	// live path depends on it (`spoc sim serve --sglang-faithful`, whose
+	// command line takes SGLang's flag names): the metrics carry SGLang's
+	// names (package sglang) and are served only with EnableMetrics, the
+	// prefix cache is emptied by GET or POST /flush_cache, refused with
+	// HTTP 400 while requests run or wait, as SGLang does (there is no
+	// /reset_prefix_cache), cached_tokens is reported only with
+	// EnablePromptTokensDetails (SGLang's --enable-cache-report), and
+	// /version says "sglang-faithful".
+	SGLangFaithful bool
+	// EnableMetrics is SGLang's --enable-metrics: in the SGLang-faithful
+	// mode /metrics answers 404 without it.
+	EnableMetrics bool
 }
 
 // DefaultTokenizer is the tokenizer of the reference model.
@@ -195,7 +209,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.reasoning = cfg.VLLMFaithful && reasoningModel(s.dep.Model.Name, s.model)
 	s.reg = prometheus.NewRegistry()
-	s.metrics = newVLLMMetrics(s.reg, s.model, c)
+	names := vllmNames
+	if cfg.SGLangFaithful {
+		names = sglangNames
+	}
+	s.metrics = newVLLMMetrics(s.reg, s.model, c, names)
 	s.dcgm = prometheus.NewRegistry()
 	s.dcgm.MustRegister(&dcgmCollector{s: s})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -416,6 +434,18 @@ func (s *Server) submit(r *sim.Request, stop bool) (*call, error) {
 	s.metrics.gauges(k, s.engines[k])
 	s.poke()
 	return c, nil
+}
+
+// idle reports whether no request runs or waits on any replica.
+func (s *Server) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.engines {
+		if e.NumRunning()+e.NumWaiting() > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // resetPrefixCache empties every replica's prefix cache; false when a

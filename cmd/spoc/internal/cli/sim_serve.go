@@ -43,7 +43,12 @@ func newSimServeCmd() *cobra.Command {
 			"--enable-prompt-tokens-details, /reset_prefix_cache needs VLLM_SERVER_DEV_MODE=1, the model may be\n" +
 			"given as vllm serve's positional MODEL, the GPUs are --tensor-parallel-size × --data-parallel-size\n" +
 			"unless --gpus says otherwise, and these vLLM flags are accepted and ignored with a log line:\n" +
-			wrapWords(serve.IgnoredFlagNames(), 100) + ".",
+			wrapWords(serve.IgnoredFlagNames(), 100) + ".\n\n" +
+			"--sglang-faithful makes it stand in for an SGLang server instead (docs/simulator.md): SGLang's flag\n" +
+			"names (--model-path, --tp-size, --dp-size, --max-running-requests, --chunked-prefill-size,\n" +
+			"--mem-fraction-static, --disable-radix-cache, --context-length map onto the simulated engine; the\n" +
+			"rest of spoc's SGLang catalogue is accepted and ignored with a log line), sglang: metrics on /metrics\n" +
+			"only with --enable-metrics, /flush_cache, cached_tokens only with --enable-cache-report.",
 		Args: cobra.ArbitraryArgs, // vllm serve's positional MODEL: serve.CommandLine checks them
 	}
 	fl := cmd.Flags()
@@ -72,7 +77,7 @@ func newSimServeCmd() *cobra.Command {
 		if err != nil {
 			return usageError(err)
 		}
-		if opts.Faithful {
+		if opts.Faithful || opts.SGLang {
 			// vLLM logs every request; so does its stand-in
 			sc.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 		}
@@ -87,8 +92,8 @@ func newSimServeCmd() *cobra.Command {
 func simServeConfig(file string, settings []config.Setting, opts serve.Options) (serve.Config, error) {
 	var cfg *config.Config
 	var err error
-	if opts.Faithful {
-		// vLLM knows no workload: the configuration is checked as loaded
+	if opts.Faithful || opts.SGLang {
+		// vLLM (or SGLang) knows no workload: the configuration is checked as loaded
 		// and the command line by the deployment (NewDeployment,
 		// serve.New), so that a --max-model-len below the configured
 		// workload's contexts starts as vLLM would.
@@ -119,6 +124,9 @@ func serveSim(ctx context.Context, stderr io.Writer, sc serve.Config, opts serve
 	for _, n := range opts.Ignored {
 		fmt.Fprintf(stderr, "spoc sim: ignoring vLLM flag --%s: not modelled\n", n)
 	}
+	for _, n := range opts.IgnoredSGLang {
+		fmt.Fprintf(stderr, "spoc sim: ignoring SGLang flag --%s: not modelled\n", n)
+	}
 	if opts.Faithful && sc.DevMode {
 		fmt.Fprintf(stderr, "spoc sim: %s is set: serving development routes (%s)\n", vllm.EnvServerDevMode, vllm.PathResetPrefixCache)
 	}
@@ -128,8 +136,11 @@ func serveSim(ctx context.Context, stderr io.Writer, sc serve.Config, opts serve
 		return fmt.Errorf("sim serve: %w", err)
 	}
 	mode := ""
-	if opts.Faithful {
+	switch {
+	case opts.Faithful:
 		mode = ", vllm-faithful"
+	case opts.SGLang:
+		mode = ", sglang-faithful"
 	}
 	dep := sc.Deployment
 	fmt.Fprintf(stderr, "spoc sim: serving %s (%s on %d× %s, TP %d, time scale %g%s) at http://%s\n",

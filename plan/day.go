@@ -95,14 +95,17 @@ type DaySummary struct {
 	// PeakUsers is the day's most concurrent users (U, or λ × T);
 	// CeilingPerReplica the plan's ceiling per replica; StaticReplicas the
 	// peak fleet: ceil(PeakUsers / (headroom × CeilingPerReplica)).
-	PeakUsers         float64    `json:"peak_users"`
-	CeilingPerReplica float64    `json:"ceiling_per_replica"`
-	Headroom          float64    `json:"headroom"`
-	StaticReplicas    int        `json:"static_replicas"`
-	GPUsPerReplica    int        `json:"gpus_per_replica"`
-	StartupSeconds    float64    `json:"startup_s"`
-	Rows              []DayRow   `json:"rows"`
-	Provenance        Provenance `json:"provenance"`
+	PeakUsers         float64 `json:"peak_users"`
+	CeilingPerReplica float64 `json:"ceiling_per_replica"`
+	Headroom          float64 `json:"headroom"`
+	StaticReplicas    int     `json:"static_replicas"`
+	GPUsPerReplica    int     `json:"gpus_per_replica"`
+	StartupSeconds    float64 `json:"startup_s"`
+	// Users are the users the curve asks for at each minute's start of
+	// the simulated day (rate × T).
+	Users      []float64  `json:"users_per_minute"`
+	Rows       []DayRow   `json:"rows"`
+	Provenance Provenance `json:"provenance"`
 }
 
 // DayRow is the day under one policy.
@@ -213,6 +216,9 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 	arr := &workload.Arrivals{Rate: rate, Compression: d.Compression}
 	epoch := time.Unix(0, 0).UTC()
 	length := time.Duration(float64(d.Length) / c)
+	for m := 0; float64(m)*60 < length.Seconds(); m++ {
+		out.Users = append(out.Users, arr.RateAt(float64(m)*60)*out.MeanSessionSeconds)
+	}
 	var staticGPUh float64
 	for _, pol := range d.Policies {
 		a := &sim.Autoscale{MinReplicas: max(d.MinReplicas, 1), MaxReplicas: maxR, Startup: d.Startup, SyncPeriod: d.SyncPeriod}

@@ -63,6 +63,9 @@ func newPage(d *plan.Summary) *page {
 	if d.Cost != nil {
 		p.Nav = append(p.Nav, navItem{"cost", "Cost"})
 	}
+	if d.Day != nil && len(d.Day.Rows) > 0 {
+		p.Nav = append(p.Nav, navItem{"day", "Day"})
+	}
 	if d.Envelope != nil {
 		p.Nav = append(p.Nav, navItem{"calibration", "Calibration"})
 	}

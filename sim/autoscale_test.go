@@ -12,9 +12,13 @@ import (
 
 // dayWorkload is a multi-turn coding session small enough for a day in
 // seconds: 2k tokens growing 600 a turn to 12k, 5 s think times.
-func dayWorkload(t testing.TB) workload.Workload {
+func dayWorkload(t testing.TB) workload.Workload { return dayWorkloadSeed(t, 0) }
+
+// dayWorkloadSeed is dayWorkload with workload.seed moved by offset.
+func dayWorkloadSeed(t testing.TB, offset uint64) workload.Workload {
 	t.Helper()
 	s := workload.DefaultSpec()
+	s.Seed += offset
 	s.Profiles = []workload.Profile{{
 		Name: "coder", Weight: 1,
 		ContextStart: workload.Lognormal(2000, 0.3).Clip(500, 6000), MaxContext: 12000,
@@ -168,5 +172,117 @@ func TestAutoscaleBadBounds(t *testing.T) {
 		if err == nil {
 			t.Errorf("%+v ran", a)
 		}
+	}
+}
+
+// steadyRun is a run of the day workload on four replicas: open-loop at
+// rate (sessions/s) when users is 0, else closed-loop users.
+func steadyRun(t testing.TB, src workload.Source, rate float64, users int, seed uint64) (*result.Result, *RunStats) {
+	t.Helper()
+	epoch := time.Unix(0, 0).UTC()
+	warm, window := 10*time.Minute, 20*time.Minute
+	sum := result.NewSummary(issueSLA(), result.Window{Start: epoch.Add(warm), End: epoch.Add(warm + window)})
+	o := Options{Deployment: issueDeployment(t, 4, Fleet{Router: RouterSessionAffinity}), Warmup: warm, Duration: window, ThinkTimeScale: 1, Seed: seed, SeriesInterval: -1}
+	if users == 0 {
+		o.Arrivals = &workload.Arrivals{Rate: []workload.RatePoint{{PerSecond: rate}}, Seed: seed}
+	} else {
+		o.Users, o.Ramp, o.Phase, o.PhaseSeed = users, time.Minute, 5*time.Second, seed
+	}
+	st, err := RunVirtual(context.Background(), o, src, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum.Result(), st
+}
+
+// A flat arrival rate under the static fleet is the steady state of a
+// closed-loop run at the same mean concurrency: the same request rate and
+// token throughput, and the same latency level. The same concurrency
+// means the same by Little's law: an open-loop session is in progress from
+// its first turn to its last reply, while a closed-loop user also thinks
+// after its last reply before its next session, so n open-loop sessions
+// in progress are n × (T + θ) / T closed-loop users (T the mean session
+// duration, n / rate; θ the mean think time, 5 s). Noise is what another
+// workload seed changes: the closed-loop run is repeated with one, and the
+// open-loop run must fall within three times that spread of the first,
+// plus 3 % for the rates and the ITL and 15 % for TTFT p50, which open
+// loop's Poisson swings in concurrency raise.
+func TestPropertyFlatRateMatchesSteadyState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three 30-minute runs of four replicas (~8 s)")
+	}
+	const rate, think = 1.2, 5.0
+	open, ost := steadyRun(t, dayWorkload(t), rate, 0, 3)
+	active := ost.Sessions.MeanActive
+	session := active / rate
+	n := int(math.Round(active * (session + think) / session))
+	closed, _ := steadyRun(t, dayWorkload(t), 0, n, 3)
+	again, _ := steadyRun(t, dayWorkloadSeed(t, 1), 0, n, 3)
+	for _, m := range []struct {
+		name              string
+		open, closed, rep float64
+		slack             float64
+	}{
+		{"requests/s", open.Overall.RequestsPerSecond, closed.Overall.RequestsPerSecond, again.Overall.RequestsPerSecond, 0.03},
+		{"output tokens/s", open.Overall.OutputTokensPerSecond, closed.Overall.OutputTokensPerSecond, again.Overall.OutputTokensPerSecond, 0.03},
+		{"TTFT p50 ms", open.Overall.TTFT.P50, closed.Overall.TTFT.P50, again.Overall.TTFT.P50, 0.15},
+		{"ITL p50 ms", open.Overall.ITL.P50, closed.Overall.ITL.P50, again.Overall.ITL.P50, 0.03},
+	} {
+		noise := 3*math.Abs(m.rep-m.closed) + m.slack*m.closed
+		t.Logf("%s: open loop %.3f (%.1f sessions in progress, T %.0f s), closed loop %d users %.3f (another seed %.3f): allowed ±%.3f", m.name, m.open, active, session, n, m.closed, m.rep, noise)
+		if math.Abs(m.open-m.closed) > noise {
+			t.Errorf("%s: open loop %.3f, closed loop at the same concurrency %.3f: more than the noise %.3f apart", m.name, m.open, m.closed, noise)
+		}
+	}
+}
+
+// workdayUsers is the documented synthetic day (docs/day.md): 50 users
+// overnight, a morning ramp to 1,000 from 07:00 to 10:00, the plateau to
+// 16:00, the evening fall to 50 by 20:00.
+var workdayUsers = []struct {
+	at    time.Duration
+	users float64
+}{{0, 50}, {7 * time.Hour, 50}, {10 * time.Hour, 1000}, {16 * time.Hour, 1000}, {20 * time.Hour, 50}}
+
+// workdayArrivals converts workdayUsers to a rate with the mean session
+// duration session (Little's law, as plan.SimulateDay does).
+func workdayArrivals(session time.Duration) *workload.Arrivals {
+	a := &workload.Arrivals{Seed: 1}
+	for _, p := range workdayUsers {
+		a.Rate = append(a.Rate, workload.RatePoint{At: p.at, PerSecond: p.users / session.Seconds()})
+	}
+	return a
+}
+
+// BenchmarkDayReferenceFleet simulates the synthetic workday on the
+// reference fleet: up to 8 replicas of gpt-oss-120b on 4× H100 behind
+// session affinity, the default workload (mean session 877 s, measured by
+// the example's plan), target tracking at 0.8 × 155 users per replica with
+// 5-minute start-ups. docs/performance.md records its CPU time.
+func BenchmarkDayReferenceFleet(b *testing.B) {
+	spec := ReferenceDeploymentSpec()
+	spec.GPUs = 8 * 4
+	spec.Fleet = Fleet{Router: RouterSessionAffinity}
+	d, err := NewDeployment(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := workload.OpenForRun(workload.DefaultSpec(), 131072, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	epoch := time.Unix(0, 0).UTC()
+	for b.Loop() {
+		att := result.NewAttainment(result.DefaultSLA(), result.Window{Start: epoch, End: epoch.Add(24 * time.Hour)}, time.Minute)
+		st, err := RunVirtual(context.Background(), Options{Deployment: d, Arrivals: workdayArrivals(877 * time.Second), Duration: 24 * time.Hour,
+			ThinkTimeScale: 1, SeriesInterval: -1, Autoscale: &Autoscale{Policy: TargetTracking{UsersPerReplica: 0.8 * 155}, MinReplicas: 1, Startup: 5 * time.Minute}}, w, att)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := att.Rows()[0]
+		b.ReportMetric(100*r.RequestShare, "%requests")
+		b.ReportMetric(100*r.MinuteShare, "%minutes")
+		b.ReportMetric(st.Scale.GPUSeconds/3600, "GPU-h")
+		b.ReportMetric(float64(st.Sessions.Arrived), "sessions")
 	}
 }

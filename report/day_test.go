@@ -1,0 +1,48 @@
+package report_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// The day section draws the users against the serving replicas' capacity
+// and the per-minute p95 TTFT and ITL against the SLA for every policy, and
+// tabulates attainment and GPU-hours; a plan without a day has no section.
+func TestDaySectionRenders(t *testing.T) {
+	d := fixture(t)
+	if html := render(t, d); strings.Contains(html, `id="day"`) {
+		t.Fatal("a plan without a day section renders one")
+	}
+	minutes := func(ttft float64) []result.AttainmentBin {
+		out := make([]result.AttainmentBin, 120)
+		for m := range out {
+			out[m] = result.AttainmentBin{Start: float64(m) * 60, Requests: 40, TTFT: ttft, ITL: 0.012, Within: ttft < 2}
+		}
+		return out
+	}
+	users := make([]float64, 120)
+	for m := range users {
+		users[m] = 50 + 3*float64(m)
+	}
+	d.Day = &plan.DaySummary{LengthSeconds: 7200, MeanSessionSeconds: 877, PeakUsers: 400, CeilingPerReplica: 155, Headroom: 0.8, StaticReplicas: 4, GPUsPerReplica: 4, StartupSeconds: 300, Users: users,
+		Rows: []plan.DayRow{
+			{Policy: "static", GPUHours: 32, VsStatic: 1, Cost: 96, PeakReplicas: 4, Replicas: []sim.ScaleEvent{{At: 0, Serving: 4}}, Minutes: minutes(0.4),
+				Attainment: []result.AttainmentRow{{Profile: "overall", RequestShare: 0.999, MinuteShare: 0.992}, {Profile: "P0", RequestShare: 1, MinuteShare: 1}}},
+			{Policy: "target-tracking 80%", GPUHours: 18.8, VsStatic: 0.59, PeakReplicas: 4, Replicas: []sim.ScaleEvent{{At: 0, Serving: 1}, {At: 1800, Serving: 1, Starting: 2}, {At: 2100, Serving: 3}}, Minutes: minutes(2.5),
+				Attainment: []result.AttainmentRow{{Profile: "overall", RequestShare: 0.948, MinuteShare: 0.767}}},
+		}}
+	html := render(t, d)
+	for _, want := range []string{`id="day"`, `href="#day"`, "A day of traffic", "Users and the serving replicas", "p95 TTFT per minute", "p95 ITL per minute",
+		"99.9%", "99.2%", "76.7%", "32.0", "0.59×", "$96", "target-tracking 80%", "mean session of 877 s", "SLA p95"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("day section lacks %q", want)
+		}
+	}
+	if n := strings.Count(html[strings.Index(html, `id="day"`):], "<svg"); n < 3 {
+		t.Errorf("day section has %d charts, want 3", n)
+	}
+}

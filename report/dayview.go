@@ -1,0 +1,94 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+
+	"github.com/spoc-project/spoc/plan"
+)
+
+// The "A day of traffic" section has its own template block and renderer,
+// so it reads plan.Summary.Day and nothing else.
+
+//go:embed day.html.tmpl
+var dayHTML string
+
+var _ = template.Must(pageTemplate.Funcs(template.FuncMap{"dayView": newDayView}).Parse(dayHTML))
+
+// dayView is the day section drawn and formatted.
+type dayView struct {
+	Lead                string
+	Capacity, TTFT, ITL template.HTML
+	Rows                []dayRowView
+}
+
+type dayRowView struct {
+	Policy, Profile, Requests, Minutes, GPUHours, VsStatic, Cost string
+	Peak                                                         string
+}
+
+func newDayView(sum *plan.Summary) *dayView {
+	d := sum.Day
+	if d == nil || len(d.Rows) == 0 {
+		return nil
+	}
+	v := &dayView{Lead: fmt.Sprintf("%.1f hours simulated on replicas of %d GPU(s) behind the plan's router; peak %.0f users (users become arrivals by Little's law with the measured mean session of %.0f s); the static fleet is %d replicas (peak users over %.0f %% of %.1f users per replica); a replica starts %.0f s after the decision. %s",
+		d.LengthSeconds/3600, d.GPUsPerReplica, d.PeakUsers, d.MeanSessionSeconds, d.StaticReplicas, 100*d.Headroom, d.CeilingPerReplica, d.StartupSeconds, provenanceText(d.Provenance))}
+	perReplica := d.Headroom * d.CeilingPerReplica
+	users := Series{Name: "users", Color: "#444", Dashed: true}
+	for m, u := range d.Users {
+		users.X, users.Y = append(users.X, float64(m)/60), append(users.Y, u)
+	}
+	capacity := LineChart{Title: "Users and the serving replicas' capacity", XLabel: "hour of the simulated day", YLabel: "users", ZeroY: true, Series: []Series{users}}
+	ttft := LineChart{Title: "p95 TTFT per minute", XLabel: "hour of the simulated day", YLabel: "seconds", ZeroY: true}
+	itl := LineChart{Title: "p95 ITL per minute", XLabel: "hour of the simulated day", YLabel: "milliseconds", ZeroY: true}
+	for i, r := range d.Rows {
+		c := color(i)
+		serving := Series{Name: r.Policy, Color: c}
+		minutes := len(d.Users)
+		k := 0
+		for m := range minutes {
+			t := float64(m) * 60
+			for k+1 < len(r.Replicas) && r.Replicas[k+1].At <= t {
+				k++
+			}
+			n := 0
+			if len(r.Replicas) > 0 {
+				n = r.Replicas[k].Serving
+			}
+			serving.X, serving.Y = append(serving.X, t/3600), append(serving.Y, float64(n)*perReplica)
+		}
+		capacity.Series = append(capacity.Series, serving)
+		ts, is := Series{Name: r.Policy, Color: c}, Series{Name: r.Policy, Color: c}
+		for _, b := range r.Minutes {
+			if b.Requests == 0 {
+				continue
+			}
+			ts.X, ts.Y = append(ts.X, b.Start/3600), append(ts.Y, b.TTFT)
+			is.X, is.Y = append(is.X, b.Start/3600), append(is.Y, 1000*b.ITL)
+		}
+		ttft.Series, itl.Series = append(ttft.Series, ts), append(itl.Series, is)
+		for _, a := range r.Attainment {
+			row := dayRowView{Policy: r.Policy, Profile: a.Profile, Requests: fmtPct(a.RequestShare), Minutes: fmtPct(a.MinuteShare)}
+			if a.Profile == "overall" {
+				row.GPUHours, row.VsStatic, row.Peak = fmt.Sprintf("%.1f", r.GPUHours), fmt.Sprintf("%.2f×", r.VsStatic), fmt.Sprint(r.PeakReplicas)
+				row.Cost = "–"
+				if r.Cost > 0 {
+					row.Cost = fmt.Sprintf("$%.0f", r.Cost)
+				}
+			} else {
+				row.Policy = ""
+			}
+			v.Rows = append(v.Rows, row)
+		}
+	}
+	if c := sum.SLA.TTFT; c.Max > 0 {
+		ttft.HLines = append(ttft.HLines, RefLine{Value: c.Max.Seconds(), Label: fmt.Sprintf("SLA p%g", c.Percentile), Color: "#c0392b"})
+	}
+	if c := sum.SLA.ITL; c.Max > 0 {
+		itl.HLines = append(itl.HLines, RefLine{Value: float64(c.Max.Microseconds()) / 1000, Label: fmt.Sprintf("SLA p%g", c.Percentile), Color: "#c0392b"})
+	}
+	v.Capacity, v.TTFT, v.ITL = capacity.SVG(), ttft.SVG(), itl.SVG()
+	return v
+}

@@ -290,6 +290,7 @@ func (p *planner) simulateDay(ctx context.Context) error {
 	}
 	ceiling := float64(p.sum.Capacity.Users) / float64(replicas)
 	headroom := p.s.Demand.Headroom
+	p.logf("   day: measuring the mean session duration, then %d polic(ies) over a %.1f h day (simulated)", len(d.Policies), d.Length.Hours())
 	ds, err := SimulateDay(ctx, p.s.Setup, p.sum.Capacity.Config, *d, ceiling, headroom, p.s.Demand.PricePerGPUHour[dep.GPU], p.o.Logger)
 	if err != nil {
 		return err

@@ -83,10 +83,14 @@ func newDayView(sum *plan.Summary) *dayView {
 			v.Rows = append(v.Rows, row)
 		}
 	}
+	// a collapsed minute (a queue of minutes) is drawn on the top edge, so
+	// that the region around the SLA stays readable
 	if c := sum.SLA.TTFT; c.Max > 0 {
+		ttft.YClip = 5 * c.Max.Seconds()
 		ttft.HLines = append(ttft.HLines, RefLine{Value: c.Max.Seconds(), Label: fmt.Sprintf("SLA p%g", c.Percentile), Color: "#c0392b"})
 	}
 	if c := sum.SLA.ITL; c.Max > 0 {
+		itl.YClip = 5 * float64(c.Max.Microseconds()) / 1000
 		itl.HLines = append(itl.HLines, RefLine{Value: float64(c.Max.Microseconds()) / 1000, Label: fmt.Sprintf("SLA p%g", c.Percentile), Color: "#c0392b"})
 	}
 	v.Capacity, v.TTFT, v.ITL = capacity.SVG(), ttft.SVG(), itl.SVG()

@@ -330,7 +330,7 @@ func (e *Evaluator) Deployment(params map[string]any) (sim.Deployment, error) {
 		return sim.Deployment{}, err
 	}
 	dep := e.setup.Deployment.Sim // a copy: the Setup's stays as resolved
-	err := dep.Params.Apply(params)
+	err := dep.ApplyParams(params)
 	return dep, err
 }
 

@@ -143,6 +143,10 @@ func (e Engine) SimDeployment() sim.DeploymentSpec {
 		WeightFormat: e.WeightFormat, MaxModelLen: e.MaxModelLen, Params: e.Params,
 		Calibration: e.Sim.Calibration, Correction: e.Sim.Correction,
 	}
+	if e.flavorName() == FlavorSGLang {
+		// the simulator reads SGLang's flags in its vLLM-like terms
+		spec.Flavor = sim.FlavorSGLang
+	}
 	for _, t := range e.Sim.Throttle {
 		spec.Throttles = append(spec.Throttles, sim.Throttle{GPU: t.GPU, ClockFactor: t.ClockFactor,
 			Start: t.Start.D().Seconds(), End: t.End.D().Seconds()})

@@ -100,9 +100,6 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 	}
 	switch e.flavorName() {
 	case FlavorSGLang:
-		if e.Kind == EngineSim {
-			errs.Addf(p+".flavor", "the simulator (kind sim) models vLLM and takes vLLM's flags; SGLang's are not mapped onto it yet: run flavor sglang on kind process, kubernetes or external, or flavor vllm on kind sim")
-		}
 		e.validateSGLang(p, space, errs)
 		return
 	case FlavorVLLM:

@@ -202,26 +202,14 @@ func TestSGLangFlagCatalogue(t *testing.T) {
 			}
 		})
 	}
-	// on the simulator: a clear error
-	_, err := Load(strings.NewReader(strings.Replace(sglangYAML, "kind: process", "kind: sim", 1)), "s.yaml")
-	if err == nil || !strings.Contains(err.Error(), "s.yaml:3:") || !strings.Contains(err.Error(), "takes vLLM's flags") {
-		t.Errorf("flavor sglang on kind sim: %v", err)
-	}
 }
 
-// TestNonVLLMFlavorHasNoSimulator: a plan on SGLang (or a generic server)
-// has no simulated counterpart, so the default multi fidelity is refused
-// with what to set, and live is accepted.
-func TestNonVLLMFlavorHasNoSimulator(t *testing.T) {
-	cfg, err := Load(strings.NewReader(sglangYAML), "s.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = cfg.Setup(SetupOptions{Plan: true})
-	if err == nil || !strings.Contains(err.Error(), "set plan.fidelity: live") || !strings.Contains(err.Error(), "engine.flavor sglang") {
-		t.Fatalf("Setup = %v, want the multi fidelity refused for flavor sglang", err)
-	}
-	cfg, err = Load(strings.NewReader(sglangYAML+"plan:\n  fidelity: live\n"), "s.yaml")
+// TestSGLangOnTheSimulator: kind sim takes SGLang's flags and reads them
+// in its vLLM-like terms; a flag unknown to SGLang is refused with key and
+// line; and a multi-fidelity plan on SGLang has its simulator.
+func TestSGLangOnTheSimulator(t *testing.T) {
+	onSim := strings.Replace(sglangYAML, "kind: process", "kind: sim", 1) + "  params: {max-running-requests: 48, disable-radix-cache: true, mem-fraction-static: 0.8, schedule-policy: lpm}\n"
+	cfg, err := Load(strings.NewReader(onSim), "s.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +217,47 @@ func TestNonVLLMFlavorHasNoSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Deployment.Flavor != FlavorSGLang || s.Simulator != nil {
-		t.Errorf("setup flavor %q, simulator %v", s.Deployment.Flavor, s.Simulator)
+	p := s.Deployment.Sim.Params
+	if p.MaxNumSeqs != 48 || p.EnablePrefixCaching || p.GPUMemoryUtilization != 0.8 {
+		t.Errorf("simulated engine %+v: want max-num-seqs 48, no prefix caching, 0.8 of the memory", p)
+	}
+	dep, err := s.Simulator.VirtualDeployment(engine.Params{"max-running-requests": 16, "chunked-prefill-size": 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dep.Params.MaxNumSeqs != 16 || dep.Params.MaxNumBatchedTokens != 4096 {
+		t.Errorf("trial on the simulator: %+v", dep.Params)
+	}
+	if _, err := s.Simulator.VirtualDeployment(engine.Params{"max-num-seqs": 16}); err == nil {
+		t.Error("a vLLM flag was taken as SGLang's")
+	}
+	_, err = Load(strings.NewReader(strings.Replace(onSim, "max-running-requests: 48", "max-num-seqs: 48", 1)), "s.yaml")
+	if err == nil || !strings.Contains(err.Error(), "engine.params.max-num-seqs") || !strings.Contains(err.Error(), "--max-running-requests") {
+		t.Errorf("a vLLM flag on SGLang on kind sim: %v", err)
+	}
+}
+
+// TestGenericFlavorHasNoSimulator: a plan on a generic server has no
+// simulated counterpart, so the default multi fidelity is refused with
+// what to set; SGLang's (multi by default) has one.
+func TestGenericFlavorHasNoSimulator(t *testing.T) {
+	cfg, err := Load(strings.NewReader(genericYAML), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.Setup(SetupOptions{Plan: true})
+	if err == nil || !strings.Contains(err.Error(), "set plan.fidelity: live") || !strings.Contains(err.Error(), "engine.flavor generic") {
+		t.Fatalf("Setup = %v, want the multi fidelity refused for flavor generic", err)
+	}
+	cfg, err = Load(strings.NewReader(sglangYAML), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cfg.Setup(SetupOptions{Plan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Deployment.Flavor != FlavorSGLang || s.Simulator == nil || s.Fidelity.Mode != "multi" {
+		t.Errorf("setup flavor %q, simulator %v, fidelity %q", s.Deployment.Flavor, s.Simulator, s.Fidelity.Mode)
 	}
 }

@@ -83,10 +83,11 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	// does not model: then it has no simulated counterpart, and only what
 	// needs one fails (SimErr).
 	dep, simErr := resolveSim(c.Engine, c.Fleet)
-	if f := c.Engine.flavorName(); simErr == nil && f != FlavorVLLM {
-		// the simulator models vLLM: a search over another server's flags
-		// has no simulated counterpart (docs/engines.md, flavors)
-		dep, simErr = sim.Deployment{}, fmt.Errorf("engine.flavor %s: the simulator models vLLM and takes vLLM's flags, not this server's", f)
+	if f := c.Engine.flavorName(); simErr == nil && f == FlavorGeneric {
+		// the simulator cannot know what a generic server's parameters
+		// mean: a search over them has no simulated counterpart
+		// (docs/engines.md, flavors); SGLang's it reads (sim.SGLangParams)
+		dep, simErr = sim.Deployment{}, fmt.Errorf("engine.flavor %s: the simulator cannot know what this server's parameters mean", f)
 	}
 	if simErr != nil && c.Engine.Kind == EngineSim {
 		return plan.Setup{}, fmt.Errorf("sim engine: %w", simErr)

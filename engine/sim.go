@@ -78,12 +78,12 @@ func (s *Sim) Kind() string { return "sim" }
 // wrong for this engine, every trial would fail alike).
 func (s *Sim) VirtualDeployment(p Params) (sim.Deployment, error) {
 	for k := range p {
-		if !sim.IsParam(k) {
+		if !sim.IsParamOf(s.base.Flavor, k) {
 			return sim.Deployment{}, fmt.Errorf("sim engine: parameter %q is not a flag the simulator models (known: %v)", k, sim.ParamNames())
 		}
 	}
 	d := s.base
-	if err := d.Params.Apply(p); err != nil {
+	if err := d.ApplyParams(p); err != nil {
 		return sim.Deployment{}, &Failure{Reason: ReasonRejected, Detail: err.Error(), ExitCode: -1}
 	}
 	if err := checkDeployment(d); err != nil {

@@ -21,6 +21,9 @@ type Deployment struct {
 	WeightFormat string
 	MaxModelLen  int
 	Params       EngineParams
+	// Flavor is the engine whose flags a trial's parameters are:
+	// FlavorSGLang, or "" for vLLM's (ApplyParams).
+	Flavor string
 	// Factors override the cost model's defaults (a calibration); zero
 	// means perfmodel.DefaultFactors.
 	Factors perfmodel.Factors
@@ -91,8 +94,12 @@ type DeploymentSpec struct {
 	// WeightFormat is how expert weights execute (see Deployment).
 	WeightFormat string
 	MaxModelLen  int
-	// Params are engine flags by vLLM name (ParamsFromMap).
+	// Params are engine flags by vLLM name (ParamsFromMap), or by SGLang
+	// name when Flavor is FlavorSGLang (SGLangParams).
 	Params map[string]any
+	// Flavor is FlavorSGLang for a deployment of SGLang's flags, "" for
+	// vLLM's.
+	Flavor string
 	// Calibration is a file from spoc sim calibrate; empty uses the
 	// built-in factors.
 	Calibration string
@@ -120,13 +127,19 @@ func NewDeployment(spec DeploymentSpec) (Deployment, error) {
 	if err != nil {
 		return Deployment{}, fmt.Errorf("engine.gpu: %w", err)
 	}
-	p, err := ParamsFromMap(spec.Params)
+	specParams := spec.Params
+	if spec.Flavor == FlavorSGLang {
+		if specParams, _, err = SGLangParams(spec.Params); err != nil {
+			return Deployment{}, fmt.Errorf("engine.params: %w", err)
+		}
+	}
+	p, err := ParamsFromMap(specParams)
 	if err != nil {
 		return Deployment{}, fmt.Errorf("engine.params: %w", err)
 	}
 	d := Deployment{
 		Model: model, GPU: gpu, GPUs: spec.GPUs, TensorParallelSize: spec.TensorParallelSize,
-		WeightFormat: spec.WeightFormat, MaxModelLen: spec.MaxModelLen, Params: p,
+		WeightFormat: spec.WeightFormat, MaxModelLen: spec.MaxModelLen, Params: p, Flavor: spec.Flavor,
 		ServedModelName: vllm.ServedName(spec.Model, spec.ServedModelName),
 		Fleet:           spec.Fleet,
 	}

@@ -14,43 +14,14 @@ import (
 // the command line takes SGLang's flag names.
 const SGLangFaithfulFlag = "sglang-faithful"
 
-// sglangToSim maps the SGLang flags whose semantics the simulator's
-// vLLM-like engine has onto its parameters (vLLM names). The other flags
-// of SGLang's catalogue are accepted in the SGLang-faithful mode and
-// ignored with a log line: the simulator does not model them.
-//
-// Where the match is not exact:
-//   - chunked-prefill-size is SGLang's prefill chunk per step; the
-//     simulator's max-num-batched-tokens is vLLM's step budget, which
-//     decodes share. -1 (no chunking) turns chunked prefill off.
-//   - mem-fraction-static covers weights and the KV pool only; the
-//     simulator reads it as vLLM's gpu-memory-utilization, which also
-//     covers activations: the same number gives SGLang a somewhat larger
-//     KV cache than the simulator does.
-//   - max-prefill-tokens and schedule-policy (lpm) have no counterpart:
-//     the simulator admits first come, first served, within its budget.
+// sglangToSim maps the SGLang flags that set the deployment rather than
+// an engine parameter; the engine parameters are mapped by
+// sim.SGLangParams (the one table of what SGLang's flags mean to the
+// simulator, and where they do not match).
 var sglangToSim = map[string]func(v any, spec *sim.DeploymentSpec){
-	sglang.FlagMaxRunningRequests: func(v any, s *sim.DeploymentSpec) { s.Params["max-num-seqs"] = v },
-	sglang.FlagChunkedPrefillSize: func(v any, s *sim.DeploymentSpec) {
-		if n, _ := v.(int); n < 0 {
-			s.Params["enable-chunked-prefill"] = false
-			return
-		}
-		s.Params["max-num-batched-tokens"] = v
-	},
-	sglang.FlagMemFractionStatic: func(v any, s *sim.DeploymentSpec) { s.Params["gpu-memory-utilization"] = v },
-	sglang.FlagDisableRadixCache: func(v any, s *sim.DeploymentSpec) { s.Params["enable-prefix-caching"] = !v.(bool) },
-	sglang.FlagTPSize:            func(v any, s *sim.DeploymentSpec) { s.TensorParallelSize = v.(int) },
-	sglang.FlagContextLength:     func(v any, s *sim.DeploymentSpec) { s.MaxModelLen = v.(int) },
-	sglang.FlagServedModelName:   func(v any, s *sim.DeploymentSpec) { s.ServedModelName = v.(string) },
-}
-
-// SGLangModelled reports whether the SGLang-faithful mode maps flag onto
-// the simulated engine (else it is accepted and ignored).
-func SGLangModelled(flag string) bool {
-	_, ok := sglangToSim[flag]
-	return ok || flag == sglang.FlagModelPath || flag == sglang.FlagDPSize ||
-		flag == sglang.FlagEnableMetrics || flag == sglang.FlagEnableCacheReport
+	sglang.FlagTPSize:          func(v any, s *sim.DeploymentSpec) { s.TensorParallelSize = v.(int) },
+	sglang.FlagContextLength:   func(v any, s *sim.DeploymentSpec) { s.MaxModelLen = v.(int) },
+	sglang.FlagServedModelName: func(v any, s *sim.DeploymentSpec) { s.ServedModelName = v.(string) },
 }
 
 // defineSGLangFlags defines every flag of SGLang's catalogue that fs does
@@ -118,16 +89,25 @@ func (c *CommandLine) parseSGLang(o *Options) error {
 		case sglang.FlagEnableCacheReport:
 			o.EnablePromptTokensDetails = v.(bool)
 		default:
-			if _, ok := sglangToSim[f.Name]; ok {
-				if o.sglangParams == nil {
-					o.sglangParams = map[string]any{}
-				}
-				o.sglangParams[f.Name] = v
-			} else {
-				o.IgnoredSGLang = append(o.IgnoredSGLang, n)
+			if o.sglangParams == nil {
+				o.sglangParams = map[string]any{}
 			}
+			o.sglangParams[f.Name] = v
 		}
 	}
+	// the engine flags the simulator has no counterpart of are accepted
+	// and named
+	engineFlags := map[string]any{}
+	for name, v := range o.sglangParams {
+		if _, deployment := sglangToSim[name]; !deployment {
+			engineFlags[name] = v
+		}
+	}
+	_, ignored, err := sim.SGLangParams(engineFlags)
+	if err != nil {
+		return err
+	}
+	o.IgnoredSGLang = ignored
 	return nil
 }
 
@@ -141,8 +121,19 @@ func (o Options) applySGLang(spec sim.DeploymentSpec) sim.DeploymentSpec {
 		params[k] = v
 	}
 	spec.Params = params
+	engineFlags := map[string]any{}
 	for name, v := range o.sglangParams {
-		sglangToSim[name](v, &spec)
+		if set, deployment := sglangToSim[name]; deployment {
+			set(v, &spec)
+		} else {
+			engineFlags[name] = v
+		}
+	}
+	mapped, _, err := sim.SGLangParams(engineFlags) // checked by Parse
+	if err == nil {
+		for k, v := range mapped {
+			params[k] = v
+		}
 	}
 	return spec
 }

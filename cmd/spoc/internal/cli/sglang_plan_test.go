@@ -11,8 +11,9 @@ import (
 )
 
 // TestSGLangLivePlanOnTheStandIn is issue 35's acceptance for flavor
-// sglang: a live plan on spoc sim serve --sglang-faithful launched as a
-// process, over SGLang's default search space. Every phase reaches the
+// sglang: a live and a multi-fidelity plan on spoc sim serve
+// --sglang-faithful launched as a process, over SGLang's default search
+// space. Every phase reaches the
 // server, every server got SGLang's flags (and no vLLM flag), the cache
 // was flushed between runs rather than flagged warm, telemetry read the
 // server's sglang: metrics, and the chosen
@@ -23,6 +24,16 @@ func TestSGLangLivePlanOnTheStandIn(t *testing.T) {
 	}
 	testtool.Long(t, "a live plan on the SGLang stand-in in real time: about a minute")
 	t.Parallel()
+	for _, fidelity := range []string{"live", "multi"} {
+		t.Run(fidelity, func(t *testing.T) { sglangLivePlan(t, fidelity) })
+	}
+}
+
+// sglangLivePlan runs the plan of TestSGLangLivePlanOnTheStandIn at one
+// fidelity: live (every phase on the server) or multi (live probes, the
+// simulator's search over SGLang's flags read in its terms, live
+// verification and final sweep).
+func sglangLivePlan(t *testing.T, fidelity string) {
 	spoc := spocBinary(t)
 	dir := t.TempDir()
 	live := livePlanYAML("process", "H200-SXM", nil)
@@ -57,7 +68,7 @@ sweep:
 telemetry:
   enabled: true
 plan:
-  fidelity: live
+  fidelity: ` + fidelity + `
 `
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -69,7 +80,7 @@ plan:
 	}
 	s := readSummary(t, out)
 	for _, ph := range s.Phases {
-		if (ph.Name == "baseline" || ph.Name == "tune" || ph.Name == "sweep") && ph.EngineSeconds == 0 && ph.EngineStarts == 0 {
+		if (ph.Name == "baseline" || (ph.Name == "tune" && fidelity == "live") || ph.Name == "sweep") && ph.EngineSeconds == 0 && ph.EngineStarts == 0 {
 			t.Errorf("phase %s did not reach the server: %+v", ph.Name, ph)
 		}
 	}

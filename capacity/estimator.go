@@ -259,11 +259,24 @@ func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, 
 		return ClauseCrossing{}, false, fmt.Errorf("%w: %s came within %.0f %% of its allowance but its share over the limit does not grow with users in these runs", ErrNoCrossing, key, 100*nearShare)
 	}
 	target := math.Log(allowance / (1 - allowance))
+	// the logistic line is a local model of the knee: refit on the counts
+	// between the nearest saturated ones either side of the crossing
+	for range 2 {
+		local := localPoints(pts, pooled, target, fit.xbar+(target-fit.a)/fit.b)
+		if len(local) == len(pts) {
+			break
+		}
+		lf, ok := logitFit(local)
+		if !ok || lf.b <= 0 {
+			break
+		}
+		pts, fit = local, lf
+	}
 	cr := ClauseCrossing{Clause: key, Slope: fit.b, Dispersion: fit.phi, MaxShare: maxShare}
 	cr.Users = fit.xbar + (target-fit.a)/fit.b
 	// Fieller: the d = x − x̄ with (a − target + b d)² ≤
 	// t² (Va + 2 d Cab + d² Vb).
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(max(len(pts)-2, 1))}.Quantile((1 + confidence) / 2)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(max(fitDF(pts, pooled, target), 1))}.Quantile((1 + confidence) / 2)
 	a0 := fit.a - target
 	qa := fit.b*fit.b - t*t*fit.vb
 	qb := 2 * (a0*fit.b - t*t*fit.cab)
@@ -283,8 +296,143 @@ func fitClause(runs []KneeRun, key string, confidence float64) (ClauseCrossing, 
 		// the crossing; keep the point estimate, say the interval is open
 		cr.Lo = math.Max(0, math.Min(cr.Users, minX(pts)))
 	}
+	cr.Lo, cr.Hi, cr.Bounded = supported(pooled, allowance, cr.Users, cr.Lo, cr.Hi)
 	cr.Lo = math.Max(cr.Lo, 0)
 	return cr, true, nil
+}
+
+// fitDF is the degrees of freedom the interval's t quantile is given: a
+// run at a saturated count (every run there far from the allowance)
+// adds little to the dispersion's estimate, so all the runs at one such
+// count count once, as do the two coefficients the fit estimates.
+// Counting each of them (as len(pts)−2 did) gave a steep knee, measured
+// by three runs at the knee between three all-passing and three
+// all-failing ones, seven degrees of freedom where its spread was told
+// by about three.
+func fitDF(pts []binomialPoint, pooled map[int][2]float64, target float64) int {
+	runs := 0
+	saturated := map[float64]bool{}
+	for _, p := range pts {
+		q := pooled[int(p.x)]
+		share := (q[0] + 0.5) / (q[1] + 1)
+		if math.Abs(math.Log(share/(1-share))-target) > saturatedLogit {
+			saturated[p.x] = true
+			continue
+		}
+		runs++
+	}
+	return runs + len(saturated) - 2
+}
+
+// saturatedLogit is how far (in logit units) from the allowance a count's
+// pooled share lies when the count is saturated: every run there far under
+// the limit (a 5 % allowance: under 0.26 % over) or far over it (over 51 %).
+const saturatedLogit = 3.0
+
+// localPoints keeps the runs at counts between the nearest saturated count
+// below the crossing x and the nearest above it, both included. Runs
+// further out say only that the share is still near 0 (or 1) there; in a
+// straight-line fit of the logit they pull the line off the knee and their
+// misfit inflates the dispersion (seen on a steep knee: 80 users with no
+// sample over the limit, 120 with all of them, refinement runs at 95–105,
+// a dispersion of 400 and no upper bound after 30 runs). Fewer than 3
+// runs at 2 counts left: all the runs.
+func localPoints(pts []binomialPoint, pooled map[int][2]float64, target, x float64) []binomialPoint {
+	below, above := math.Inf(-1), math.Inf(1)
+	for u, p := range pooled {
+		share := (p[0] + 0.5) / (p[1] + 1)
+		l := math.Log(share / (1 - share))
+		switch f := float64(u); {
+		case f <= x && l < target-saturatedLogit && f > below:
+			below = f
+		case f > x && l > target+saturatedLogit && f < above:
+			above = f
+		}
+	}
+	var local []binomialPoint
+	counts := map[float64]bool{}
+	for _, p := range pts {
+		if p.x >= below && p.x <= above {
+			local = append(local, p)
+			counts[p.x] = true
+		}
+	}
+	if len(local) < 3 || len(counts) < 2 {
+		return pts
+	}
+	return local
+}
+
+// supportLogit is how far (in logit units of the share over the limit)
+// the pooled share of the counts next to a crossing may lie from the
+// allowance for the fitted line between them to be trusted: 2 units
+// either side of a 5 % allowance are 0.7 % and 28 %.
+const supportLogit = 2.0
+
+// supported widens [lo, hi] to the counts next to the crossing x when
+// their pooled shares lie far from the allowance, and clips it to the
+// nearest saturated counts either side. The logistic line places a
+// crossing between two counts from the shares at them; where the nearest
+// count below is far under the allowance (no sample over, say) and the
+// nearest above far over it, the runs say only that the crossing lies
+// between the counts, and the line's place for it is the model's, not the
+// measurement's: on a steep knee measured at 80 (no run over the TTFT
+// limit) and 120 users (every sample over) the fit said 91.7 ± 1 % where
+// runs on fresh seeds put the capacity at 100. The interval then runs to
+// the unsupported side's count, and refinement runs go between
+// (docs/capacity.md, "Precision"). The other way round, a share that
+// grows with users crosses its allowance above a count where it was far
+// under and below one where it was far over, whatever the line's
+// uncertainty says.
+func supported(pooled map[int][2]float64, allowance, x, lo float64, hi InfFloat) (float64, InfFloat, bool) {
+	target := math.Log(allowance / (1 - allowance))
+	logit := func(u int) float64 {
+		p := pooled[u]
+		share := (p[0] + 0.5) / (p[1] + 1)
+		return math.Log(share / (1 - share))
+	}
+	below, above := math.Inf(-1), math.Inf(1)
+	satBelow, satAbove := math.Inf(-1), math.Inf(1)
+	informative := 0
+	for u := range pooled {
+		f, l := float64(u), logit(u)
+		if f <= x {
+			below = math.Max(below, f)
+		} else {
+			above = math.Min(above, f)
+		}
+		switch {
+		case math.Abs(l-target) <= saturatedLogit:
+			informative++
+		case f <= x && l < target:
+			satBelow = math.Max(satBelow, f)
+		case f > x && l > target:
+			satAbove = math.Min(satAbove, f)
+		}
+	}
+	if !math.IsInf(below, 0) && logit(int(below)) < target-supportLogit {
+		lo = math.Min(lo, below)
+	}
+	if !math.IsInf(above, 0) && logit(int(above)) > target+supportLogit {
+		hi = InfFloat(math.Max(float64(hi), above))
+	}
+	// a slope is measured only where shares are: with fewer than two
+	// counts whose share is not saturated, the line's slope comes from
+	// the saturated counts' half-sample corrections, and the interval is
+	// the bracket of saturated counts around the crossing (seen: runs at
+	// 89 users with no sample over, one run at 99 with 6 %, 120 with
+	// all over, and 98.8 [89, 99.1] where fresh seeds put it at 100.3)
+	if informative < 2 {
+		if !math.IsInf(satBelow, 0) {
+			lo = math.Min(lo, satBelow)
+		}
+		hi = InfFloat(math.Max(float64(hi), satAbove))
+	}
+	if !math.IsInf(satBelow, 0) {
+		lo = math.Max(lo, satBelow)
+	}
+	hi = InfFloat(math.Min(float64(hi), satAbove))
+	return lo, hi, !math.IsInf(float64(hi), 1)
 }
 
 func minX(pts []binomialPoint) float64 {
@@ -379,7 +527,7 @@ func logitFit(pts []binomialPoint) (logitResult, bool) {
 }
 
 // minDispersion is the least dispersion a fit is given.
-const minDispersion = 0.05
+const minDispersion = 1.0
 
 func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
 

@@ -233,3 +233,41 @@ func TestEstimateCapacityWithSeparatedRuns(t *testing.T) {
 			est.Users, est.Lo, float64(est.Hi), est.Binding)
 	}
 }
+
+// TestEstimateCapacityOnlyBracketsASaturatedGap: runs that all pass far
+// under the limit at one count and all fail far over it at the next place
+// the crossing only between the counts, however many runs there are: the
+// interval is the gap, not the logistic line's guess inside it (seen on a
+// steep knee: 80 and 120 users, 91.7 ± 1 %, where fresh seeds said 100).
+// Far counts do not move the fit either.
+func TestEstimateCapacityOnlyBracketsASaturatedGap(t *testing.T) {
+	run := func(users int, over int64) KneeRun {
+		return KneeRun{Users: users, Clauses: []ClauseCount{{Scope: "overall", Clause: "ttft p95", Allowance: 0.05, Samples: 500, Over: over}}}
+	}
+	runs := []KneeRun{run(80, 0), run(80, 0), run(80, 0), run(81, 0), run(120, 500), run(120, 500), run(120, 500)}
+	est, err := EstimateCapacity(runs, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Lo > 81 || float64(est.Hi) < 120 {
+		t.Errorf("estimate %.1f [%.1f, %.1f] from all-pass runs at 80–81 and all-fail runs at 120: want the interval to span the gap", est.Users, est.Lo, float64(est.Hi))
+	}
+	// measured shares at the knee: a bounded interval inside the gap,
+	// which runs at 40 users (far under the limit) leave where it was
+	knee := append(runs[:len(runs):len(runs)], run(98, 5), run(100, 25), run(102, 60), run(104, 120))
+	a, err := EstimateCapacity(knee, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Bounded || a.Lo < 90 || float64(a.Hi) > 110 {
+		t.Errorf("estimate %.1f [%.1f, %.1f] with runs at the knee: want a bounded interval near 100", a.Users, a.Lo, float64(a.Hi))
+	}
+	far := append(knee[:len(knee):len(knee)], run(40, 0), run(40, 0), run(40, 0))
+	b, err := EstimateCapacity(far, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(a.Users-b.Users) > 0.01 || math.Abs(a.Lo-b.Lo) > 0.01 {
+		t.Errorf("runs far under the limit moved the estimate: %.2f [%.2f] → %.2f [%.2f]", a.Users, a.Lo, b.Users, b.Lo)
+	}
+}

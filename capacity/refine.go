@@ -158,7 +158,10 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 		if b := est.Clauses[0].Slope; b > 0 {
 			delta = designLogit / b
 		}
-		delta = math.Max(math.Min(delta, maxDesignShare*center), float64(o.resolution(int(center))))
+		// not coarser than the fitted slope asks: on a knee steeper than
+		// sweep.resolution_fraction, runs a resolution step either side
+		// all pass and all fail and place nothing between them
+		delta = math.Max(math.Min(delta, maxDesignShare*center), float64(max(o.ResolutionUsers, 1)))
 		// two user counts place a crossing without checking that the
 		// logit is straight between them: with a steep knee (all under
 		// the limit at one, all over at the other) the interval then

@@ -121,3 +121,50 @@ func TestRefineNeedsThreeCounts(t *testing.T) {
 		t.Errorf("refinement %+v over counts %v: want runs at a third count before the target counts as reached", r, counts)
 	}
 }
+
+// TestRefineCoversASteepKnee is TestRefineReachesThePrecisionAndCovers on
+// a knee ten times steeper, walked with a resolution of 10 %: a step
+// either side of the knee all passes and all fails, which is where the
+// intervals of the live acceptance were too narrow to hold each other's
+// estimates (docs/performance.md, issue 31). Intervals must cover about
+// as often as they claim, and two refinements' intervals must hold each
+// other's estimates about as often as calibrated intervals do (for two
+// intervals of equal width, 83 % of pairs).
+func TestRefineCoversASteepKnee(t *testing.T) {
+	m := kneeModel{x0: 100, slope: 0.6, seedSD: 0.3, samples: 500}
+	truth := m.trueCapacity()
+	opts := SweepOptions{Start: 8, Max: 256, ResolutionUsers: 2, ResolutionFraction: 0.1, Repeats: 1,
+		Precision: Precision{Target: 0.10, MinRuns: 6, MaxRuns: 30}}
+	const trials = 200
+	var ests []*CapacityEstimate
+	covered := 0
+	for i := range trials {
+		res, err := Sweep(context.Background(), kneeEval(m, uint64(1000+i)), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := res.Estimate
+		if e == nil {
+			t.Fatalf("trial %d: no estimate (%s)", i, res.NoEstimate)
+		}
+		ests = append(ests, e)
+		if e.Lo <= truth && truth <= float64(e.Hi) {
+			covered++
+		}
+	}
+	mutual, pairs := 0, 0
+	for i := 0; i+1 < len(ests); i += 2 {
+		a, b := ests[i], ests[i+1]
+		pairs++
+		if a.Lo <= b.Users && b.Users <= float64(a.Hi) && b.Lo <= a.Users && a.Users <= float64(b.Hi) {
+			mutual++
+		}
+	}
+	t.Logf("%d of %d covered the true capacity %.1f; %d of %d pairs held each other's estimate", covered, trials, truth, mutual, pairs)
+	if c := float64(covered) / trials; c < 0.88 || c > 0.995 {
+		t.Errorf("%d of %d intervals cover the true capacity %.1f (%.1f %%): want about 95 %%", covered, trials, truth, 100*c)
+	}
+	if c := float64(mutual) / float64(pairs); c < 0.7 {
+		t.Errorf("%d of %d pairs of refinements hold each other's estimate (%.0f %%): want about 83 %%", mutual, pairs, 100*c)
+	}
+}

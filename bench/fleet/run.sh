@@ -4,16 +4,27 @@
 # serve` replicas behind the HAProxy spoc starts — REPEATS times, and once
 # in the simulator (engine.kind sim, same file, same grid).
 # Needs haproxy (apt-get install haproxy). Usage: bench/fleet/run.sh [OUT] [REPEATS]
+# SPOC_FLEET_MODEL=gpt-oss-120b runs the same fleet with the 120b, whose
+# ceiling (about 30 users) two cores can drive live; the 20b's (70–110
+# users, 2,000–3,800 tokens/s) leaves the replicas behind real time on them
+# (docs/fleet.md, "Measured").
 set -euo pipefail
 out=${1:-/tmp/spoc-fleet}
 repeats=${2:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 go build -o "$out/spoc" "$here/../../cmd/spoc"
+model=${SPOC_FLEET_MODEL:-gpt-oss-20b}
 declare -A grid=([round-robin]=48,72,96 [session-affinity]=72,108,144)
+resolution=6
+if [ "$model" = gpt-oss-120b ]; then
+  grid=([round-robin]=12,24,36 [session-affinity]=12,24,36)
+  resolution=3
+fi
 for router in round-robin session-affinity; do
   for kind in sim process; do
     sed -e "s|SPOC|$out/spoc|" -e "s|kind: process|kind: $kind|" -e "s|router: round-robin|router: $router|" \
+      -e "s|model: gpt-oss-20b|model: $model|" -e "s|resolution_users: 6|resolution_users: $resolution|" \
       "$here/issue32.yaml" > "$out/$kind-$router.yaml"
   done
   "$out/spoc" sweep -c "$out/sim-$router.yaml" --seeds 1 --users "${grid[$router]}" -o "$out/sim-$router" \

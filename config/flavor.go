@@ -31,6 +31,24 @@ type GenericEngine struct {
 	Params      map[string]ArgTemplate `yaml:"params,omitempty" doc:"Per parameter (an engine.params key or a search.space name), the arguments it becomes: one text/template string or a list of them, over {{.Value}} (the value as text: 8, 0.85, true) and {{.Name}}; an argument that renders empty is dropped ({{if eq .Value \"true\"}}--flag{{end}}). A parameter without a template is an error."`
 	ResetPath   string                 `yaml:"reset_path,omitempty" doc:"Route POSTed to empty the server's prefix cache between runs (e.g. /reset_prefix_cache); empty: the server has none, and every run after the first on a server is flagged warm."`
 	BusyMetrics []string               `yaml:"busy_metrics,omitempty" doc:"Prometheus gauges on the server's metrics path that count requests running or waiting; a cache reset waits until their sum reads 0. Empty: it waits for nothing."`
+	Defaults    map[string]any         `yaml:"defaults,omitempty" doc:"The values the server gives the parameters its command line leaves out (as its documentation says), keyed like engine.generic.params: a study's second seed, and what tuned vs default compares an unset parameter at. Empty: spoc knows none, and there is no defaults seed."`
+}
+
+// GenericDefaultsName names a generic server's declared defaults.
+const GenericDefaultsName = "server's declared defaults (engine.generic.defaults)"
+
+// EngineDefaults are the values the engine gives the flags its command
+// line leaves out, and whose they are: the flavor's (engine.Flavor
+// Defaults), or for generic what engine.generic.defaults declares, or
+// none.
+func (e Engine) EngineDefaults() (map[string]any, string) {
+	if fl, ok := engine.Named(e.flavorName()); ok {
+		return fl.Defaults, fl.DefaultsName
+	}
+	if len(e.Generic.Defaults) == 0 {
+		return nil, GenericDefaultsName
+	}
+	return e.Generic.Defaults, GenericDefaultsName
 }
 
 // ArgTemplate is the arguments one parameter becomes under flavor generic:
@@ -80,7 +98,9 @@ func (e Engine) LaunchFlavor() (engine.Flavor, error) {
 		for k, v := range e.Generic.Params {
 			templates[k] = v
 		}
-		return engine.Generic(templates, e.Generic.ResetPath, e.Generic.BusyMetrics)
+		fl, err := engine.Generic(templates, e.Generic.ResetPath, e.Generic.BusyMetrics)
+		fl.Defaults, fl.DefaultsName = e.EngineDefaults()
+		return fl, err
 	}
 	return engine.Flavor{}, fmt.Errorf("engine.flavor: unknown flavor %q", e.Flavor)
 }
@@ -94,7 +114,7 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 		return
 	}
 	if e.flavorName() != FlavorGeneric {
-		if len(e.Generic.Params) > 0 || e.Generic.ResetPath != "" || len(e.Generic.BusyMetrics) > 0 {
+		if len(e.Generic.Params) > 0 || e.Generic.ResetPath != "" || len(e.Generic.BusyMetrics) > 0 || len(e.Generic.Defaults) > 0 {
 			errs.Addf(p+".generic", "is read only with engine.flavor generic (the flavor is %s)", e.flavorName())
 		}
 	}
@@ -118,6 +138,10 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 			errs.Addf(kp, "%s", strings.TrimPrefix(err.Error(), "generic engine: "))
 		}
 	}
+	if e.Kind == EngineKubernetes && len(e.Kubernetes.Args) == 0 {
+		// the default args are vLLM's (--model, --port)
+		errs.Addf(p+".kubernetes.args", "flavor generic needs the container's args template (with {{.Port}} where the server takes its port): spoc adds none, not even vLLM's default --model and --port")
+	}
 	if e.Generic.ResetPath != "" && !strings.HasPrefix(e.Generic.ResetPath, "/") {
 		errs.Addf(p+".generic.reset_path", "must be a path starting with /, got %q", e.Generic.ResetPath)
 	}
@@ -135,6 +159,11 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 	for _, k := range sortedKeys(e.Params) {
 		if !templated[vllm.FlagName(k)] {
 			errs.Addf(p+".params."+k, "has no template in %s.generic.params%s: flavor generic passes only the arguments it is told", p, suggest(k, names))
+		}
+	}
+	for _, k := range sortedKeys(e.Generic.Defaults) {
+		if !templated[vllm.FlagName(k)] {
+			errs.Addf(p+".generic.defaults."+k, "has no template in %s.generic.params%s: a defaults seed passes it to the server", p, suggest(k, names))
 		}
 	}
 	for i, sp := range space {
@@ -167,6 +196,11 @@ func (c *Config) dropVLLMDefaults() {
 		c.Engine.Params = nil
 	}
 	if flavor != FlavorSGLang {
+		if !c.written["engine.kubernetes.image"] {
+			// vLLM's image cannot be a generic server's: kind kubernetes
+			// then asks for one
+			c.Engine.Kubernetes.Image = ""
+		}
 		return
 	}
 	// SGLang has its own knobs and its own image

@@ -88,11 +88,18 @@ func TestGenericFlavorErrorsNameKeyAndLine(t *testing.T) {
 			[]string{"g.yaml:3", "engine.flavor", "use kind process, kubernetes or external"}},
 		{"reset path", "reset_path: /flush", "reset_path: flush",
 			[]string{"g.yaml:15:", "engine.generic.reset_path", "starting with /"}},
+		{"generic on Kubernetes without args", "  process:\n    command: [server, --listen, \"{{.Port}}\"]", "  kubernetes: {namespace: ns, image: example/strict:1}",
+			[]string{"engine.kubernetes.args", "flavor generic needs the container's args"}},
+		{"generic on Kubernetes without an image", "  process:\n    command: [server, --listen, \"{{.Port}}\"]", "  kubernetes: {namespace: ns, args: [--listen, \"{{.Port}}\"]}",
+			[]string{"engine.kubernetes.image", "needs an image"}},
 		{"generic section on vllm", "flavor: generic", "flavor: vllm",
 			[]string{"g.yaml:11:", "engine.generic", "only with engine.flavor generic"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := strings.Replace(genericYAML, tc.from, tc.to, 1)
+			if strings.Contains(tc.to, "kubernetes:") {
+				text = strings.Replace(text, "kind: process", "kind: kubernetes", 1)
+			}
 			if text == genericYAML {
 				t.Fatalf("%q not in the file", tc.from)
 			}
@@ -259,5 +266,40 @@ func TestGenericFlavorHasNoSimulator(t *testing.T) {
 	}
 	if s.Deployment.Flavor != FlavorSGLang || s.Simulator == nil || s.Fidelity.Mode != "multi" {
 		t.Errorf("setup flavor %q, simulator %v, fidelity %q", s.Deployment.Flavor, s.Simulator, s.Fidelity.Mode)
+	}
+}
+
+// TestEngineDefaultsPerFlavor: a study's defaults seed and tuned vs
+// default read the flavor's defaults — vLLM's, SGLang's, or a generic
+// server's declared ones (none unless declared); a declared default
+// without a template is refused with its key.
+func TestEngineDefaultsPerFlavor(t *testing.T) {
+	cfg, err := Load(strings.NewReader(genericYAML), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := cfg.TuneSpec(); spec.Defaults != nil || spec.DefaultsName != GenericDefaultsName {
+		t.Errorf("generic without declared defaults: %v %q", spec.Defaults, spec.DefaultsName)
+	}
+	declared := strings.Replace(genericYAML, "    reset_path: /flush", "    reset_path: /flush\n    defaults: {max-num-seqs: 16}", 1)
+	if cfg, err = Load(strings.NewReader(declared), "g.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if spec := cfg.TuneSpec(); !reflect.DeepEqual(spec.Defaults, map[string]any{"max-num-seqs": 16}) {
+		t.Errorf("generic declared defaults: %v", spec.Defaults)
+	}
+	untemplated := strings.Replace(genericYAML, "    reset_path: /flush", "    reset_path: /flush\n    defaults: {max-seqs: 16}", 1)
+	if _, err := Load(strings.NewReader(untemplated), "g.yaml"); err == nil || !strings.Contains(err.Error(), "engine.generic.defaults.max-seqs") {
+		t.Errorf("untemplated default: %v", err)
+	}
+	cfg, err = Load(strings.NewReader(sglangYAML), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := cfg.TuneSpec(); spec.DefaultsName != "SGLang defaults" || spec.Defaults["schedule-policy"] != "fcfs" || spec.Defaults["max-num-seqs"] != nil {
+		t.Errorf("sglang defaults: %v %q", spec.Defaults, spec.DefaultsName)
+	}
+	if spec := Default().TuneSpec(); spec.DefaultsName != "vLLM defaults" || spec.Defaults["max-num-seqs"] != 256 {
+		t.Errorf("vllm defaults: %v %q", spec.Defaults, spec.DefaultsName)
 	}
 }

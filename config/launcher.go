@@ -7,7 +7,6 @@ import (
 
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/engine/haproxy"
-	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -40,70 +39,37 @@ type LauncherOptions struct {
 }
 
 // BaseParams are the flags every server of this deployment gets before a
-// candidate's: the configured engine.params, the tensor-parallel size, the
-// context limit, the served model name when one is configured and, for a
-// local process on several tensor-parallel groups that f does not put
-// behind HAProxy, the data-parallel size (vLLM routes inside the server).
+// candidate's, in the flavor's names (engine.Flavor.ShapeParams): the
+// configured engine.params, the tensor-parallel size, the context limit,
+// the served model name when one is configured, the switches spoc reads a
+// launched server by (vLLM's --enable-prompt-tokens-details, SGLang's
+// --enable-metrics and --enable-cache-report) and, for a local process on
+// several tensor-parallel groups that f does not put behind HAProxy, the
+// data-parallel size (the server routes inside itself). Flavor generic
+// gets engine.params alone.
 // Kubernetes runs data-parallel replicas as pods instead
 // (engine.KubernetesOptions.Replicas), and so does a process fleet behind
 // HAProxy: one server per replica.
 func (e Engine) BaseParams(f Fleet) engine.Params {
-	switch e.flavorName() {
-	case FlavorGeneric:
-		// nothing implicit: a generic server gets what engine.params says,
-		// each through its template
+	fl, ok := engine.Named(e.flavorName())
+	if !ok {
+		// generic: nothing implicit, a generic server gets what
+		// engine.params says, each through its template
 		return engine.Params(vllm.Merge(nil, e.Params))
-	case FlavorSGLang:
-		return e.sglangBaseParams(f)
 	}
-	p := engine.Params{}
-	if e.TensorParallelSize > 0 {
-		p["tensor-parallel-size"] = e.TensorParallelSize
-	}
-	if e.MaxModelLen > 0 {
-		p["max-model-len"] = e.MaxModelLen
-	}
-	if e.ServedModelName != "" && e.Kind != EngineSim {
+	shape := engine.Shape{TensorParallel: e.TensorParallelSize, ContextLength: e.MaxModelLen,
+		// a server spoc starts gets the switches spoc reads it by
+		Launched: e.Kind == EngineProcess || e.Kind == EngineKubernetes}
+	if e.Kind != EngineSim {
 		// requests use the served name; a server started without it would
 		// answer them 404
-		p["served-model-name"] = e.ServedModelName
-	}
-	if e.Kind == EngineProcess || e.Kind == EngineKubernetes {
-		// vLLM reports usage.prompt_tokens_details.cached_tokens only with
-		// this flag; without it every record's cached tokens read as
-		// unknown and the prefix-cache hit rate has only the counters
-		p["enable-prompt-tokens-details"] = true
+		shape.ServedModelName = e.ServedModelName
 	}
 	if n := e.replicas(); e.Kind == EngineProcess && n > 1 && !haproxyFronted(e, f) {
-		p["data-parallel-size"] = n
+		// the server routes between its own data-parallel replicas
+		shape.DataParallel = n
 	}
-	return vllm.Merge(p, e.Params)
-}
-
-// sglangBaseParams are BaseParams in SGLang's names: --tp-size,
-// --context-length, --served-model-name, and what spoc needs from the
-// server — --enable-metrics (SGLang serves no metrics without it) and
-// --enable-cache-report (cached_tokens in usage) — with --dp-size for a
-// local process on several tensor-parallel groups not behind HAProxy.
-func (e Engine) sglangBaseParams(f Fleet) engine.Params {
-	p := engine.Params{}
-	if e.TensorParallelSize > 0 {
-		p[sglang.FlagTPSize] = e.TensorParallelSize
-	}
-	if e.MaxModelLen > 0 {
-		p[sglang.FlagContextLength] = e.MaxModelLen
-	}
-	if e.ServedModelName != "" && e.Kind != EngineSim {
-		p[sglang.FlagServedModelName] = e.ServedModelName
-	}
-	if e.Kind == EngineProcess || e.Kind == EngineKubernetes {
-		p[sglang.FlagEnableMetrics] = true
-		p[sglang.FlagEnableCacheReport] = true
-	}
-	if n := e.replicas(); e.Kind == EngineProcess && n > 1 && !haproxyFronted(e, f) {
-		p[sglang.FlagDPSize] = n
-	}
-	return vllm.Merge(p, e.Params)
+	return vllm.Merge(fl.ShapeParams(shape), e.Params)
 }
 
 // launchers are the engine kinds and their launchers' constructors, one

@@ -256,7 +256,10 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 // trial gets (Engine.BaseParams), the context limit and the SLA.
 func (c *Config) TuneSpec() tune.Spec {
 	s := c.Search
+	defaults, defaultsName := c.Engine.EngineDefaults()
 	return tune.Spec{
+		Defaults:              defaults,
+		DefaultsName:          defaultsName,
 		Space:                 s.Space,
 		Objectives:            s.Objectives,
 		Sampler:               s.Sampler,

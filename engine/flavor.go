@@ -50,6 +50,108 @@ type Flavor struct {
 	// waiting; a cache reset waits until they read 0. None: the reset
 	// waits for nothing.
 	BusyMetrics []string
+	// Program is the command that serves model outside spoc, before its
+	// flags (vllm serve MODEL); nil where spoc knows none (generic: the
+	// configured command template is the only command).
+	Program func(model string) []string
+	// Shape names the flags of a deployment's shape and the switches a
+	// launched server needs for spoc to read it; the zero ShapeFlags
+	// (generic) names none, so that nothing implicit is passed.
+	Shape ShapeFlags
+	// Defaults are the values the server gives its flags when the command
+	// line leaves them out, keyed by flag name (those with a fixed
+	// default: SGLang derives some from the GPU at start-up); a study
+	// seeds itself with them and tuned-vs-default compares against them.
+	// DefaultsName says whose they are ("vLLM defaults"). A generic
+	// server's are the ones its user declares, or none.
+	Defaults     map[string]any
+	DefaultsName string
+}
+
+// ShapeFlags are a flavor's names for the flags spoc derives from the
+// engine section rather than from engine.params: the parallelism, the
+// context limit, the served name, and the switches without which spoc
+// cannot read the server (vLLM's cached-token usage, SGLang's metrics).
+type ShapeFlags struct {
+	TensorParallel, DataParallel, ContextLength, ServedModelName string
+	// Reporting are switched on in every server a launcher starts.
+	Reporting []string
+}
+
+// Shape is a deployment's shape, as ShapeParams renders it. A zero field
+// is left out.
+type Shape struct {
+	TensorParallel, DataParallel, ContextLength int
+	ServedModelName                             string
+	// Launched adds the flavor's reporting switches (a server spoc
+	// starts, not a command shown to run elsewhere).
+	Launched bool
+}
+
+// ShapeParams returns s in f's flag names (nil for a flavor that names
+// none: generic).
+func (f Flavor) ShapeParams(s Shape) Params {
+	n := f.Shape
+	p := Params{}
+	set := func(name string, v int) {
+		if name != "" && v > 0 {
+			p[name] = v
+		}
+	}
+	set(n.TensorParallel, s.TensorParallel)
+	set(n.DataParallel, s.DataParallel)
+	set(n.ContextLength, s.ContextLength)
+	if n.ServedModelName != "" && s.ServedModelName != "" {
+		p[n.ServedModelName] = s.ServedModelName
+	}
+	if s.Launched {
+		for _, r := range n.Reporting {
+			p[r] = true
+		}
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return p
+}
+
+// ErrNoProgram is why a flavor without a program of its own (generic)
+// cannot write a command line apart from its launcher's template.
+var ErrNoProgram = errors.New("the engine flavor has no command of its own: the configured command template is the command")
+
+// CommandLine is the command that serves model with the flavor's program:
+// the program, shape's flags, then p's (each group in Args' order),
+// quoted for a POSIX shell. A flavor without a program answers
+// ErrNoProgram.
+func (f Flavor) CommandLine(model string, shape, p Params) (string, error) {
+	f = f.or()
+	if f.Program == nil {
+		return "", fmt.Errorf("flavor %s: %w", f.Name, ErrNoProgram)
+	}
+	argv := f.Program(model)
+	for _, group := range []Params{shape, p} {
+		if len(group) == 0 {
+			continue
+		}
+		flags, err := f.Args(group)
+		if err != nil {
+			return "", err
+		}
+		argv = append(argv, flags...)
+	}
+	return quoteArgv(argv), nil
+}
+
+// Named returns the flavor called name when it needs nothing beyond its
+// name (vllm, sglang; "" is vllm). Generic needs its templates (Generic).
+func Named(name string) (Flavor, bool) {
+	switch name {
+	case "", FlavorVLLM:
+		return VLLM(), true
+	case FlavorSGLang:
+		return SGLang(), true
+	}
+	return Flavor{}, false
 }
 
 // VLLM is the flavor of vLLM's `vllm serve` (and spoc sim serve, which
@@ -63,6 +165,14 @@ func VLLM() Flavor {
 		ResetPath:   vllm.PathResetPrefixCache,
 		DevModeEnv:  vllm.EnvServerDevMode,
 		BusyMetrics: []string{vllm.MetricNumRequestsRunning, vllm.MetricNumRequestsWaiting},
+		Program:     func(model string) []string { return []string{"vllm", "serve", model} },
+		Defaults:    vllm.Defaults(), DefaultsName: "vLLM defaults",
+		Shape: ShapeFlags{TensorParallel: vllm.FlagTensorParallelSize, DataParallel: vllm.FlagDataParallelSize,
+			ContextLength: vllm.FlagMaxModelLen, ServedModelName: vllm.FlagServedModelName,
+			// vLLM reports usage.prompt_tokens_details.cached_tokens only
+			// with it; without it every record's cached tokens read as
+			// unknown and the prefix-cache hit rate has only the counters
+			Reporting: []string{vllm.FlagEnablePromptTokensDetails}},
 	}
 }
 
@@ -79,6 +189,15 @@ func SGLang() Flavor {
 		NamedFlags:  true,
 		ResetPath:   sglang.PathFlushCache,
 		BusyMetrics: []string{sglang.MetricNumRunningReqs, sglang.MetricNumQueueReqs},
+		Program: func(model string) []string {
+			return append(append([]string(nil), sglang.Launch...), "--"+sglang.FlagModelPath, model)
+		},
+		Defaults: sglang.Defaults(), DefaultsName: "SGLang defaults",
+		Shape: ShapeFlags{TensorParallel: sglang.FlagTPSize, DataParallel: sglang.FlagDPSize,
+			ContextLength: sglang.FlagContextLength, ServedModelName: sglang.FlagServedModelName,
+			// SGLang serves no metrics without the first and reports no
+			// cached_tokens without the second
+			Reporting: []string{sglang.FlagEnableMetrics, sglang.FlagEnableCacheReport}},
 	}
 }
 

@@ -79,6 +79,19 @@ func (k *Kubernetes) ContainerArgs(params Params) ([]string, error) {
 	return k.argv.Argv(params, k.opts.ContainerPort)
 }
 
+// ContainerCommand is ContainerArgs as one line quoted for a POSIX shell:
+// what the image's entrypoint runs.
+func (k *Kubernetes) ContainerCommand(params Params) (string, error) {
+	argv, err := k.ContainerArgs(params)
+	if err != nil {
+		return "", err
+	}
+	return quoteArgv(argv), nil
+}
+
+// Flavor is the dialect the launcher's servers speak.
+func (k *Kubernetes) Flavor() Flavor { return k.argv.opts.Flavor }
+
 // DecodeDeployment decodes a base manifest strictly into the Kubernetes
 // API's Deployment type: an unknown or misspelt field is an error naming
 // it and its line in source (a file name, for messages).

@@ -143,7 +143,7 @@ func (s *Sim) start(p Params) (*simServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	flags, _ := vllm.Flags(p)
+	flags, _ := s.flavor().Args(p)
 	fmt.Fprintf(logFile, "# spoc: simulated %s on %d× %s %s\n", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, quoteArgv(flags))
 	srv, err := serve.New(serve.Config{
 		Deployment: d, TimeScale: s.opts.TimeScale, ErrorRate: s.opts.ErrorRate, Seed: s.opts.Seed,
@@ -199,7 +199,7 @@ func (r *simServer) Stop(ctx context.Context) error {
 // DryRun describes the simulated server p would get, and whether the
 // simulator would refuse it.
 func (s *Sim) DryRun(p Params) (string, error) {
-	flags, err := vllm.Flags(p)
+	flags, err := s.flavor().Args(p)
 	if err != nil {
 		return "", err
 	}
@@ -213,6 +213,15 @@ func (s *Sim) DryRun(p Params) (string, error) {
 		desc += " — would be INFEASIBLE: " + f.Error()
 	}
 	return desc, nil
+}
+
+// flavor is the dialect of the simulated deployment's parameters: SGLang's
+// flags for a deployment of flavor sglang, vLLM's otherwise.
+func (s *Sim) flavor() Flavor {
+	if f, ok := Named(s.base.Flavor); ok {
+		return f
+	}
+	return VLLM()
 }
 
 // Describe names the simulated deployment.

@@ -154,3 +154,54 @@ func TestSimDryRun(t *testing.T) {
 		t.Errorf("DryRun of an impossible deployment = %q", got)
 	}
 }
+
+// TestSimDryRunInTheFlavorsForm: a simulated SGLang deployment's dry run
+// shows SGLang's flags as SGLang takes them (a switch off is left out),
+// not vLLM's --no- form.
+func TestSimDryRunInTheFlavorsForm(t *testing.T) {
+	spec := sim.ReferenceDeploymentSpec()
+	spec.Flavor, spec.Params = sim.FlavorSGLang, nil
+	d, err := sim.NewDeployment(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSim(d, SimOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.DryRun(Params{"max-running-requests": 8, "disable-radix-cache": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(got, ": --max-running-requests 8") || strings.Contains(got, "--no-") {
+		t.Errorf("dry run %q, want SGLang's form ending in --max-running-requests 8", got)
+	}
+}
+
+// TestFlavorCommandLine: each flavor with a program of its own writes its
+// command in its own form; generic has none.
+func TestFlavorCommandLine(t *testing.T) {
+	shape := Shape{TensorParallel: 2, ContextLength: 8192, ServedModelName: "m", Launched: true}
+	for _, c := range []struct {
+		fl   Flavor
+		want string
+	}{
+		{VLLM(), "vllm serve org/m --enable-prompt-tokens-details --max-model-len 8192 --served-model-name m --tensor-parallel-size 2 --max-num-seqs 8"},
+		{SGLang(), "python3 -m sglang.launch_server --model-path org/m --context-length 8192 --enable-cache-report --enable-metrics --served-model-name m --tp-size 2 --max-num-seqs 8"},
+	} {
+		got, err := c.fl.CommandLine("org/m", c.fl.ShapeParams(shape), Params{"max-num-seqs": 8})
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q, %v\nwant %q", c.fl.Name, got, err, c.want)
+		}
+	}
+	g, err := Generic(nil, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := g.ShapeParams(shape); p != nil {
+		t.Errorf("generic shape params %v: spoc passes nothing implicit", p)
+	}
+	if _, err := g.CommandLine("org/m", nil, nil); !errors.Is(err, ErrNoProgram) {
+		t.Errorf("generic command line: %v, want ErrNoProgram", err)
+	}
+}

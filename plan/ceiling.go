@@ -141,6 +141,7 @@ func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st
 	}
 	tv := &TunedVsDefault{Tuned: estimate(p.final), TunedTrial: p.sum.Capacity.ChosenTrial}
 	base := withBase(p.s.Deployment.Params, nil)
+	defaults, _ := p.s.Search.EngineDefaults()
 	switch {
 	case p.sum.Capacity.ChosenTrial >= 0 && st.baseline != nil:
 		def, err := interval(map[string]any{}, st.baseline)
@@ -148,7 +149,7 @@ func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st
 			return "", fmt.Errorf("engine.params: %w", err)
 		}
 		tv.Default = estimate(def)
-		tv.Changed = changedFlags(base, p.sum.Capacity.Config)
+		tv.Changed = changedFlags(base, p.sum.Capacity.Config, defaults)
 	case p.sum.Capacity.ChosenTrial < 0 && st.bestTuned != nil:
 		// the plan keeps engine.params: its sweep is the final one
 		tv.KeptDefault, tv.Default = true, tv.Tuned
@@ -158,7 +159,7 @@ func (p *planner) tunedVsDefault(ctx context.Context, ev *capacity.Evaluator, st
 			return "", fmt.Errorf("%s: %w", trialName(b.trial), err)
 		}
 		tv.Tuned, tv.TunedTrial = estimate(tuned), b.trial
-		tv.Changed = changedFlags(base, withBase(p.s.Deployment.Params, b.params))
+		tv.Changed = changedFlags(base, withBase(p.s.Deployment.Params, b.params), defaults)
 	default:
 		tv.Same, tv.Default = true, tv.Tuned
 	}
@@ -258,14 +259,16 @@ func ceilingText(users int, iv *capacity.Interval) string {
 // of them leaves unset runs at the engine's default, so that is the value
 // compared (and shown); a flag set to the engine's default on one side and
 // unset on the other is no change.
-func changedFlags(a, b map[string]any) []FlagChange {
-	defaults := vllm.Defaults()
+// defaults are the engine flavor's (tune.Spec.EngineDefaults).
+func changedFlags(a, b, defaults map[string]any) []FlagChange {
 	effective := func(m map[string]any, k string) (v any, engineDefault bool) {
 		if v, ok := m[k]; ok {
 			return v, false
 		}
-		if v, ok := defaults[vllm.FlagName(k)]; ok {
-			return v, true
+		for dk, v := range defaults {
+			if vllm.FlagName(dk) == vllm.FlagName(k) {
+				return v, true
+			}
 		}
 		return nil, false
 	}

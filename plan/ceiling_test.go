@@ -3,6 +3,8 @@ package plan
 import (
 	"reflect"
 	"testing"
+
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // A flag one side leaves unset runs at the engine's default: the change
@@ -19,7 +21,7 @@ func TestChangedFlagsShowEffectiveValues(t *testing.T) {
 		"enforce-eager":                false, // the engine's default: no change
 		"some-unknown-flag":            3,     // no known default
 	}
-	got := changedFlags(def, tuned)
+	got := changedFlags(def, tuned, vllm.Defaults())
 	want := []FlagChange{
 		{Flag: "async-scheduling", Default: false, DefaultIsEngineDefault: true, Tuned: true},
 		{Flag: "max-num-batched-tokens", Default: 8192, Tuned: 1582},
@@ -30,13 +32,13 @@ func TestChangedFlagsShowEffectiveValues(t *testing.T) {
 		t.Errorf("changedFlags:\n got %+v\nwant %+v", got, want)
 	}
 	// a threshold below the budget is a change
-	got = changedFlags(def, map[string]any{"max-num-batched-tokens": 8192, "block-size": 16, "long-prefill-token-threshold": 512})
+	got = changedFlags(def, map[string]any{"max-num-batched-tokens": 8192, "block-size": 16, "long-prefill-token-threshold": 512}, vllm.Defaults())
 	want = []FlagChange{{Flag: "long-prefill-token-threshold", Default: 0, DefaultIsEngineDefault: true, Tuned: 512}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("changedFlags, threshold below the budget:\n got %+v\nwant %+v", got, want)
 	}
 	// and the other way round: the tuned side leaves a flag to the engine
-	got = changedFlags(map[string]any{"max-num-seqs": 77}, map[string]any{})
+	got = changedFlags(map[string]any{"max-num-seqs": 77}, map[string]any{}, vllm.Defaults())
 	want = []FlagChange{{Flag: "max-num-seqs", Default: 77, Tuned: 256, TunedIsEngineDefault: true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("changedFlags, tuned unset:\n got %+v\nwant %+v", got, want)
@@ -76,5 +78,23 @@ func TestExplainTies(t *testing.T) {
 	explainTies("max-ceiling", cands, 1)
 	if cands[0].TieBreak != "" || cands[1].TieBreak != "" {
 		t.Errorf("tie-breaks without a tie: %+v", cands)
+	}
+}
+
+// TestChangedFlagsUseTheFlavorsDefaults: on SGLang an unset flag runs at
+// SGLang's default (schedule-policy fcfs), not at a vLLM one; a generic
+// server that declares no defaults has none to show.
+func TestChangedFlagsUseTheFlavorsDefaults(t *testing.T) {
+	sg := map[string]any{"schedule-policy": "fcfs", "max-prefill-tokens": 16384}
+	got := changedFlags(map[string]any{}, map[string]any{"schedule-policy": "lpm", "max-prefill-tokens": 16384, "max-num-seqs": 256}, sg)
+	want := []FlagChange{
+		{Flag: "max-num-seqs", Tuned: 256},
+		{Flag: "schedule-policy", Default: "fcfs", DefaultIsEngineDefault: true, Tuned: "lpm"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("changed %+v\nwant %+v", got, want)
+	}
+	if got := changedFlags(map[string]any{}, map[string]any{"seqs": 8}, nil); len(got) != 1 || got[0].DefaultIsEngineDefault {
+		t.Errorf("no defaults: %+v", got)
 	}
 }

@@ -158,7 +158,7 @@ func TestQuickPlan(t *testing.T) {
 	if s.Trials != config.Default().Search.Trials && s.Trials != 12 {
 		t.Errorf("trials = %d", s.Trials)
 	}
-	if !strings.HasPrefix(c.ServeCommand, "vllm serve openai/gpt-oss-120b --tensor-parallel-size 4") {
+	if !strings.HasPrefix(c.ServeCommand, "vllm serve openai/gpt-oss-120b ") || !strings.Contains(c.ServeCommand, " --tensor-parallel-size 4") {
 		t.Errorf("serve command %q", c.ServeCommand)
 	}
 	// the sweep's levels are recorded, and the ceiling level passed

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -54,13 +55,39 @@ func TestExternalServerFlagsUnknown(t *testing.T) {
 // vllm serve.
 func TestServeCommandInSGLangForm(t *testing.T) {
 	d := capacity.Deployment{Kind: "kubernetes", Flavor: engine.FlavorSGLang, Model: "gpt-oss-120b", GPUs: 8, TensorParallelSize: 4, MaxModelLen: 131072}
-	got := serveCommand(d, map[string]any{"max-running-requests": 128, "disable-radix-cache": false, "schedule-policy": "lpm"})
-	want := "python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --tp-size 4 --dp-size 2 --context-length 131072 --max-running-requests 128 --schedule-policy lpm"
-	if got != want {
-		t.Errorf("serveCommand =\n%s\nwant\n%s", got, want)
+	got, err := serveCommand(d, map[string]any{"max-running-requests": 128, "disable-radix-cache": false, "schedule-policy": "lpm"})
+	want := "python3 -m sglang.launch_server --model-path openai/gpt-oss-120b --context-length 131072 --dp-size 2 --tp-size 4 --max-running-requests 128 --schedule-policy lpm"
+	if err != nil || got != want {
+		t.Errorf("serveCommand =\n%s (%v)\nwant\n%s", got, err, want)
 	}
 	d.Flavor = ""
-	if got := serveCommand(d, nil); !strings.HasPrefix(got, "vllm serve ") {
-		t.Errorf("flavor vllm: %s", got)
+	if got, err := serveCommand(d, nil); err != nil || !strings.HasPrefix(got, "vllm serve openai/gpt-oss-120b --data-parallel-size 2 --max-model-len 131072 --tensor-parallel-size 4") {
+		t.Errorf("flavor vllm: %s (%v)", got, err)
+	}
+	d.Flavor = engine.FlavorGeneric
+	if got, err := serveCommand(d, nil); !errors.Is(err, engine.ErrNoProgram) {
+		t.Errorf("flavor generic without its launcher: %q, %v; want ErrNoProgram (spoc knows no program of it)", got, err)
+	}
+}
+
+// TestServeCommandKubernetesGeneric is the bug of issue 35's last stop:
+// on Kubernetes with flavor generic the command to run was a vllm serve
+// line. It is the container's args: the template and each parameter's
+// own template, nothing else.
+func TestServeCommandKubernetesGeneric(t *testing.T) {
+	fl, err := engine.Generic(map[string][]string{"max-num-seqs": {"--seqs={{.Value}}"}}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := engine.NewKubernetes(engine.KubernetesOptions{Flavor: fl, Namespace: "ns", Image: "example/strict:1",
+		Args: []string{"--listen", "{{.Port}}"}, Model: "m", Replicas: 1, GPUsPerReplica: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &planner{s: Setup{Setup: capacity.Setup{Launcher: k,
+		Deployment: capacity.Deployment{Kind: "kubernetes", Flavor: engine.FlavorGeneric, Model: "m", GPUs: 1, TensorParallelSize: 1, MaxModelLen: 8192}}}}
+	cmd, flags := p.serveCommand(context.Background(), map[string]any{"max-num-seqs": 32})
+	if want := "--listen 8000 --seqs=32"; cmd != want || flags != "" {
+		t.Errorf("command %q (flags %q), want %q", cmd, flags, want)
 	}
 }

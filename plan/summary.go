@@ -134,11 +134,14 @@ type Capacity struct {
 	FirstFailingUsers int `json:"first_failing_users"`
 	// FailedClause is the SLA clause that failed first at FirstFailingUsers.
 	FailedClause string `json:"failed_clause"`
-	// Config is the chosen engine configuration (vLLM flag names).
+	// Config is the chosen engine configuration (the flavor's flag
+	// names: vLLM's, SGLang's, or a generic server's parameter names).
 	Config map[string]any `json:"config"`
-	// ServeCommand is Config as a ready vllm serve command line; empty for
-	// a server spoc did not start, whose flags it does not know:
-	// ServerFlags then says so, with what the server reveals.
+	// ServeCommand is Config as a ready command line in the engine
+	// flavor's own form (vllm serve, SGLang's launch_server, a generic
+	// server's command template); empty for a server spoc did not start,
+	// whose flags it does not know: ServerFlags then says so, with what
+	// the server reveals.
 	ServeCommand    string  `json:"serve_command"`
 	ServerFlags     string  `json:"server_flags,omitempty"`
 	ResolutionUsers int     `json:"resolution_users"`

@@ -12,7 +12,6 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/internal/atomicfile"
 	"github.com/spoc-project/spoc/result"
-	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -192,17 +191,29 @@ func sweepPoint(l capacity.Level, ev *capacity.Evaluation) SweepPoint {
 	return sp
 }
 
-// serveCommand is the command that serves the chosen configuration: for a
-// process engine, the configured command template with the flags (what
-// spoc itself ran, with <port> for the port); otherwise a vllm serve
-// command line. For a server spoc did not start (external) there is no
-// such command: spoc set none of its flags, and engine.params describe a
-// configuration, not that server. It returns no command then, and flags
-// says so with what the server itself reveals (capacity.ServerFacts).
+// serveCommand is the command that serves the chosen configuration, in
+// the engine flavor's own form (engine.Flavor.CommandLine): for a process
+// engine, the configured command template with the flags (what spoc
+// itself ran, with <port> for the port); for Kubernetes with flavor
+// generic, the container's args after the image's entrypoint; otherwise
+// the flavor's program (vllm serve, SGLang's launch_server) with the
+// deployment's shape and the flags. For a server spoc did not start
+// (external) there is no such command: spoc set none of its flags, and
+// engine.params describe a configuration, not that server. It returns no
+// command then, and flags says so with what the server itself reveals
+// (capacity.ServerFacts).
 func (p *planner) serveCommand(ctx context.Context, params map[string]any) (cmd, flags string) {
 	switch l := p.s.Launcher.(type) {
 	case *engine.Process:
 		if cmd, err := l.DryRun(engine.Params(params)); err == nil {
+			return cmd, ""
+		}
+	case *engine.Kubernetes:
+		if l.Flavor().Program == nil {
+			cmd, err := l.ContainerCommand(engine.Params(params))
+			if err != nil {
+				return "", fmt.Sprintf("not rendered: %v", err)
+			}
 			return cmd, ""
 		}
 	case *engine.External:
@@ -214,50 +225,31 @@ func (p *planner) serveCommand(ctx context.Context, params map[string]any) (cmd,
 		}
 		return "", flags
 	}
-	return serveCommand(p.s.Deployment, params), ""
+	cmd, err := serveCommand(p.s.Deployment, params)
+	if err != nil {
+		return "", fmt.Sprintf("not rendered: %v", err)
+	}
+	return cmd, ""
 }
 
-// serveCommand renders the chosen configuration as a vllm serve command,
-// or SGLang's launch_server for flavor sglang.
-func serveCommand(d capacity.Deployment, params map[string]any) string {
+// serveCommand renders the chosen configuration with the flavor's program
+// (vllm serve, SGLang's launch_server): the deployment's shape in the
+// flavor's names, then the flags.
+func serveCommand(d capacity.Deployment, params map[string]any) (string, error) {
+	fl, ok := engine.Named(d.Flavor)
+	if !ok {
+		return "", fmt.Errorf("flavor %s: %w", d.Flavor, engine.ErrNoProgram)
+	}
 	model := d.Model
 	if model == "gpt-oss-120b" || model == "gpt-oss-20b" {
 		model = "openai/" + model
 	}
-	if d.Flavor == engine.FlavorSGLang {
-		return sglangCommand(d, model, params)
-	}
-	args := []string{"vllm", "serve", model}
-	if d.ServedModelName != "" {
-		args = append(args, "--served-model-name", d.ServedModelName)
-	}
-	args = append(args, "--tensor-parallel-size", fmt.Sprint(d.TensorParallelSize))
+	shape := fl.ShapeParams(engine.Shape{TensorParallel: d.TensorParallelSize, ContextLength: d.MaxModelLen,
+		ServedModelName: d.ServedModelName})
 	if dp := d.Replicas(); dp > 1 {
-		args = append(args, "--data-parallel-size", fmt.Sprint(dp))
+		shape = engine.Params(vllm.Merge(shape, fl.ShapeParams(engine.Shape{DataParallel: dp})))
 	}
-	args = append(args, "--max-model-len", fmt.Sprint(d.MaxModelLen))
-	flags, err := vllm.Flags(params)
-	if err == nil {
-		args = append(args, flags...)
-	}
-	return strings.Join(args, " ")
-}
-
-// sglangCommand is serveCommand in SGLang's form.
-func sglangCommand(d capacity.Deployment, model string, params map[string]any) string {
-	args := append(append([]string(nil), sglang.Launch...), "--"+sglang.FlagModelPath, model)
-	if d.ServedModelName != "" {
-		args = append(args, "--"+sglang.FlagServedModelName, d.ServedModelName)
-	}
-	args = append(args, "--"+sglang.FlagTPSize, fmt.Sprint(d.TensorParallelSize))
-	if dp := d.Replicas(); dp > 1 {
-		args = append(args, "--"+sglang.FlagDPSize, fmt.Sprint(dp))
-	}
-	args = append(args, "--"+sglang.FlagContextLength, fmt.Sprint(d.MaxModelLen))
-	if flags, err := sglang.Render(params); err == nil {
-		args = append(args, flags...)
-	}
-	return strings.Join(args, " ")
+	return fl.CommandLine(model, shape, engine.Params(params))
 }
 
 // baselineRecordsName is a live baseline level's records file in the

@@ -59,7 +59,8 @@ func NewPlan(spec Spec) (*Plan, error) {
 	for _, d := range dropped {
 		fixed[d.Name] = d.Value
 	}
-	seeds, notes := Seeds(space, vllm.Merge(spec.BaseParams, fixed))
+	defaults, name := spec.EngineDefaults()
+	seeds, notes := Seeds(space, vllm.Merge(spec.BaseParams, fixed), defaults, name)
 	dirs, err := Directions(spec.Objectives)
 	if err != nil {
 		return nil, err

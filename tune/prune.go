@@ -130,23 +130,35 @@ func thresholdAlwaysOff(q search.ParamSpec, budgetHigh int) bool {
 
 // Seed is a configuration a study evaluates before it samples any.
 type Seed struct {
-	// Name says where it comes from: "engine.params" or "vLLM defaults".
+	// Name says where it comes from: "engine.params" or the engine's
+	// defaults ("vLLM defaults", "SGLang defaults").
 	Name   string        `json:"name"`
 	Params search.Params `json:"params"`
 }
 
 // Seeds returns the configurations a new study evaluates first, in order:
-// the configured flags (base, with vLLM's defaults for searched flags base
-// does not set), then vLLM's defaults. One that the space cannot hold (a
-// value outside a searched range, a broken rule) or that is canonically
-// equal to an earlier seed is left out, and skipped says why.
-func Seeds(space search.Space, base search.Params) (seeds []Seed, skipped []string) {
-	defaults := vllm.Defaults()
+// the configured flags (base, with the engine's defaults for searched
+// flags base does not set), then the engine's defaults (named name: the
+// flavor's, engine.Flavor.Defaults). One that the space cannot hold (a
+// value outside a searched range, a broken rule), that sets no value for
+// a searched flag, or that is canonically equal to an earlier seed is
+// left out, and skipped says why. With no defaults (a generic server that
+// declares none) there is no defaults seed, and skipped says so.
+func Seeds(space search.Space, base search.Params, defaults map[string]any, name string) (seeds []Seed, skipped []string) {
 	seen := map[string]string{}
-	for _, src := range []struct {
+	sources := []struct {
 		name   string
 		layers []map[string]any
-	}{{"engine.params", []map[string]any{base, defaults}}, {"vLLM defaults", []map[string]any{defaults}}} {
+	}{{"engine.params", []map[string]any{base, defaults}}}
+	if len(defaults) == 0 {
+		skipped = append(skipped, fmt.Sprintf("no defaults seed: the %s are none", name))
+	} else {
+		sources = append(sources, struct {
+			name   string
+			layers []map[string]any
+		}{name, []map[string]any{defaults}})
+	}
+	for _, src := range sources {
 		p := make(search.Params, len(space.Params))
 		var missing string
 		for _, sp := range space.Params {
@@ -157,8 +169,12 @@ func Seeds(space search.Space, base search.Params) (seeds []Seed, skipped []stri
 			}
 			p[sp.Name] = v
 		}
-		if missing != "" {
-			skipped = append(skipped, fmt.Sprintf("%s not tried first: neither it nor vLLM's defaults set %s", src.name, missing))
+		switch {
+		case missing != "" && src.name == name:
+			skipped = append(skipped, fmt.Sprintf("%s not tried first: they have no fixed value for %s (the engine derives it at start-up, or has no such flag)", name, missing))
+			continue
+		case missing != "":
+			skipped = append(skipped, fmt.Sprintf("%s not tried first: neither it nor the %s set %s", src.name, name, missing))
 			continue
 		}
 		np, err := space.Check(p)

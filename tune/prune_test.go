@@ -111,3 +111,31 @@ func TestSpaceCanonicalThreshold(t *testing.T) {
 		t.Error("threshold 8192 under a 16384 budget equals off")
 	}
 }
+
+// TestSeedsUseTheFlavorsDefaults: a study on SGLang seeds itself with
+// SGLang's defaults, not vLLM's; a flag SGLang derives at start-up leaves
+// the defaults seed out with the reason; a generic server that declares
+// no defaults has no defaults seed, and the notes say so.
+func TestSeedsUseTheFlavorsDefaults(t *testing.T) {
+	space, err := Space([]search.ParamSpec{
+		{Name: "schedule-policy", Type: "categorical", Choices: []any{"fcfs", "lpm"}},
+		{Name: "max-prefill-tokens", Type: "categorical", Choices: []any{8192, 16384, 32768}},
+	}, nil, 131072)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := map[string]any{"schedule-policy": "fcfs", "max-prefill-tokens": 16384}
+	seeds, notes := Seeds(space, search.Params{"schedule-policy": "lpm"}, sg, "SGLang defaults")
+	if len(seeds) != 2 || seeds[1].Name != "SGLang defaults" || seeds[1].Params["schedule-policy"] != "fcfs" ||
+		seeds[0].Params["schedule-policy"] != "lpm" || seeds[0].Params.Int("max-prefill-tokens") != 16384 {
+		t.Errorf("seeds %+v notes %q", seeds, notes)
+	}
+	seeds, notes = Seeds(space, search.Params{"schedule-policy": "lpm"}, map[string]any{"schedule-policy": "fcfs"}, "SGLang defaults")
+	if len(seeds) != 0 || len(notes) != 2 || !strings.Contains(notes[1], "no fixed value for max-prefill-tokens") {
+		t.Errorf("seeds %+v notes %q", seeds, notes)
+	}
+	seeds, notes = Seeds(space, search.Params{"schedule-policy": "lpm", "max-prefill-tokens": 8192}, nil, "server's declared defaults")
+	if len(seeds) != 1 || seeds[0].Name != "engine.params" || len(notes) != 1 || !strings.Contains(notes[0], "no defaults seed") {
+		t.Errorf("seeds %+v notes %q", seeds, notes)
+	}
+}

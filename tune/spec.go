@@ -3,6 +3,7 @@ package tune
 import (
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/search"
+	"github.com/spoc-project/spoc/vllm"
 )
 
 // Spec is what a study searches and how, resolved before the study starts:
@@ -46,6 +47,14 @@ type Spec struct {
 	// sampled ones (engine.BaseParams); flags the space does not vary are
 	// read from it for vLLM's start-up rules.
 	BaseParams search.Params
+	// Defaults are the values the engine gives the flags its command
+	// line leaves out (the flavor's: engine.Flavor.Defaults), and
+	// DefaultsName says whose they are; the study's second seed is them.
+	// Both zero mean vLLM's (vllm.Defaults), the default flavor's; a
+	// name with no values (a generic server that declares none) means
+	// there are none, and the study has no defaults seed.
+	Defaults     map[string]any
+	DefaultsName string
 	// MaxModelLen is the context limit in tokens.
 	MaxModelLen int
 	// SLA gives the constraints of every trial.
@@ -55,4 +64,13 @@ type Spec struct {
 	// workload, ...). Every trial stores it; a study is not resumed with
 	// another one, since its trials would not be comparable.
 	Fingerprint map[string]string
+}
+
+// EngineDefaults returns the engine's defaults and their name, vLLM's
+// when the spec names none.
+func (s Spec) EngineDefaults() (map[string]any, string) {
+	if s.DefaultsName == "" && s.Defaults == nil {
+		return vllm.Defaults(), "vLLM defaults"
+	}
+	return s.Defaults, s.DefaultsName
 }

@@ -164,3 +164,14 @@ func FlagValue(argv []string, name string) (string, bool) {
 	}
 	return value, found
 }
+
+// Flag names spoc itself passes, derived from the engine section rather
+// than from engine.params.
+const (
+	FlagModel                     = "model"
+	FlagServedModelName           = "served-model-name"
+	FlagTensorParallelSize        = "tensor-parallel-size"
+	FlagDataParallelSize          = "data-parallel-size"
+	FlagMaxModelLen               = "max-model-len"
+	FlagEnablePromptTokensDetails = "enable-prompt-tokens-details"
+)

@@ -3,7 +3,6 @@ package result
 import (
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -81,15 +80,11 @@ func (a *Attainment) requestITL(r *Record) (time.Duration, bool) {
 	if len(r.TokenGapsUS) == 0 {
 		return 0, false
 	}
-	s := a.judge
-	s.gapBuf = appendTokenGaps(s.gapBuf[:0], r)
-	sort.Slice(s.gapBuf, func(i, j int) bool { return s.gapBuf[i] < s.gapBuf[j] })
-	pct := s.sla.ITL.Percentile
+	pct := a.judge.sla.ITL.Percentile
 	if pct <= 0 {
 		pct = 95
 	}
-	idx := max(0, min(int(math.Ceil(pct/100*float64(len(s.gapBuf))))-1, len(s.gapBuf)-1))
-	return time.Duration(s.gapBuf[idx]) * time.Microsecond, true
+	return a.judge.requestITL(r, pct), true
 }
 
 func (a *Attainment) binOf(profile string, k int) *attainBin {

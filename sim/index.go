@@ -8,11 +8,16 @@ import "math/bits"
 // leaves no tombstones and probes stay short. It holds at most the number of
 // blocks it was sized for, at a load factor of at most one half.
 type blockIndex struct {
-	keys  []uint64 // 0: empty slot
-	vals  []int32
+	slots []indexSlot
 	mask  uint64
 	shift uint
 	n     int
+}
+
+// indexSlot keeps a key beside its value: a hit reads one cache line.
+type indexSlot struct {
+	key uint64 // 0: empty slot
+	val int32
 }
 
 func newBlockIndex(capacity int) *blockIndex {
@@ -21,8 +26,7 @@ func newBlockIndex(capacity int) *blockIndex {
 		size <<= 1
 	}
 	return &blockIndex{
-		keys:  make([]uint64, size),
-		vals:  make([]int32, size),
+		slots: make([]indexSlot, size),
 		mask:  uint64(size - 1),
 		shift: uint(64 - bits.TrailingZeros(uint(size))),
 	}
@@ -32,9 +36,9 @@ func (x *blockIndex) slot(h uint64) uint64 { return (h * 0x9e3779b97f4a7c15) >> 
 
 func (x *blockIndex) get(h uint64) (int32, bool) {
 	for i := x.slot(h); ; i = (i + 1) & x.mask {
-		switch x.keys[i] {
+		switch x.slots[i].key {
 		case h:
-			return x.vals[i], true
+			return x.slots[i].val, true
 		case 0:
 			return 0, false
 		}
@@ -44,11 +48,11 @@ func (x *blockIndex) get(h uint64) (int32, bool) {
 // put inserts h → b unless h is present; it reports whether it inserted.
 func (x *blockIndex) put(h uint64, b int32) bool {
 	for i := x.slot(h); ; i = (i + 1) & x.mask {
-		switch x.keys[i] {
+		switch x.slots[i].key {
 		case h:
 			return false
 		case 0:
-			x.keys[i], x.vals[i] = h, b
+			x.slots[i] = indexSlot{h, b}
 			x.n++
 			return true
 		}
@@ -59,7 +63,7 @@ func (x *blockIndex) put(h uint64, b int32) bool {
 func (x *blockIndex) del(h uint64) {
 	i := x.slot(h)
 	for {
-		k := x.keys[i]
+		k := x.slots[i].key
 		if k == 0 {
 			return
 		}
@@ -70,16 +74,16 @@ func (x *blockIndex) del(h uint64) {
 	}
 	x.n--
 	for j := (i + 1) & x.mask; ; j = (j + 1) & x.mask {
-		k := x.keys[j]
+		k := x.slots[j].key
 		if k == 0 {
 			break
 		}
 		// Move k back to the hole at i if its home slot is not in (i, j].
 		home := x.slot(k)
 		if (j-home)&x.mask >= (j-i)&x.mask {
-			x.keys[i], x.vals[i] = k, x.vals[j]
+			x.slots[i] = x.slots[j]
 			i = j
 		}
 	}
-	x.keys[i] = 0
+	x.slots[i] = indexSlot{}
 }

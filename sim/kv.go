@@ -10,11 +10,10 @@ package sim
 // head of the queue and a fresh block is needed. All state lives in flat
 // slices indexed by block id, so no operation allocates.
 type blockPool struct {
-	refs   []int32
-	hashes []uint64 // 0: block not in the prefix-cache index
-	prev   []int32  // free-queue links; -1 at the ends
-	next   []int32
-	inFree []bool
+	// blocks holds each block's state in one record, so that the
+	// operations on a block (a prefix hit, a release, an eviction) touch
+	// one cache line: a day of long sessions does little else.
+	blocks []blockMeta
 
 	head, tail int32
 	numFree    int
@@ -24,15 +23,19 @@ type blockPool struct {
 	evictions int64
 }
 
+// blockMeta is one block's state.
+type blockMeta struct {
+	hash       uint64 // 0: block not in the prefix-cache index
+	refs       int32
+	prev, next int32 // free-queue links; -1 at the ends
+	inFree     bool
+}
+
 const noBlock = -1
 
 func newBlockPool(numBlocks int, caching bool) *blockPool {
 	p := &blockPool{
-		refs:    make([]int32, numBlocks),
-		hashes:  make([]uint64, numBlocks),
-		prev:    make([]int32, numBlocks),
-		next:    make([]int32, numBlocks),
-		inFree:  make([]bool, numBlocks),
+		blocks:  make([]blockMeta, numBlocks),
 		head:    noBlock,
 		tail:    noBlock,
 		caching: caching,
@@ -46,42 +49,44 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 	return p
 }
 
-func (p *blockPool) size() int { return len(p.refs) }
+func (p *blockPool) size() int { return len(p.blocks) }
 
 // usage is the fraction of blocks held by requests, vLLM's
 // kv_cache_usage_perc: cached blocks nobody holds count as free.
 func (p *blockPool) usage() float64 {
-	if len(p.refs) == 0 {
+	if len(p.blocks) == 0 {
 		return 0
 	}
-	return 1 - float64(p.numFree)/float64(len(p.refs))
+	return 1 - float64(p.numFree)/float64(len(p.blocks))
 }
 
 func (p *blockPool) pushTail(b int32) {
-	p.prev[b], p.next[b] = p.tail, noBlock
+	m := &p.blocks[b]
+	m.prev, m.next = p.tail, noBlock
 	if p.tail != noBlock {
-		p.next[p.tail] = b
+		p.blocks[p.tail].next = b
 	} else {
 		p.head = b
 	}
 	p.tail = b
-	p.inFree[b] = true
+	m.inFree = true
 	p.numFree++
 }
 
 func (p *blockPool) unlink(b int32) {
-	pr, nx := p.prev[b], p.next[b]
+	m := &p.blocks[b]
+	pr, nx := m.prev, m.next
 	if pr != noBlock {
-		p.next[pr] = nx
+		p.blocks[pr].next = nx
 	} else {
 		p.head = nx
 	}
 	if nx != noBlock {
-		p.prev[nx] = pr
+		p.blocks[nx].prev = pr
 	} else {
 		p.tail = pr
 	}
-	p.inFree[b] = false
+	m.inFree = false
 	p.numFree--
 }
 
@@ -90,27 +95,30 @@ func (p *blockPool) unlink(b int32) {
 func (p *blockPool) allocate() int32 {
 	b := p.head
 	p.unlink(b)
-	if h := p.hashes[b]; h != 0 {
+	m := &p.blocks[b]
+	if h := m.hash; h != 0 {
 		p.index.del(h)
-		p.hashes[b] = 0
+		m.hash = 0
 		p.evictions++
 	}
-	p.refs[b] = 1
+	m.refs = 1
 	return b
 }
 
 // touch adds a reference to a cached block found by a prefix lookup.
 func (p *blockPool) touch(b int32) {
-	if p.refs[b] == 0 && p.inFree[b] {
+	m := &p.blocks[b]
+	if m.refs == 0 && m.inFree {
 		p.unlink(b)
 	}
-	p.refs[b]++
+	m.refs++
 }
 
 // release drops one reference; a block nobody holds becomes evictable.
 func (p *blockPool) release(b int32) {
-	p.refs[b]--
-	if p.refs[b] == 0 {
+	m := &p.blocks[b]
+	m.refs--
+	if m.refs == 0 {
 		p.pushTail(b)
 	}
 }
@@ -124,15 +132,27 @@ func (p *blockPool) freeBlocks(blocks []int32) {
 }
 
 // lookup returns the cached blocks for the longest prefix of hashes, at most
-// limit blocks, appending them to dst without touching them.
-func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int) []int32 {
+// limit blocks, appending them to dst without touching them. hint[i], where
+// present, is a guess of the block that holds hashes[i] (the blocks the
+// same request held for its previous turn, whose prompt is this prompt's
+// prefix); a guess is taken only when that block is indexed under that
+// very hash, which is the block the index would return, so hints change
+// nothing but the cost (a hit reads the block's record instead of probing
+// the index).
+func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32) []int32 {
 	if !p.caching {
 		return dst
 	}
 	if limit > len(hashes) {
 		limit = len(hashes)
 	}
-	for _, h := range hashes[:limit] {
+	for i, h := range hashes[:limit] {
+		if i < len(hint) {
+			if b := hint[i]; b >= 0 && int(b) < len(p.blocks) && p.blocks[b].hash == h {
+				dst = append(dst, b)
+				continue
+			}
+		}
 		b, ok := p.index.get(h)
 		if !ok {
 			break
@@ -146,11 +166,11 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int) []int32 {
 // is already indexed keeps its first block (the duplicate stays private), as
 // when two requests computed the same prefix in the same step.
 func (p *blockPool) cache(b int32, h uint64) {
-	if !p.caching || h == 0 || p.hashes[b] != 0 {
+	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
 		return
 	}
 	if p.index.put(h, b) {
-		p.hashes[b] = h
+		p.blocks[b].hash = h
 	}
 }
 
@@ -159,16 +179,16 @@ func (p *blockPool) cache(b int32, h uint64) {
 // while any request holds a block: those blocks' hashes stay valid for the
 // requests that own them. Blocks keep their place in the free queue.
 func (p *blockPool) resetPrefixCache() bool {
-	if p.numFree != len(p.refs) {
+	if p.numFree != len(p.blocks) {
 		return false
 	}
 	if !p.caching {
 		return true
 	}
-	for b, h := range p.hashes {
-		if h != 0 {
+	for b := range p.blocks {
+		if h := p.blocks[b].hash; h != 0 {
 			p.index.del(h)
-			p.hashes[b] = 0
+			p.blocks[b].hash = 0
 		}
 	}
 	return true

@@ -89,7 +89,9 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 			e.hits = e.hits[:0]
 			if r.computed == 0 && e.pool.caching {
 				// A full hit still recomputes the last token to get logits.
-				e.hits = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize)
+				// r.blocks is empty here; its array still holds the blocks
+				// of r's previous turn (Request.Reset keeps it), the hint.
+				e.hits = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize, r.blocks[:cap(r.blocks)])
 			}
 			hitTokens := len(e.hits) * e.p.BlockSize
 			n := r.numTokens() - r.computed - hitTokens
@@ -232,7 +234,7 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	fresh := needFull - len(r.blocks) - len(hits) + needSlide - len(r.slide)
 	evictableHits := 0
 	for _, b := range hits {
-		if e.pool.refs[b] == 0 {
+		if e.pool.blocks[b].refs == 0 {
 			evictableHits++
 		}
 	}

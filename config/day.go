@@ -39,7 +39,7 @@ type DayPolicy struct {
 	Metric            string   `yaml:"metric,omitempty" doc:"hpa: num_requests_waiting (per replica) or kv_cache_usage (0-1)."`
 	Target            float64  `yaml:"target,omitempty" doc:"hpa: the metric's per-replica average to aim at."`
 	Tolerance         float64  `yaml:"tolerance,omitempty" doc:"hpa: no change while the metric is within this fraction of the target (0: Kubernetes' 0.1)."`
-	DownStabilization Duration `yaml:"down_stabilization,omitempty" doc:"hpa: scale down to the highest recommendation of this window (0: Kubernetes' 5m)."`
+	DownStabilization Duration `yaml:"down_stabilization,omitempty" doc:"hpa and target-tracking: scale down only to the highest recommendation of this window (0: 5m, the Kubernetes HPA's default and a target-tracking policy's usual scale-in cooldown), so a load hovering around a replica boundary does not drain and restart a replica at every sync."`
 }
 
 func validateCurve(p string, n int, at func(int) Duration, value func(int) float64, unit string, errs *Errors) {
@@ -100,6 +100,11 @@ func (d *Day) validate(p string, errs *Errors) {
 	}
 	for i, pol := range d.Policies {
 		pp := fmt.Sprintf("%s.policies[%d]", p, i)
+		if pol.DownStabilization < 0 {
+			errs.Addf(pp+".down_stabilization", "must not be negative")
+		} else if pol.DownStabilization > 0 && pol.Kind == plan.DayStatic {
+			errs.Addf(pp+".down_stabilization", "applies to hpa and target-tracking, not static")
+		}
 		switch pol.Kind {
 		case plan.DayStatic:
 		case plan.DayTargetTracking:
@@ -114,9 +119,6 @@ func (d *Day) validate(p string, errs *Errors) {
 			}
 			if pol.Tolerance < 0 || pol.Tolerance >= 1 {
 				errs.Addf(pp+".tolerance", "must be in [0, 1), got %v", pol.Tolerance)
-			}
-			if pol.DownStabilization < 0 {
-				errs.Addf(pp+".down_stabilization", "must not be negative")
 			}
 		default:
 			errs.Addf(pp+".kind", "unknown policy %q (one of %s)", pol.Kind, quoteList(plan.DayPolicies))

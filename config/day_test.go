@@ -44,6 +44,8 @@ func TestDayBadInput(t *testing.T) {
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: hpa, metric: kv_cache_usage, target: 80}\n", "day.policies[0].target: must be positive (at most 1 for kv_cache_usage), got 80"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: predictive}\n", "day.policies[0].kind: unknown policy \"predictive\""},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies: []\n", "day.policies: needs at least one policy"},
+		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: target-tracking, headroom: 0.8, down_stabilization: -1m}\n", "spoc.yaml:5:46: day.policies[0].down_stabilization: must not be negative"},
+		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: static, down_stabilization: 1m}\n", "day.policies[0].down_stabilization: applies to hpa and target-tracking, not static"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policy: [{kind: static}]\n", "policy"},
 	} {
 		_, err := Load(strings.NewReader(tc.yaml), "spoc.yaml")

@@ -65,8 +65,8 @@ type DayPolicy struct {
 	Headroom float64
 	Metric   string
 	Target   float64
-	// Tolerance and DownStabilization are the HPA's (0: Kubernetes'
-	// 0.1 and 300 s).
+	// Tolerance is the HPA's (0: Kubernetes' 0.1); DownStabilization the
+	// HPA's and target tracking's scale-down window (0: 300 s).
 	Tolerance         float64
 	DownStabilization time.Duration
 }
@@ -125,6 +125,9 @@ type DayRow struct {
 	Replicas []sim.ScaleEvent       `json:"replicas"`
 	Minutes  []result.AttainmentBin `json:"minutes"`
 	Sessions *workload.SessionStats `json:"sessions,omitempty"`
+	// Worst are the worst minutes outside the SLA (at most WorstMinutes)
+	// and their causes.
+	Worst []WorstMinute `json:"worst_minutes,omitempty"`
 }
 
 // Validate reports the first problem with d.
@@ -227,7 +230,7 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 			a.Policy, a.InitialReplicas, a.MaxReplicas = sim.Static{N: out.StaticReplicas}, out.StaticReplicas, max(maxR, out.StaticReplicas)
 			a.MinReplicas = min(a.MinReplicas, out.StaticReplicas)
 		case DayTargetTracking:
-			a.Policy = sim.TargetTracking{UsersPerReplica: pol.Headroom * ceilingPerReplica}
+			a.Policy = &sim.TargetTracking{UsersPerReplica: pol.Headroom * ceilingPerReplica, DownStabilization: pol.DownStabilization}
 		case DayHPA:
 			a.Policy = &sim.HPA{Metric: pol.Metric, Target: pol.Target, Tolerance: pol.Tolerance, DownStabilization: pol.DownStabilization}
 		default:
@@ -242,6 +245,7 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 		row := DayRow{Policy: pol.Name(), Attainment: att.Rows(), Minutes: att.Series(), Sessions: ev.Sessions}
 		if st := ev.Scale; st != nil {
 			row.GPUHours, row.PeakReplicas, row.Replicas = st.GPUSeconds/3600, st.PeakReplicas, st.Events
+			row.Worst = worstMinutes(s.SLA, row.Minutes, st)
 		}
 		if pol.Kind == DayStatic && staticGPUh == 0 {
 			staticGPUh = row.GPUHours
@@ -314,6 +318,9 @@ func (s *DaySummary) Lines() []string {
 			line += fmt.Sprintf(", $%.0f", r.Cost)
 		}
 		out = append(out, line)
+		if len(r.Worst) > 0 {
+			out = append(out, fmt.Sprintf("    worst minute: %s", r.Worst[0]))
+		}
 	}
 	return out
 }

@@ -54,9 +54,7 @@ func daySetup(t *testing.T) plan.Setup {
 // Under a ramp the policies differ as they should: the static fleet holds
 // its replicas all day, target tracking fewer GPU-hours.
 func TestSimulateDay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulates a calibration run and four 30-minute days: about 15 s")
-	}
+	testtool.Long(t, "a calibration run and four 30-minute days: about 15 s CPU")
 	s := daySetup(t)
 	flat := plan.Day{Length: 30 * time.Minute, Users: []plan.UsersPoint{{At: 0, Users: 60}}, Policies: []plan.DayPolicy{{Kind: plan.DayStatic}}}
 	ds, err := plan.SimulateDay(context.Background(), s.Setup, nil, flat, 20, 0.8, 3, nil)

@@ -33,11 +33,13 @@ func TestDaySectionRenders(t *testing.T) {
 			{Policy: "static", GPUHours: 32, VsStatic: 1, Cost: 96, PeakReplicas: 4, Replicas: []sim.ScaleEvent{{At: 0, Serving: 4}}, Minutes: minutes(0.4),
 				Attainment: []result.AttainmentRow{{Profile: "overall", RequestShare: 0.999, MinuteShare: 0.992}, {Profile: "P0", RequestShare: 1, MinuteShare: 1}}},
 			{Policy: "target-tracking 80%", GPUHours: 18.8, VsStatic: 0.59, PeakReplicas: 4, Replicas: []sim.ScaleEvent{{At: 0, Serving: 1}, {At: 1800, Serving: 1, Starting: 2}, {At: 2100, Serving: 3}}, Minutes: minutes(2.5),
-				Attainment: []result.AttainmentRow{{Profile: "overall", RequestShare: 0.948, MinuteShare: 0.767}}},
+				Attainment: []result.AttainmentRow{{Profile: "overall", RequestShare: 0.948, MinuteShare: 0.767}},
+				Worst:      []plan.WorstMinute{{Start: 1860, Requests: 40, TTFT: 4.2, ITL: 0.031, Severity: 2.8, Serving: 1, Starting: 2, HitShare: 0.41, DayHitShare: 0.86, Imbalance: 1, Causes: []string{plan.CauseScaleUpLag}}}},
 		}}
 	html := render(t, d)
 	for _, want := range []string{`id="day"`, `href="#day"`, "A day of traffic", "Users and the serving replicas", "p95 TTFT per minute", "p95 ITL per minute",
-		"99.9%", "99.2%", "76.7%", "32.0", "0.59×", "$96", "target-tracking 80%", "mean session of 877 s", "SLA p95"} {
+		"99.9%", "99.2%", "76.7%", "32.0", "0.59×", "$96", "target-tracking 80%", "mean session of 877 s", "SLA p95",
+		"The worst minutes and why", "00:31", "4.20 s", "scale-up lag", "1 serving, 2 starting", "41.0% (day 86.0%)"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("day section lacks %q", want)
 		}

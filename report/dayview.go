@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"strings"
 
 	"github.com/spoc-project/spoc/plan"
 )
@@ -21,6 +22,12 @@ type dayView struct {
 	Lead                string
 	Capacity, TTFT, ITL template.HTML
 	Rows                []dayRowView
+	Worst               []dayWorstView
+}
+
+// dayWorstView is one of a policy's worst minutes.
+type dayWorstView struct {
+	Policy, At, TTFT, ITL, Causes, Fleet, Hits, Imbalance string
 }
 
 type dayRowView struct {
@@ -69,6 +76,19 @@ func newDayView(sum *plan.Summary) *dayView {
 			is.X, is.Y = append(is.X, b.Start/3600), append(is.Y, 1000*b.ITL)
 		}
 		ttft.Series, itl.Series = append(ttft.Series, ts), append(itl.Series, is)
+		for _, w := range r.Worst {
+			m := int(w.Start / 60)
+			fleet := fmt.Sprintf("%d serving", w.Serving)
+			if w.Starting > 0 {
+				fleet += fmt.Sprintf(", %d starting", w.Starting)
+			}
+			if w.Cold > 0 {
+				fleet += fmt.Sprintf(", %d cold", w.Cold)
+			}
+			v.Worst = append(v.Worst, dayWorstView{Policy: r.Policy, At: fmt.Sprintf("%02d:%02d", m/60, m%60),
+				TTFT: fmt.Sprintf("%.2f s", w.TTFT), ITL: fmt.Sprintf("%.0f ms", 1000*w.ITL), Causes: strings.Join(w.Causes, ", "), Fleet: fleet,
+				Hits: fmt.Sprintf("%s (day %s)", fmtPct(w.HitShare), fmtPct(w.DayHitShare)), Imbalance: fmt.Sprintf("%.2f", w.Imbalance)})
+		}
 		for _, a := range r.Attainment {
 			row := dayRowView{Policy: r.Policy, Profile: a.Profile, Requests: fmtPct(a.RequestShare), Minutes: fmtPct(a.MinuteShare)}
 			if a.Profile == "overall" {

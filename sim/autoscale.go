@@ -63,12 +63,66 @@ func (p Static) Desired(ScaleSignal) int { return p.N }
 
 // TargetTracking keeps sessions per replica at a target: the replicas are
 // ceil(sessions in progress / UsersPerReplica) — the plan's measured
-// ceiling per replica times a headroom.
-type TargetTracking struct{ UsersPerReplica float64 }
+// ceiling per replica times a headroom — and, as with the HPA's
+// stabilisation window and a target-tracking policy's scale-in cooldown,
+// fall only to the highest answer of the last DownStabilization (0: 300 s;
+// negative: none). Without it, sessions in progress that hover around a
+// multiple of the target (a plateau's Poisson noise) drain a replica and
+// start it again within a minute, and every such flap moves sessions off
+// and back onto an empty prefix cache: a longer start-up, which filters
+// the flaps, then attained more than instant replicas (docs/day.md,
+// "Start-up time"). A TargetTracking value is stateful; use one per run.
+type TargetTracking struct {
+	UsersPerReplica   float64
+	DownStabilization time.Duration
 
-// Desired is ceil(Sessions / UsersPerReplica).
-func (p TargetTracking) Desired(s ScaleSignal) int {
-	return int(math.Ceil(float64(s.Sessions) / p.UsersPerReplica))
+	down downStabilizer
+}
+
+// Desired is ceil(Sessions / UsersPerReplica), stabilised downwards.
+func (p *TargetTracking) Desired(s ScaleSignal) int {
+	want := int(math.Ceil(float64(s.Sessions) / p.UsersPerReplica))
+	return p.down.apply(s.Now, want, s.Serving+s.Starting, p.DownStabilization)
+}
+
+// downStabilizer is the HPA's scale-down stabilisation: a proposal below
+// the current replicas is raised to the highest proposal of the window.
+type downStabilizer struct{ history []proposal }
+
+type proposal struct {
+	at float64
+	n  int
+}
+
+// DefaultDownStabilization is the scale-down stabilisation window of the
+// HPA and of target tracking (the HPA's
+// behavior.scaleDown.stabilizationWindowSeconds default).
+const DefaultDownStabilization = 300 * time.Second
+
+// apply records want at now and returns the replicas to run: want, or when
+// it is below current, the highest proposal of the window (at most
+// current). window 0 means DefaultDownStabilization; negative, none.
+func (d *downStabilizer) apply(now float64, want, current int, window time.Duration) int {
+	switch {
+	case window == 0:
+		window = DefaultDownStabilization
+	case window < 0:
+		window = 0
+	}
+	d.history = append(d.history, proposal{at: now, n: want})
+	keep := d.history[:0]
+	stable := want
+	for _, h := range d.history {
+		if now-h.at <= window.Seconds() {
+			keep = append(keep, h)
+			stable = max(stable, h.n)
+		}
+	}
+	d.history = keep
+	if want < current {
+		want = min(stable, current)
+	}
+	return want
 }
 
 // HPA metrics (HPA.Metric): a per-pod average the HPA targets.
@@ -109,12 +163,7 @@ type HPA struct {
 	// DownStabilization 0 means 300 s; negative means none.
 	DownStabilization time.Duration
 
-	history []proposal
-}
-
-type proposal struct {
-	at float64
-	n  int
+	down downStabilizer
 }
 
 // Validate reports a metric HPA does not know or an impossible target.
@@ -163,27 +212,7 @@ func (p *HPA) Desired(s ScaleSignal) int {
 	if limit := current + max(4, current); want > limit {
 		want = limit
 	}
-	window := p.DownStabilization
-	switch {
-	case window == 0:
-		window = 300 * time.Second
-	case window < 0:
-		window = 0
-	}
-	p.history = append(p.history, proposal{at: s.Now, n: want})
-	keep := p.history[:0]
-	stable := want
-	for _, h := range p.history {
-		if s.Now-h.at <= window.Seconds() {
-			keep = append(keep, h)
-			stable = max(stable, h.n)
-		}
-	}
-	p.history = keep
-	if want < current {
-		want = min(stable, current)
-	}
-	return want
+	return p.down.apply(s.Now, want, current, p.DownStabilization)
 }
 
 // validate checks a's bounds against the deployment's replicas.
@@ -196,7 +225,7 @@ func (a *Autoscale) validate(replicas int) error {
 			return fmt.Errorf("autoscale: %w", err)
 		}
 	}
-	if t, ok := a.Policy.(TargetTracking); ok && !(t.UsersPerReplica > 0) {
+	if t, ok := a.Policy.(*TargetTracking); ok && !(t.UsersPerReplica > 0) {
 		return fmt.Errorf("autoscale: target tracking needs positive users per replica, got %v", t.UsersPerReplica)
 	}
 	maxR := a.maxReplicas(replicas)

@@ -280,6 +280,7 @@ func (r *runner) loop(ctx context.Context) error {
 		case phaseSubmit:
 			k := r.c.Assign(vu.req, tu)
 			r.fleet.routed(k, tu)
+			r.scaleRouted(k, tu)
 			vu.replica, vu.phase = k, phaseInFlight
 			vu.req.Arrival = tu
 			e := engines[k]
@@ -392,6 +393,7 @@ func (r *runner) completeStep(k int, t float64) error {
 		}
 		r.c.Release(req, t)
 		r.fleet.answered(k, t)
+		r.scaleAnswered(req)
 		rec := vu.rec
 		rec.Done = r.at(t)
 		rec.Status = result.StatusOK

@@ -1,0 +1,62 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// The worst minutes are the minutes outside the SLA furthest past the
+// limits, each with the cause its fleet shows: a replica started and not
+// yet serving, a cold replica with the prefix hits down, one replica
+// taking far more than the others, or none of these.
+func TestWorstMinutesNameTheirCauses(t *testing.T) {
+	sla := result.SLA{TTFT: result.LatencyClause{Percentile: 95, Max: time.Second}, ITL: result.LatencyClause{Percentile: 95, Max: 50 * time.Millisecond}}
+	bins := []result.AttainmentBin{
+		{Start: 0, Requests: 10, TTFT: 0.3, ITL: 0.02, Within: true},
+		{Start: 60, Requests: 10, TTFT: 3, ITL: 0.02},    // scale-up lag
+		{Start: 120, Requests: 10, TTFT: 1.5, ITL: 0.02}, // cold start
+		{Start: 180, Requests: 10, TTFT: 0.5, ITL: 0.1},  // imbalance, by ITL
+		{Start: 240, Requests: 10, TTFT: 1.2, ITL: 0.02}, // overload
+		{Start: 300, Requests: 0},
+	}
+	st := &sim.ScaleStats{
+		Events: []sim.ScaleEvent{{At: 0, Serving: 1}, {At: 30, Serving: 1, Starting: 1}, {At: 110, Serving: 2}},
+		Minutes: []sim.ScaleMinute{
+			{Start: 0, Routed: 10, MaxRouted: 10, Replicas: 1, PromptTokens: 1000, CachedTokens: 900},
+			{Start: 60, Routed: 10, MaxRouted: 10, Replicas: 1, PromptTokens: 1000, CachedTokens: 900, Starting: 1},
+			{Start: 120, Routed: 10, MaxRouted: 5, Replicas: 2, PromptTokens: 1000, CachedTokens: 300, Cold: 1},
+			{Start: 180, Routed: 10, MaxRouted: 8, Replicas: 2, PromptTokens: 1000, CachedTokens: 900},
+			{Start: 240, Routed: 10, MaxRouted: 5, Replicas: 2, PromptTokens: 1000, CachedTokens: 900, Cold: 1},
+			{Start: 300},
+		},
+	}
+	w := worstMinutes(sla, bins, st)
+	var got [][]string
+	var at []float64
+	for _, m := range w {
+		got, at = append(got, m.Causes), append(at, m.Start)
+	}
+	want := [][]string{{CauseScaleUpLag}, {CauseColdStart}, {CauseImbalance}, {CauseOverload}}
+	if !slices.Equal(at, []float64{60, 180, 120, 240}) {
+		t.Fatalf("worst minutes at %v, want by severity 60 (3×), 180 (2×), 120 (1.5×), 240 (1.2×)", at)
+	}
+	byStart := map[float64][]string{}
+	for _, m := range w {
+		byStart[m.Start] = m.Causes
+	}
+	for i, s := range []float64{60, 120, 180, 240} {
+		if !slices.Equal(byStart[s], want[i]) {
+			t.Errorf("minute at %v s: causes %v, want %v", s, byStart[s], want[i])
+		}
+	}
+	if w[0].Serving != 1 || w[0].Starting != 1 || w[1].Imbalance != 1.6 || w[0].DayHitShare != 0.78 {
+		t.Errorf("worst minute %+v, second %+v", w[0], w[1])
+	}
+	if worstMinutes(sla, bins, nil) != nil {
+		t.Error("a run without a scaler has worst minutes")
+	}
+}

@@ -36,7 +36,7 @@ type Engine struct {
 	TensorParallelSize int            `yaml:"tensor_parallel_size" doc:"Tensor-parallel size (vLLM --tensor-parallel-size); gpus/tensor_parallel_size data-parallel replicas."`
 	WeightFormat       string         `yaml:"weight_format" doc:"Expert weight execution format: w4a16 (MXFP4 unpacked to BF16 math, as vLLM runs it on H100), fp4 (native), bf16, fp8."`
 	MaxModelLen        int            `yaml:"max_model_len" doc:"Context limit in tokens (vLLM --max-model-len)."`
-	Params             map[string]any `yaml:"params" doc:"Engine flags used by run and sweep (vLLM names); tune samples them from search.space instead. A params section replaces the defaults as a whole: {} starts from the engine's own defaults."`
+	Params             map[string]any `yaml:"params" doc:"Engine flags used by run and sweep, in the flavor's names (checked against its flag catalogue: vLLM 0.11's, SGLang 0.5.3's; a generic server's templated parameters); tune samples them from search.space instead. A params section replaces the defaults as a whole: {} starts from the engine's own defaults."`
 	Generic            GenericEngine  `yaml:"generic" doc:"Flavor generic: the arguments each parameter becomes, the optional cache-reset route and busy gauges."`
 	Sim                SimEngine      `yaml:"sim" doc:"Simulator settings (kind: sim)."`
 	Process            ProcessEngine  `yaml:"process" doc:"Local command settings (kind: process)."`

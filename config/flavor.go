@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/flagcatalog"
 	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -120,9 +121,10 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 	}
 	switch e.flavorName() {
 	case FlavorSGLang:
-		e.validateSGLang(p, space, errs)
+		e.validateFlags(p, space, sglang.Catalogue, "a vLLM", sglang.VLLMCounterparts, errs)
 		return
 	case FlavorVLLM:
+		e.validateFlags(p, space, vllm.Catalogue, "an SGLang", vllmCounterparts(), errs)
 		return
 	}
 	if e.Kind == EngineSim {
@@ -219,19 +221,23 @@ const DefaultSGLangImage = "lmsysorg/sglang:latest"
 // no server entrypoint: the args are the whole command.
 var DefaultSGLangKubeArgs = append(append([]string(nil), sglang.Launch...), "--"+sglang.FlagModelPath, "{{.Model}}", "--"+sglang.FlagPort, "{{.Port}}")
 
-// validateSGLang checks every engine.params key and search.space name
-// against SGLang's flag catalogue (package sglang), so a misspelt flag or
-// a vLLM one fails spoc config check with its key and line, and each
-// engine.params value against the flag's type and choices.
-func (e *Engine) validateSGLang(p string, space []Param, errs *Errors) {
+// validateFlags checks every engine.params key and search.space name
+// against the flavor's flag catalogue (vllm.Catalogue, sglang.Catalogue,
+// each read from the engine's source), so that a misspelt flag or another
+// engine's fails spoc config check with its key and line and a "did you
+// mean", and each engine.params value against the flag's type and
+// choices. foreign maps the other engine's flags to this one's closest
+// (counterparts), named by that engine.
+func (e *Engine) validateFlags(p string, space []Param, cat *flagcatalog.Catalogue, other string, counterparts map[string]string, errs *Errors) {
 	unknown := func(name string) string {
-		if c, ok := sglang.VLLMCounterparts[vllm.FlagName(name)]; ok {
-			return fmt.Sprintf("--%s is a vLLM flag, not SGLang's; SGLang's closest is --%s (docs/engines.md says how they differ)", vllm.FlagName(name), c)
+		f := vllm.FlagName(name)
+		if c, ok := counterparts[f]; ok {
+			return fmt.Sprintf("--%s is %s flag, not %s's; %s's closest is --%s (docs/engines.md says how they differ)", f, other, cat.Engine, cat.Engine, c)
 		}
-		return fmt.Sprintf("unknown SGLang flag --%s%s (spoc's SGLang catalogue, docs/engines.md; a flag it lacks can be written into the command)", vllm.FlagName(name), suggest(vllm.FlagName(name), sglang.FlagNames()))
+		return fmt.Sprintf("unknown %s flag --%s%s (spoc's %s catalogue, %s; a flag it lacks can be written into the command)", cat.Engine, f, suggest(f, cat.Names()), cat.Engine, catalogueVersion(cat))
 	}
 	for _, k := range sortedKeys(e.Params) {
-		f, ok := sglang.Lookup(k)
+		f, ok := cat.Lookup(k)
 		if !ok {
 			errs.Addf(p+".params."+k, "%s", unknown(k))
 			continue
@@ -241,8 +247,30 @@ func (e *Engine) validateSGLang(p string, space []Param, errs *Errors) {
 		}
 	}
 	for i, sp := range space {
-		if _, ok := sglang.Lookup(sp.Name); !ok {
+		if _, ok := cat.Lookup(sp.Name); !ok {
 			errs.Addf(fmt.Sprintf("search.space[%d].name", i), "%s", unknown(sp.Name))
 		}
 	}
+}
+
+// catalogueVersion names the release a catalogue was read from.
+func catalogueVersion(cat *flagcatalog.Catalogue) string {
+	if cat == vllm.Catalogue {
+		return "vLLM " + vllm.CatalogueVersion
+	}
+	return "SGLang " + sglang.CatalogueVersion
+}
+
+// vllmCounterparts are SGLang's flags and vLLM's closest, the inverse of
+// sglang.VLLMCounterparts.
+func vllmCounterparts() map[string]string {
+	out := make(map[string]string, len(sglang.VLLMCounterparts))
+	for v, sg := range sglang.VLLMCounterparts {
+		name, inverted := strings.CutSuffix(sg, " (inverted)")
+		if inverted {
+			v += " (inverted)"
+		}
+		out[name] = v
+	}
+	return out
 }

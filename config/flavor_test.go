@@ -303,3 +303,40 @@ func TestEngineDefaultsPerFlavor(t *testing.T) {
 		t.Errorf("vllm defaults: %v %q", spec.Defaults, spec.DefaultsName)
 	}
 }
+
+// TestVLLMFlagCatalogue: on flavor vllm an SGLang flag or a misspelt one
+// fails config check with the key, the line and a "did you mean", as on
+// SGLang.
+func TestVLLMFlagCatalogue(t *testing.T) {
+	base := "engine:\n  kind: process\n  model: gpt-oss-20b\n  gpu: H200-SXM\n  gpus: 1\n  tensor_parallel_size: 1\n  max_model_len: 131072\n  process: {command: [vllm, serve, m, --port, \"{{.Port}}\"]}\n"
+	for _, tc := range []struct {
+		name, add string
+		want      []string
+	}{
+		{"SGLang flag in engine.params", "  params: {max-running-requests: 64}\n",
+			[]string{"v.yaml:9:", "engine.params.max-running-requests", "is an SGLang flag, not vLLM's", "--max-num-seqs"}},
+		{"misspelt flag in engine.params", "  params:\n    max-num-seq: 64\n",
+			[]string{"v.yaml:10:", "engine.params.max-num-seq", "unknown vLLM flag", `did you mean "max-num-seqs"`, "vLLM 0.11"}},
+		{"SGLang switch", "  params: {disable-radix-cache: true}\n",
+			[]string{"engine.params.disable-radix-cache", "--enable-prefix-caching (inverted)"}},
+		{"bad value", "  params: {gpu-memory-utilization: high}\n",
+			[]string{"engine.params.gpu-memory-utilization", "takes a number"}},
+		{"misspelt flag in search.space", "search:\n  space:\n    - {name: max-num-batched-token, type: int, low: 1024, high: 8192}\n",
+			[]string{"v.yaml:11:", "search.space[0].name", `did you mean "max-num-batched-tokens"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(base+tc.add), "v.yaml")
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	if _, err := Load(strings.NewReader(base+"  params: {max-num-seqs: 64, enable-prefix-caching: false, tp: 1}\n"), "v.yaml"); err != nil {
+		t.Errorf("vLLM flags refused: %v", err)
+	}
+}

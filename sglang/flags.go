@@ -2,41 +2,28 @@ package sglang
 
 import (
 	"fmt"
+	"github.com/spoc-project/spoc/flagcatalog"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/spoc-project/spoc/vllm"
 )
 
-// Kind is the type of a flag's value.
-type Kind string
+// Kind is the type of a flag's value (flagcatalog's).
+type Kind = flagcatalog.Kind
 
 // Flag kinds. SGLang's booleans are argparse store_true flags: given, they
 // are on; there is no --no- form, and off is the flag left out.
 const (
-	Bool   Kind = "bool"
-	Int    Kind = "int"
-	Float  Kind = "float"
-	String Kind = "string"
+	Bool   = flagcatalog.Bool
+	Int    = flagcatalog.Int
+	Float  = flagcatalog.Float
+	String = flagcatalog.String
 )
 
 // Flag is one server flag of the catalogue.
-type Flag struct {
-	// Name is the flag without dashes (tp-size).
-	Name string
-	Kind Kind
-	// Default is SGLang's value when the flag is not given; nil where
-	// SGLang derives it at start-up (from the GPU's memory, the model).
-	Default any
-	// Aliases are other spellings SGLang accepts (tensor-parallel-size).
-	Aliases []string
-	// Choices are the accepted values of a string flag; empty: any.
-	Choices []string
-	// Help says what the flag does, in SGLang's terms.
-	Help string
-}
+type Flag = flagcatalog.Flag
 
 // Flag names spoc itself passes or searches.
 const (
@@ -57,12 +44,17 @@ const (
 	FlagEnableCacheReport  = "enable-cache-report"
 )
 
-// catalogue holds the server flags spoc knows, from ServerArgs in
+// CatalogueVersion is the SGLang release the catalogue was read from.
+const CatalogueVersion = "0.5.3 (main after it, commit 001067ff)"
+
+// Catalogue holds the server flags spoc knows, from ServerArgs in
 // python/sglang/srt/server_args.py (see the package comment for the
 // version). SGLang has many more (speculative decoding, LoRA,
 // disaggregation); a flag not here is refused in engine.params and
 // search.space (a misspelling is caught before launch) and can still be
 // written into the command template.
+var Catalogue = flagcatalog.New("SGLang", "sgl-project/sglang at commit 001067ff (python/sglang/srt/server_args.py), SGLang "+CatalogueVersion, catalogue)
+
 var catalogue = []Flag{
 	{Name: FlagModelPath, Kind: String, Aliases: []string{"model"}, Help: "the model weights: a local folder or a Hugging Face repository id"},
 	{Name: FlagServedModelName, Kind: String, Help: "the model name in the API and the metrics' model_name label (default: the model path)"},
@@ -98,46 +90,6 @@ var catalogue = []Flag{
 	{Name: "log-level", Kind: String, Default: "info", Help: "the server's log level"},
 }
 
-var byName = func() map[string]*Flag {
-	m := make(map[string]*Flag, 2*len(catalogue))
-	for i := range catalogue {
-		f := &catalogue[i]
-		m[f.Name] = f
-		for _, a := range f.Aliases {
-			m[a] = f
-		}
-	}
-	return m
-}()
-
-// Lookup finds the catalogue flag a parameter name spells (any spelling
-// vllm.FlagName accepts, or an alias).
-func Lookup(name string) (Flag, bool) {
-	f, ok := byName[vllm.FlagName(name)]
-	if !ok {
-		return Flag{}, false
-	}
-	return *f, true
-}
-
-// FlagNames returns every flag name of the catalogue, aliases included,
-// sorted.
-func FlagNames() []string {
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// Catalogue returns the flags spoc knows, sorted by name.
-func Catalogue() []Flag {
-	out := slices.Clone(catalogue)
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
 // VLLMCounterparts are vLLM flags and the SGLang flag closest to each:
 // the knob a user means who writes the vLLM name on SGLang. Where the
 // semantics differ the docs (docs/engines.md) say how.
@@ -148,50 +100,7 @@ var VLLMCounterparts = map[string]string{
 	"enable-prefix-caching":  FlagDisableRadixCache + " (inverted)",
 	"max-model-len":          FlagContextLength,
 	"model":                  FlagModelPath,
-}
-
-// Check reports whether value suits flag f: its kind, and one of its
-// choices.
-func (f Flag) Check(value any) error {
-	switch f.Kind {
-	case Bool:
-		if _, ok := value.(bool); !ok {
-			return fmt.Errorf("--%s is a switch: want true or false, got %v", f.Name, value)
-		}
-	case Int:
-		if _, ok := asInt(value); !ok {
-			return fmt.Errorf("--%s takes an integer, got %v", f.Name, value)
-		}
-	case Float:
-		switch value.(type) {
-		case float64, int, int64:
-		default:
-			return fmt.Errorf("--%s takes a number, got %v", f.Name, value)
-		}
-	case String:
-		s, ok := value.(string)
-		if !ok {
-			return fmt.Errorf("--%s takes a string, got %v", f.Name, value)
-		}
-		if len(f.Choices) > 0 && !slices.Contains(f.Choices, s) {
-			return fmt.Errorf("--%s %q is not one of %v", f.Name, s, f.Choices)
-		}
-	}
-	return nil
-}
-
-func asInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		if n == math.Trunc(n) && !math.IsInf(n, 0) {
-			return int(n), true
-		}
-	}
-	return 0, false
+	"scheduling-policy":      FlagSchedulePolicy,
 }
 
 // Render writes p as SGLang command-line flags, sorted by flag name:
@@ -215,7 +124,7 @@ func Render(p map[string]any) ([]string, error) {
 			return nil, fmt.Errorf("render SGLang flags: empty parameter name %q", k)
 		}
 		canonical := f
-		if cf, ok := byName[f]; ok {
+		if cf, ok := Catalogue.Lookup(f); ok {
 			canonical = cf.Name
 		}
 		if prev, dup := byFlag[canonical]; dup {
@@ -252,17 +161,12 @@ func Render(p map[string]any) ([]string, error) {
 	return args, nil
 }
 
-// Defaults returns the values SGLang gives the flags spoc searches when the
-// command line does not set them, keyed by flag name, for those with a
-// fixed default (mem-fraction-static, max-running-requests and
-// chunked-prefill-size are derived from the GPU at start-up and have
-// none).
+// Defaults returns the values SGLang gives its flags when the command
+// line does not set them, keyed by flag name, for those with a fixed
+// default: mem-fraction-static, max-running-requests and
+// chunked-prefill-size are derived from the GPU and the KV pool at
+// start-up and have none, so a study over them has no defaults seed. The
+// address and port are the launcher's, not a configuration's.
 func Defaults() map[string]any {
-	out := map[string]any{}
-	for _, f := range catalogue {
-		if f.Default != nil && f.Name != FlagHost && f.Name != FlagPort {
-			out[f.Name] = f.Default
-		}
-	}
-	return out
+	return Catalogue.Defaults(FlagHost, FlagPort)
 }

@@ -51,31 +51,31 @@ func TestLookupAndCheck(t *testing.T) {
 		"tensor_parallel_size": FlagTPSize, "--dp-size": FlagDPSize, "model": FlagModelPath,
 		"max-running-requests": FlagMaxRunningRequests,
 	} {
-		f, ok := Lookup(name)
+		f, ok := Catalogue.Lookup(name)
 		if !ok || f.Name != want {
-			t.Errorf("Lookup(%q) = %q, %v; want %q", name, f.Name, ok, want)
+			t.Errorf("Catalogue.Lookup(%q) = %q, %v; want %q", name, f.Name, ok, want)
 		}
 	}
 	for _, vllmOnly := range []string{"max-num-seqs", "gpu-memory-utilization", "enable-prefix-caching", "max-model-len"} {
-		if _, ok := Lookup(vllmOnly); ok {
+		if _, ok := Catalogue.Lookup(vllmOnly); ok {
 			t.Errorf("%s is vLLM's, not SGLang's", vllmOnly)
 		}
 		if VLLMCounterparts[vllmOnly] == "" {
 			t.Errorf("%s has no SGLang counterpart named", vllmOnly)
 		}
 	}
-	sp, _ := Lookup(FlagSchedulePolicy)
+	sp, _ := Catalogue.Lookup(FlagSchedulePolicy)
 	if err := sp.Check("lpm"); err != nil {
 		t.Error(err)
 	}
 	if err := sp.Check("fifo"); err == nil || !strings.Contains(err.Error(), "not one of") {
 		t.Errorf("Check(fifo) = %v", err)
 	}
-	rc, _ := Lookup(FlagDisableRadixCache)
+	rc, _ := Catalogue.Lookup(FlagDisableRadixCache)
 	if err := rc.Check(1); err == nil {
 		t.Error("a switch took 1")
 	}
-	mr, _ := Lookup(FlagMaxRunningRequests)
+	mr, _ := Catalogue.Lookup(FlagMaxRunningRequests)
 	if err := mr.Check(0.5); err == nil {
 		t.Error("an integer flag took 0.5")
 	}

@@ -2,7 +2,7 @@ package sim
 
 import (
 	"fmt"
-	"math"
+	"github.com/spoc-project/spoc/flagcatalog"
 	"sort"
 
 	"github.com/spoc-project/spoc/sglang"
@@ -43,12 +43,12 @@ func SGLangParams(m map[string]any) (params map[string]any, ignored []string, er
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		f, ok := sglang.Lookup(k)
+		f, ok := sglang.Catalogue.Lookup(k)
 		if !ok {
 			return nil, nil, fmt.Errorf("engine param %q: not an SGLang flag spoc knows", k)
 		}
 		v := m[k]
-		if n, isNum := integral(v); isNum && f.Kind == sglang.Int {
+		if n, isNum := flagcatalog.IntValue(v); isNum && f.Kind == sglang.Int {
 			v = n
 		}
 		if err := f.Check(v); err != nil {
@@ -76,22 +76,6 @@ func SGLangParams(m map[string]any) (params map[string]any, ignored []string, er
 	return params, ignored, nil
 }
 
-// integral reads an integer-valued number (YAML and samplers give int,
-// int64 or an integral float64).
-func integral(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		if n == math.Trunc(n) && !math.IsInf(n, 0) {
-			return int(n), true
-		}
-	}
-	return 0, false
-}
-
 // ApplyParams overlays engine parameters on d's, in d's flavor: SGLang's
 // flags translated by SGLangParams, vLLM's as they are (EngineParams.Apply).
 func (d *Deployment) ApplyParams(m map[string]any) error {
@@ -109,7 +93,7 @@ func (d *Deployment) ApplyParams(m map[string]any) error {
 // takes: an SGLang flag spoc knows, or a flag the simulator models.
 func IsParamOf(flavor, name string) bool {
 	if flavor == FlavorSGLang {
-		_, ok := sglang.Lookup(name)
+		_, ok := sglang.Catalogue.Lookup(name)
 		return ok
 	}
 	return IsParam(name)

@@ -1,5 +1,7 @@
 package vllm
 
+import "github.com/spoc-project/spoc/flagcatalog"
+
 // Defaults returns the values vLLM gives the scheduler and memory flags
 // spoc searches when the command line does not set them (`vllm serve`,
 // V1 engine, an 80 GB-class GPU), keyed by FlagName. spoc's simulator
@@ -40,7 +42,7 @@ func Canonical(p, base map[string]any) map[string]any {
 	if !ok {
 		return p
 	}
-	thr, ok := asInt(p[thrKey])
+	thr, ok := flagcatalog.IntValue(p[thrKey])
 	if !ok || thr <= 0 {
 		return p
 	}
@@ -74,21 +76,7 @@ func keyOf(p map[string]any, flag string) (string, bool) {
 func lookupInt(flag string, p, base map[string]any) (int, bool) {
 	for _, m := range []map[string]any{p, base, Defaults()} {
 		if k, ok := keyOf(m, flag); ok {
-			return asInt(m[k])
-		}
-	}
-	return 0, false
-}
-
-func asInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), true
+			return flagcatalog.IntValue(m[k])
 		}
 	}
 	return 0, false

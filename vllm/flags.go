@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"fmt"
+	"github.com/spoc-project/spoc/flagcatalog"
 	"math"
 	"regexp"
 	"sort"
@@ -12,16 +13,14 @@ import (
 // NegationPrefix turns a boolean flag off: vLLM declares its booleans with
 // argparse.BooleanOptionalAction, so --enable-prefix-caching has the twin
 // --no-enable-prefix-caching.
-const NegationPrefix = "no-"
+const NegationPrefix = flagcatalog.NegationPrefix
 
 // FlagName returns the command-line spelling of a parameter name without
 // the leading dashes: vLLM flags use hyphens, so "max_num_seqs" and
 // "--max-num-seqs" both become "max-num-seqs". It is the one normalisation
 // of parameter names in spoc: two names are the same flag exactly when
 // their FlagNames are equal.
-func FlagName(name string) string {
-	return strings.ReplaceAll(strings.TrimLeft(strings.TrimSpace(name), "-"), "_", "-")
-}
+func FlagName(name string) string { return flagcatalog.Name(name) }
 
 // CutNegation reports whether flag (a FlagName) has the "no-" form of a
 // boolean flag and returns the flag it negates. Whether that flag is in
@@ -73,9 +72,12 @@ func Flags(p map[string]any) ([]string, error) {
 		k := byFlag[f]
 		switch v := p[k].(type) {
 		case bool:
-			if v {
+			switch fl, known := Catalogue.Lookup(f); {
+			case v:
 				args = append(args, "--"+f)
-			} else {
+			case known && !fl.Negatable:
+				// a store_true switch has no --no- form: off is absent
+			default:
 				args = append(args, "--"+NegationPrefix+f)
 			}
 		case int:

@@ -29,7 +29,7 @@ var sglangToSim = map[string]func(v any, spec *sim.DeploymentSpec){
 // the command's description names the mode.
 func (c *CommandLine) defineSGLangFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.sglang, SGLangFaithfulFlag, false, "behave like an SGLang server where spoc depends on it, with SGLang's flag names (docs/simulator.md)")
-	for _, f := range sglang.Catalogue() {
+	for _, f := range sglang.Catalogue.Flags() {
 		for _, n := range append([]string{f.Name}, f.Aliases...) {
 			if fs.Lookup(n) != nil {
 				continue
@@ -55,7 +55,7 @@ func (c *CommandLine) parseSGLang(o *Options) error {
 		if !c.sglang {
 			return fmt.Errorf("unknown flag: --%s (an SGLang flag: needs --%s)", n, SGLangFaithfulFlag)
 		}
-		f, _ := sglang.Lookup(n)
+		f, _ := sglang.Catalogue.Lookup(n)
 		raw := c.fs.Lookup(n).Value.String()
 		var v any
 		switch f.Kind {

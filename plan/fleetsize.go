@@ -32,8 +32,13 @@ type FleetSize struct {
 	DivisionReplicas int `json:"division_replicas"`
 	// Runs are every fleet simulated, in ascending R: R passing and R − 1
 	// failing among them.
-	Runs       []FleetSizeRun `json:"runs"`
-	Provenance Provenance     `json:"provenance"`
+	Runs []FleetSizeRun `json:"runs"`
+	// Correction is the multi plan's fitted correction of the simulator,
+	// applied to every fleet simulated (their provenance then reads
+	// simulated-calibrated); absent when the fleet ran the built-in cost
+	// model.
+	Correction *sim.Correction `json:"correction,omitempty"`
+	Provenance Provenance      `json:"provenance"`
 }
 
 // FleetSizeRun is one simulated fleet at the target.
@@ -59,14 +64,24 @@ const maxFleetReplicas = 64
 // or down, and bisects, assuming a larger fleet never serves fewer users;
 // the size below the answer is always simulated, so the summary shows it
 // failing. It needs the deployment's simulator (s.Deployment.SimErr says
-// why there is none).
-func SizeFleet(ctx context.Context, s capacity.Setup, params map[string]any, d Demand, division int, logger *slog.Logger) (*FleetSize, error) {
+// why there is none). corr, when not nil, is a correction fitted to live
+// runs of one replica (a multi plan's calibration): each fleet is
+// simulated with it, so the fleet's size follows the measured replica,
+// not the built-in cost model.
+func SizeFleet(ctx context.Context, s capacity.Setup, params map[string]any, d Demand, division int, corr *sim.Correction, logger *slog.Logger) (*FleetSize, error) {
 	if s.Deployment.SimErr != nil {
 		return nil, fmt.Errorf("size the fleet: the deployment has no simulator: %w", s.Deployment.SimErr)
 	}
 	base := s.Deployment.Sim
 	tp := max(base.TensorParallelSize, 1)
 	out := &FleetSize{Router: base.Fleet.Policy(), TargetUsers: d.Users, GPUsPerReplica: tp, DivisionReplicas: division}
+	if corr != nil {
+		if err := corr.Normal().Validate(); err != nil {
+			return nil, fmt.Errorf("size the fleet: correction: %w", err)
+		}
+		c := *corr
+		base.Correction, out.Correction = c, &c
+	}
 	start := max(division, 1)
 	out.MaxReplicas = min(max(4*start, 8), maxFleetReplicas)
 	runs := map[int]FleetSizeRun{}
@@ -136,8 +151,14 @@ func simulateFleet(ctx context.Context, s capacity.Setup, base sim.Deployment, r
 	if err != nil {
 		return FleetSizeRun{}, err
 	}
+	var launcher engine.Launcher = l
+	if !dep.Correction.IsIdentity() {
+		// the calibrated simulator's launcher, so every run says it is
+		// simulated-calibrated
+		launcher = &correctedSim{Sim: l, c: dep.Correction, fitted: true}
+	}
 	fs := s
-	fs.Launcher, fs.Virtual = l, true
+	fs.Launcher, fs.Virtual = launcher, true
 	fs.Deployment.Kind, fs.Deployment.GPUs, fs.Deployment.Sim = "sim", dep.GPUs, dep
 	ev, err := capacity.NewEvaluator(fs, logger)
 	if err != nil {
@@ -176,7 +197,14 @@ func (p *planner) sizeFleet(ctx context.Context) error {
 		// the peak is what the fleet must serve, at its mix
 		setup.Workload = withShares(setup.Workload, c.PeakShares)
 	}
-	fs, err := SizeFleet(ctx, setup, p.sum.Capacity.Config, p.s.Demand, division, p.o.Logger)
+	var corr *sim.Correction
+	if p.m != nil && p.m.csim.Calibrated() {
+		// a multi plan: the fleet is the measured replica's, not the
+		// built-in cost model's
+		c := p.m.csim.correction()
+		corr = &c
+	}
+	fs, err := SizeFleet(ctx, setup, p.sum.Capacity.Config, p.s.Demand, division, corr, p.o.Logger)
 	if err != nil {
 		return err
 	}

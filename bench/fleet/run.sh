@@ -7,7 +7,12 @@
 # SPOC_FLEET_MODEL=gpt-oss-120b runs the same fleet with the 120b, whose
 # ceiling (about 30 users) two cores can drive live; the 20b's (70–110
 # users, 2,000–3,800 tokens/s) leaves the replicas behind real time on them
-# (docs/fleet.md, "Measured").
+# (docs/fleet.md, "Measured"). With the 120b the TTFT limit is 3 s, not
+# 1.5 s: behind round-robin its light-load TTFT p95 (every miss re-prefills
+# a 12k-40k history) is 1.41 s, within 6 % of 1.5 s at every level, so the
+# ceiling would be decided by one run's noise; 3 s keeps the 20b table's
+# ratio (light-load round-robin TTFT about half the limit). SPOC_FLEET_TTFT
+# overrides it (e.g. 1500ms).
 set -euo pipefail
 out=${1:-/tmp/spoc-fleet}
 repeats=${2:-2}
@@ -17,14 +22,17 @@ go build -o "$out/spoc" "$here/../../cmd/spoc"
 model=${SPOC_FLEET_MODEL:-gpt-oss-20b}
 declare -A grid=([round-robin]=48,72,96 [session-affinity]=72,108,144)
 resolution=6
+ttft=1500ms
 if [ "$model" = gpt-oss-120b ]; then
   grid=([round-robin]=12,24,36 [session-affinity]=12,24,36)
   resolution=3
+  ttft=3000ms
 fi
+ttft=${SPOC_FLEET_TTFT:-$ttft}
 for router in round-robin session-affinity; do
   for kind in sim process; do
     sed -e "s|SPOC|$out/spoc|" -e "s|kind: process|kind: $kind|" -e "s|router: round-robin|router: $router|" \
-      -e "s|model: gpt-oss-20b|model: $model|" -e "s|resolution_users: 6|resolution_users: $resolution|" \
+      -e "s|model: gpt-oss-20b|model: $model|" -e "s|resolution_users: 6|resolution_users: $resolution|" -e "s|max: 1500ms|max: $ttft|" \
       "$here/issue32.yaml" > "$out/$kind-$router.yaml"
   done
   "$out/spoc" sweep -c "$out/sim-$router.yaml" --seeds 1 --users "${grid[$router]}" -o "$out/sim-$router" \

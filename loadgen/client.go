@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spoc-project/spoc/result"
@@ -59,6 +60,56 @@ type client struct {
 	sessionKey       string
 	firstByteTimeout time.Duration
 	requestTimeout   time.Duration
+	cookies          sessionCookies
+}
+
+// sessionCookies are the cookies the server (or the router in front of it)
+// set, kept per session key (fleet.session_key: the user, or the user's
+// session) and sent back on that key's later requests, as each user's own
+// client would. A router that pins sessions with a cookie rather than a
+// header then sees live sessions as they are: llm-d's session-affinity
+// scorer sets llm-d-session on a reply and routes the next request that
+// carries it to the same pod (docs/fleet.md). Nothing is kept when no
+// server sets a cookie.
+type sessionCookies struct {
+	mu sync.Mutex
+	by map[string][]*http.Cookie
+}
+
+// attach adds key's cookies to req.
+func (s *sessionCookies) attach(req *http.Request, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.by[key] {
+		req.AddCookie(c)
+	}
+}
+
+// keep stores the cookies a reply set for key, replacing those of the
+// same name; a cookie set with Max-Age < 0 (or an expiry in the past) is
+// dropped, as a client drops it.
+func (s *sessionCookies) keep(key string, set []*http.Cookie) {
+	if len(set) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string][]*http.Cookie{}
+	}
+	now := time.Now()
+	for _, c := range set {
+		kept := s.by[key][:0:0]
+		for _, old := range s.by[key] {
+			if old.Name != c.Name {
+				kept = append(kept, old)
+			}
+		}
+		if c.MaxAge >= 0 && (c.Expires.IsZero() || c.Expires.After(now)) {
+			kept = append(kept, &http.Cookie{Name: c.Name, Value: c.Value})
+		}
+		s.by[key] = kept
+	}
 }
 
 // do sends body at its scheduled time (rec.Scheduled is already set) and
@@ -83,9 +134,11 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 	if rec.RequestID != "" {
 		req.Header.Set("X-Request-Id", rec.RequestID)
 	}
+	key := workload.SessionKey(c.sessionKey, rec.User, rec.Session)
 	if c.sessionHeader != "" {
-		req.Header.Set(c.sessionHeader, workload.SessionKey(c.sessionKey, rec.User, rec.Session))
+		req.Header.Set(c.sessionHeader, key)
 	}
+	c.cookies.attach(req, key)
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}
@@ -97,6 +150,7 @@ func (c *client) do(runCtx context.Context, body []byte, rec *result.Record, st 
 		return
 	}
 	defer resp.Body.Close()
+	c.cookies.keep(key, resp.Cookies())
 	rec.HTTPStatus = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))

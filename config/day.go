@@ -19,6 +19,7 @@ type Day struct {
 	Compression float64      `yaml:"compression,omitempty" doc:"Divides the clock of the arrivals and the curve (a 24h curve compressed by 24 is simulated in an hour at 24× the rate), never think times or service. 0 or 1: as written."`
 	Rate        []RatePoint  `yaml:"rate,omitempty" doc:"Session arrival rate per time of day, piecewise linear (first point at 0s, times increasing); sessions start by a Poisson process of this rate."`
 	Users       []UsersPoint `yaml:"users,omitempty" doc:"Concurrent users per time of day, piecewise linear, converted to an arrival rate by Little's law with the mean session duration T that spoc measures on the simulated fleet first: rate(t) = users(t) / T."`
+	Trace       string       `yaml:"trace,omitempty" doc:"A CSV file of the day's load instead of rate or users: a header with timestamp_s (seconds since the day's start, first 0, increasing) and sessions_per_minute or users, one point per line, piecewise linear like rate and users."`
 	Startup     Duration     `yaml:"startup,omitempty" doc:"A replica's start-up time, from the policy's decision to serving (0s: plan.engine_startup when set, else instant)."`
 	SyncPeriod  Duration     `yaml:"sync_period,omitempty" doc:"How often the policies decide (0s: the Kubernetes HPA's 15s)."`
 	MinReplicas int          `yaml:"min_replicas,omitempty" doc:"Fewest replicas a policy keeps (0: 1)."`
@@ -69,11 +70,17 @@ func lastDot(p string) int {
 }
 
 func (d *Day) validate(p string, errs *Errors) {
+	curves := 0
+	for _, set := range []bool{len(d.Rate) > 0, len(d.Users) > 0, d.Trace != ""} {
+		if set {
+			curves++
+		}
+	}
 	switch {
-	case len(d.Rate) > 0 && len(d.Users) > 0:
-		errs.Addf(p, "give rate or users, not both")
-	case len(d.Rate) == 0 && len(d.Users) == 0:
-		errs.Addf(p, "needs rate (sessions_per_minute per time of day) or users (concurrent users per time of day)")
+	case curves > 1:
+		errs.Addf(p, "give one of rate, users or trace, not several")
+	case curves == 0:
+		errs.Addf(p, "needs rate (sessions_per_minute per time of day), users (concurrent users per time of day) or trace (a CSV file of either)")
 	}
 	validateCurve(p+".rate", len(d.Rate), func(i int) Duration { return d.Rate[i].At }, func(i int) float64 { return d.Rate[i].SessionsPerMinute }, "sessions_per_minute", errs)
 	validateCurve(p+".users", len(d.Users), func(i int) Duration { return d.Users[i].At }, func(i int) float64 { return d.Users[i].Users }, "users", errs)
@@ -127,10 +134,10 @@ func (d *Day) validate(p string, errs *Errors) {
 }
 
 // resolve is the day the plan simulates; engineStartup stands in for an
-// unset start-up time.
-func (d *Day) resolve(engineStartup Duration) *plan.Day {
+// unset start-up time. It reads day.trace.
+func (d *Day) resolve(engineStartup Duration) (*plan.Day, error) {
 	if d == nil {
-		return nil
+		return nil, nil
 	}
 	out := &plan.Day{Length: d.Length.D(), Compression: d.Compression, Startup: d.Startup.D(), SyncPeriod: d.SyncPeriod.D(),
 		MinReplicas: d.MinReplicas, MaxReplicas: d.MaxReplicas}
@@ -143,9 +150,15 @@ func (d *Day) resolve(engineStartup Duration) *plan.Day {
 	for _, pt := range d.Users {
 		out.Users = append(out.Users, plan.UsersPoint{At: time.Duration(pt.At), Users: pt.Users})
 	}
+	if d.Trace != "" {
+		var err error
+		if out.Rate, out.Users, err = loadDayTrace(d.Trace); err != nil {
+			return nil, err
+		}
+	}
 	for _, pol := range d.Policies {
 		out.Policies = append(out.Policies, plan.DayPolicy{Kind: pol.Kind, Headroom: pol.Headroom, Metric: pol.Metric, Target: pol.Target,
 			Tolerance: pol.Tolerance, DownStabilization: pol.DownStabilization.D()})
 	}
-	return out
+	return out, nil
 }

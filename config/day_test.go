@@ -11,7 +11,10 @@ func TestDayExampleResolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := c.Day.resolve(c.Plan.EngineStartup)
+	d, err := c.Day.resolve(c.Plan.EngineStartup)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if d == nil || len(d.Users) != 5 || d.Users[2].Users != 400 || d.Startup != 5*time.Minute || len(d.Policies) != 3 || d.Length != 2*time.Hour {
 		t.Fatalf("examples/day.yaml resolves to %+v", d)
 	}
@@ -25,7 +28,7 @@ func TestDayStartupFallsBackToEngineStartup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Day.resolve(c.Plan.EngineStartup); d.Startup != 7*time.Minute || d.Rate[0].PerSecond != 0.05 {
+	if d, err := c.Day.resolve(c.Plan.EngineStartup); err != nil || d.Startup != 7*time.Minute || d.Rate[0].PerSecond != 0.05 {
 		t.Fatalf("day %+v: want plan.engine_startup's 7m and 3/min = 0.05/s", d)
 	}
 }
@@ -37,7 +40,7 @@ func TestDayBadInput(t *testing.T) {
 		{"day:\n  length: 1h\n  users:\n    - {at: -5m, users: 50}\n  policies: [{kind: static}]\n", "spoc.yaml:4:8: day.users[0].at: must not be negative"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: -1}]\n  policies: [{kind: static}]\n", "day.rate[0].sessions_per_minute: must be a non-negative number"},
 		{"day:\n  length: 1h\n  policies: [{kind: static}]\n", "day: needs rate"},
-		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  users: [{at: 0s, users: 1}]\n  policies: [{kind: static}]\n", "day: give rate or users, not both"},
+		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  users: [{at: 0s, users: 1}]\n  policies: [{kind: static}]\n", "day: give one of rate, users or trace, not several"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  min_replicas: 4\n  max_replicas: 2\n  policies: [{kind: static}]\n", "spoc.yaml:5:3: day.max_replicas: must be 0 (the static fleet) or at least min_replicas (4), got 2"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: target-tracking, headroom: 1.5}\n", "spoc.yaml:5:31: day.policies[0].headroom: must be in (0, 1], got 1.5"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: hpa, metric: gpu_util, target: 1}\n", "day.policies[0].metric: want one of"},

@@ -103,6 +103,10 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 	if err != nil {
 		return plan.Setup{}, err
 	}
+	day, err := c.Day.resolve(c.Plan.EngineStartup)
+	if err != nil {
+		return plan.Setup{}, err
+	}
 	s := plan.Setup{
 		Setup:           c.capacitySetup(o.OutDir, dep, simErr),
 		OutDir:          o.OutDir,
@@ -112,7 +116,7 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		Quick:           o.Quick,
 		Demand:          c.Plan.demand(),
 		Fidelity:        c.Plan.fidelity(),
-		Day:             c.Day.resolve(c.Plan.EngineStartup),
+		Day:             day,
 	}
 	s.Launcher = launcher
 	// the simulator engine runs every evaluation in virtual time

@@ -100,12 +100,16 @@ func TestSimulateDay(t *testing.T) {
 
 // The example day's sensitivity to start-up time: target tracking at 0.8
 // of the quick plan's 155 users per replica, start-ups from 0 to 10
-// minutes (docs/day.md records the table). The start-up above which target
-// tracking misses the morning ramp is the first whose attainment falls
-// more than two points below instant replicas'; none of them attains more
-// than two points above it. Two points, not the sim tests' one: on this
-// day 5 minutes attained 1.1 points more than instant replicas (docs/day.md,
-// "Start-up time"), a non-monotonicity within that noise.
+// minutes (docs/day.md records the table). A longer start-up never
+// improves attainment: no start-up attains more of the requests than any
+// shorter one beyond half a point, nor more minutes beyond two of the
+// day's 120 (runs that should tie route requests in another order: 0 s
+// and 1 min differed by 0.5 points of requests, 2026-12-02). Before target
+// tracking had its scale-down window, 5 minutes attained 1.1 points of
+// requests more than instant replicas, whose flapping replicas restarted
+// cold (docs/day.md, "Start-up time"): this test failed on it. The
+// start-up above which target tracking misses the morning ramp is the
+// first whose requests fall more than two points below instant replicas'.
 func TestExampleDayStartupSensitivity(t *testing.T) {
 	testtool.Long(t, "six simulated 2-hour days of up to 400 users on the reference deployment: about 2 min CPU")
 	cfg, err := config.LoadFile("../examples/day.yaml")
@@ -118,9 +122,10 @@ func TestExampleDayStartupSensitivity(t *testing.T) {
 	}
 	base := *s.Day
 	base.Policies = []plan.DayPolicy{{Kind: plan.DayTargetTracking, Headroom: 0.8}}
-	const noise = 0.02
+	const requestNoise, minuteNoise, missed = 0.005, 2.0 / 120, 0.02
 	instant, misses := 0.0, time.Duration(-1)
-	for _, startup := range []time.Duration{0, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute} {
+	bestRequests, bestMinutes := 0.0, 0.0 // the best of the shorter start-ups
+	for i, startup := range []time.Duration{0, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute} {
 		d := base
 		d.Startup = startup
 		ds, err := plan.SimulateDay(context.Background(), s.Setup, cfg.Engine.Params, d, 155, 0.8, 3, nil)
@@ -128,14 +133,21 @@ func TestExampleDayStartupSensitivity(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := ds.Rows[0]
-		share := r.Attainment[0].RequestShare
-		t.Logf("| %v | %.1f %% | %.1f %% | %.1f | %.2f× |", startup, 100*share, 100*r.Attainment[0].MinuteShare, r.GPUHours, r.VsStatic)
+		share, minutes := r.Attainment[0].RequestShare, r.Attainment[0].MinuteShare
+		t.Logf("| %v | %.1f %% | %.1f %% | %.1f | %.2f× |", startup, 100*share, 100*minutes, r.GPUHours, r.VsStatic)
+		if i > 0 {
+			if share > bestRequests+requestNoise {
+				t.Errorf("start-up %v: %.2f %% of requests within the SLA, more than a shorter start-up's %.2f %% beyond the noise", startup, 100*share, 100*bestRequests)
+			}
+			if minutes > bestMinutes+minuteNoise+1e-9 {
+				t.Errorf("start-up %v: %.1f %% of minutes within the SLA, more than a shorter start-up's %.1f %% beyond two minutes", startup, 100*minutes, 100*bestMinutes)
+			}
+		}
+		bestRequests, bestMinutes = max(bestRequests, share), max(bestMinutes, minutes)
 		switch {
 		case startup == 0:
 			instant = share
-		case share > instant+noise:
-			t.Errorf("start-up %v: %.1f %% of requests, more than instant replicas' %.1f %% beyond the noise", startup, 100*share, 100*instant)
-		case share < instant-noise && misses < 0:
+		case share < instant-missed && misses < 0:
 			misses = startup
 		}
 	}

@@ -229,6 +229,16 @@ func NewEvaluator(s Setup, logger *slog.Logger) (*Evaluator, error) {
 // Workload is the session source shared by every evaluation.
 func (e *Evaluator) Workload() workload.Workload { return e.gen }
 
+// workloadSpecFor is what workloadFor opens for load: the spec with its
+// seed offset and whether users start mid-session (what a client shard
+// rebuilds the same workload from).
+func (e *Evaluator) workloadSpecFor(load Load) (spec workload.Spec, midSession bool) {
+	spec = e.setup.Workload
+	spec.Seed += load.SeedOffset
+	fresh := load.Arrivals != nil && e.setup.MidSessionStart
+	return spec, e.setup.MidSessionStart && !fresh
+}
+
 // workloadFor is the workload of load's run: workload.seed + its seed
 // offset, and for an open-loop run (Arrivals) without mid-session starts,
 // since an arriving session begins at its first turn.

@@ -93,7 +93,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	if model == "" {
 		model = e.model()
 	}
-	runner, err := loadgen.New(loadgen.Options{
+	opts := loadgen.Options{
 		Target: ep.BaseURL, Endpoint: e.setup.Client.Endpoint, Model: model, APIKey: e.setup.Client.APIKey, APIKeyPlainHTTP: e.setup.Client.APIKeyPlainHTTP,
 		Users: load.Users, Ramp: load.Ramp, Warmup: load.Warmup, Duration: load.Duration, ThinkTimeScale: load.ThinkTimeScale,
 		Phase: e.phase(load), PhaseSeed: e.phaseSeed(load), Arrivals: e.arrivals(load),
@@ -101,16 +101,50 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		ExactOutputLength: e.setup.Client.ExactOutputLength, HistoryPolicy: e.setup.Client.HistoryPolicy,
 		SessionHeader: e.setup.Client.SessionHeader, SessionKey: e.setup.Client.SessionKey, RunID: fmt.Sprintf("run-%d-%d", load.Users, time.Now().Unix()),
 		Renderer: gen, Logger: e.logger,
-	})
-	if err != nil {
-		return nil, err
 	}
-	sum := result.NewSummary(e.setup.SLA, result.Window{}, result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit))
+	summaryOpts := []result.Option{result.WithClientBoundLag(e.setup.Client.ClientBoundLagP99), result.WithPromptDriftLimit(e.setup.Client.PromptDriftLimit)}
+	sum := result.NewSummary(e.setup.SLA, result.Window{}, summaryOpts...)
 	sinks := []result.Sink{sum}
 	var w *result.Writer
 	if out.Records != nil {
 		w = result.NewWriter(out.Records)
 		sinks = append(sinks, w)
+	}
+	// One client, or the run split over several processes (run.clients):
+	// each shard's records also feed its own summary, for its own
+	// client-bound check.
+	var (
+		execute   func(context.Context, result.Sink) (*loadgen.Report, error)
+		progress  interface{ Progress() loadgen.Progress }
+		split     *loadgen.SplitReport
+		shardSums []*result.Summary
+	)
+	if clients := e.setup.Client.Clients; clients > 1 {
+		spec, mid := e.workloadSpecFor(load)
+		sp, err := loadgen.NewSplitter(loadgen.SplitOptions{Options: opts, Clients: clients, Workload: spec, MaxModelLen: e.setup.Deployment.MaxModelLen, MidSession: mid, Logger: e.logger})
+		if err != nil {
+			return nil, err
+		}
+		for range clients {
+			shardSums = append(shardSums, result.NewSummary(e.setup.SLA, result.Window{}, summaryOpts...))
+		}
+		sinks = append(sinks, result.SinkFunc(func(r *result.Record) error { return shardSums[r.Shard].Write(r) }))
+		progress = sp
+		execute = func(ctx context.Context, sink result.Sink) (*loadgen.Report, error) {
+			var err error
+			split, err = sp.Run(ctx, sink)
+			if split == nil {
+				return nil, err
+			}
+			return &split.Report, err
+		}
+	} else {
+		runner, err := loadgen.New(opts)
+		if err != nil {
+			return nil, err
+		}
+		progress = runner
+		execute = func(ctx context.Context, sink result.Sink) (*loadgen.Report, error) { return runner.Run(ctx, gen, sink) }
 	}
 	report := out.Progress
 	if watch := e.watcher(); watch != nil {
@@ -122,8 +156,8 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 			watch(RunStatus{Load: load, Elapsed: time.Since(started), Length: length, Progress: pr})
 		}
 	}
-	stopProgress := watchProgress(runner, report)
-	rep, err := runner.Run(ctx, gen, result.Tee(sinks...))
+	stopProgress := watchProgress(progress, report)
+	rep, err := execute(ctx, result.Tee(sinks...))
 	stopProgress()
 	if w != nil {
 		if cerr := w.Close(); err == nil && cerr != nil {
@@ -141,8 +175,12 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 			return nil, fmt.Errorf("after the run at %d users: %w", load.Users, aerr)
 		}
 	}
+	if split != nil {
+		sum.SetShards(shardClients(split, shardSums))
+	} else {
+		sum.SetClientHealth(rep.Health)
+	}
 	sum.SetWindow(rep.Window)
-	sum.SetClientHealth(rep.Health)
 	res := sum.Result()
 	if o := res.Overall; !interrupted && o.OK == 0 && o.Errors > 0 && o.ErrorsByClass[result.StatusHTTPError] == o.Errors {
 		// The server answered every request with an error: it serves
@@ -179,7 +217,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 
 // watchProgress calls fn with the runner's counters every second until the
 // returned stop is called; a nil fn watches nothing.
-func watchProgress(r *loadgen.Runner, fn func(loadgen.Progress)) (stop func()) {
+func watchProgress(r interface{ Progress() loadgen.Progress }, fn func(loadgen.Progress)) (stop func()) {
 	if fn == nil {
 		return func() {}
 	}
@@ -199,4 +237,21 @@ func watchProgress(r *loadgen.Runner, fn func(loadgen.Progress)) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// shardClients is each client shard's own client-bound check: its records'
+// dispatch lag and its own process's CPU, over the run's window.
+func shardClients(split *loadgen.SplitReport, sums []*result.Summary) []result.ShardClient {
+	out := make([]result.ShardClient, 0, len(split.Shards))
+	for i, sh := range split.Shards {
+		s := sums[i]
+		s.SetWindow(split.Window)
+		s.SetClientHealth(sh.Health)
+		r := s.Result()
+		h := sh.Health
+		out = append(out, result.ShardClient{Shard: sh.Index, Name: fmt.Sprintf("pid %d", sh.PID), Requests: sh.Records, Health: &h,
+			DispatchLagP99Ms: r.Client.DispatchLagP99Ms, StartSkewMs: float64(sh.StartSkew) / float64(time.Millisecond),
+			Bound: r.Client.Bound, Reasons: r.Client.Reasons})
+	}
+	return out
 }

@@ -119,6 +119,9 @@ type Client struct {
 	// its session's key (fleet.session_header, fleet.session_key).
 	SessionHeader string
 	SessionKey    string
+	// Clients splits every live run over this many client processes
+	// (run.clients; 0 or 1: one). loadgen.Splitter owns the shards.
+	Clients int
 }
 
 // Windows are the loads of the three kinds of evaluation.

@@ -23,6 +23,7 @@ type Run struct {
 	APIKeyPlainHTTP   bool      `yaml:"api_key_plain_http" doc:"Send the API key over plain http to another machine too, e.g. to an in-cluster Kubernetes Service (plain http, not loopback), where anyone on the path can read it."`
 	HistoryPolicy     string    `yaml:"history_policy" doc:"What a reasoning model's turn leaves in the conversation for the next turn: final (its final content only; the reasoning is dropped, as the harmony format does for gpt-oss) or keep (reasoning and content)."`
 	PromptDriftLimit  float64   `yaml:"prompt_drift_limit" doc:"Largest mean relative difference between the prompt tokens the server reports and the workload's targets before a profile's run is flagged for prompt drift (docs/loadgen.md)."`
+	Clients           int       `yaml:"clients" doc:"Client processes that drive one live run together (--clients): the users are split into this many shards (a user's sessions on one shard, profiles spread evenly, open-loop sessions dealt as they arrive), each shard its own spoc process started at one agreed instant, their records merged into one stream. One machine drives the load until the client-bound check says it cannot; then shards (docs/loadgen.md, Several clients). Live engines only: the simulator runs in virtual time and has no client."`
 	Arrivals          *Arrivals `yaml:"arrivals,omitempty" doc:"Open-loop sessions for spoc run and spoc sim run: sessions arrive by a rate curve or at a trace's timestamps and users, ramp and mid_session_start do not apply; the sessions in progress are the run's outcome (docs/loadgen.md, Open-loop arrivals). Capacity runs (sweep, tune, plan) stay closed-loop."`
 }
 
@@ -44,6 +45,7 @@ func DefaultRun() Run {
 		ClientBoundLagP99: Duration(10e6),
 		HistoryPolicy:     "final",
 		PromptDriftLimit:  0.10,
+		Clients:           1,
 	}
 }
 
@@ -58,6 +60,9 @@ func (r *Run) validate(p string, imported bool, errs *Errors) {
 		if u, err := url.Parse(r.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs.Addf(p+".target", "want an http:// or https:// base URL such as http://localhost:8000, got %q", r.Target)
 		}
+	}
+	if r.Clients < 1 {
+		errs.Addf(p+".clients", "must be at least 1, got %d", r.Clients)
 	}
 	if r.Users < 1 && r.Arrivals == nil {
 		errs.Addf(p+".users", "must be at least 1, got %d", r.Users)

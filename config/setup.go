@@ -239,6 +239,7 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 			ExactOutputLength: c.Workload.ExactOutputLength, ClientBoundLagP99: c.Run.ClientBoundLagP99.D(),
 			HistoryPolicy: c.Run.HistoryPolicy, PromptDriftLimit: c.Run.PromptDriftLimit,
 			SessionHeader: c.Fleet.SessionHeader, SessionKey: c.Fleet.SessionKey,
+			Clients: c.Run.Clients,
 		},
 		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
 		Sweep: capacity.SweepPolicy{

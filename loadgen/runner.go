@@ -59,6 +59,14 @@ type Options struct {
 	// process, each its own user running one session, and Users, Ramp and
 	// Phase do not apply (workload.ScheduleOptions).
 	Arrivals *workload.Arrivals
+	// Shards, when Count > 1, makes this runner one client of a run split
+	// over several processes (run.clients): it runs only its shard's users
+	// (workload.Shards) and tags their records with its index.
+	Shards workload.Shards
+	// StartAt, when set, is the instant the schedule starts (every shard
+	// of a split run gets the same one); zero starts it now. Report.
+	// StartSkew says how late this process actually began.
+	StartAt time.Time
 
 	RequestTimeout   time.Duration
 	FirstByteTimeout time.Duration
@@ -82,11 +90,11 @@ type Options struct {
 	// RunID tags every record and request id.
 	RunID string
 	// Renderer turns script segments into prompt text.
-	Renderer workload.Renderer
+	Renderer workload.Renderer `json:"-"`
 	// HTTPClient overrides the tuned default (NewTransport).
-	HTTPClient *http.Client
+	HTTPClient *http.Client `json:"-"`
 	// Logger receives run-level events; nil discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// GCPercent is the Go garbage collector's target (see runtime/debug.
 	// SetGCPercent) while Run runs. Zero means DefaultGCPercent unless the
 	// GOGC environment variable is set, which then wins; negative leaves
@@ -172,6 +180,10 @@ type Report struct {
 	Interrupted bool `json:"interrupted"`
 	// Sessions describes an open-loop run's sessions (nil: closed loop).
 	Sessions *workload.SessionStats `json:"sessions,omitempty"`
+	// StartSkew is how long after Options.StartAt the runner's clock
+	// actually started (zero without a StartAt): a shard of a split run
+	// that woke late ran its schedule late by this much.
+	StartSkew time.Duration `json:"start_skew"`
 }
 
 // openLoopPool is the idle-connection pool of an open-loop run, whose
@@ -256,7 +268,7 @@ func New(opts Options) (*Runner, error) {
 // schedule is the closed-loop schedule's part of the options.
 func (o *Options) schedule() workload.ScheduleOptions {
 	return workload.ScheduleOptions{Users: o.Users, Ramp: o.Ramp, Warmup: o.Warmup, Duration: o.Duration, ThinkTimeScale: o.ThinkTimeScale,
-		Phase: o.Phase, PhaseSeed: o.PhaseSeed, Arrivals: o.Arrivals}
+		Phase: o.Phase, PhaseSeed: o.PhaseSeed, Arrivals: o.Arrivals, Shards: o.Shards}
 }
 
 func endpointURL(target, endpoint string) string {
@@ -292,9 +304,22 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		_ = newConversation(o.Endpoint, o.Renderer).addUser(sc, &sc.Turns[0])
 	}
 	start := time.Now().Add(20 * time.Millisecond) // lets goroutines park before the first slot
+	var skew time.Duration
+	if !o.StartAt.IsZero() {
+		// the agreed instant of a split run: the users' slots are laid
+		// out from it, and how late this process woke is reported
+		start = o.StartAt
+		t := time.NewTimer(time.Hour)
+		ok := sleepUntil(ctx, t, start)
+		t.Stop()
+		if !ok {
+			return nil, ctx.Err()
+		}
+		skew = max(time.Since(start), 0)
+	}
 	measuredAt, endAt := sched.Window()
 	measured, end := start.Add(workload.Offset(measuredAt)), start.Add(workload.Offset(endAt))
-	rep := &Report{Start: start, Window: result.Window{Start: measured, End: end}}
+	rep := &Report{Start: start, Window: result.Window{Start: measured, End: end}, StartSkew: skew}
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -340,6 +365,9 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 		firstErr error
 	)
 	for u := range users {
+		if !sched.Owns(u) {
+			continue // another shard's
+		}
 		slot := start.Add(workload.Offset(sched.Start(u)))
 		wg.Add(1)
 		go func() {
@@ -421,7 +449,7 @@ func (u *user) run(ctx context.Context, cur workload.Cursor) error {
 		}
 		due := u.start.Add(workload.Offset(next.At))
 		rec := &result.Record{
-			RunID: o.RunID, User: u.id, Session: next.Session, Profile: script.Profile, Turn: turn.Index,
+			RunID: o.RunID, User: u.id, Session: next.Session, Profile: script.Profile, Turn: turn.Index, Shard: o.Shards.Index,
 			RequestID:          result.RequestID(o.RunID, u.id, next.Session, turn.Index),
 			Scheduled:          due,
 			Warmup:             next.Warmup,

@@ -25,6 +25,9 @@ type Record struct {
 	Session int    `json:"session"`
 	Profile string `json:"profile"`
 	Turn    int    `json:"turn"`
+	// Shard is the client process (or pod) that sent the request when a
+	// run is split over several (run.clients); 0 for a single client.
+	Shard int `json:"shard,omitempty"`
 	// RequestID identifies the request to the server (sent as X-Request-Id)
 	// so that client and server logs can be joined; empty when unknown.
 	RequestID string `json:"request_id,omitempty"`

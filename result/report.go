@@ -107,6 +107,24 @@ type ClientReport struct {
 	// Bound marks the run untrustworthy; Reasons says why.
 	Bound   bool     `json:"client_bound"`
 	Reasons []string `json:"reasons,omitempty"`
+	// Shards is each client process's own check when the run was split
+	// over several (run.clients); any shard bound makes the run bound.
+	Shards []ShardClient `json:"shards,omitempty"`
+}
+
+// ShardClient is one client shard's self-check in a split run: the same
+// dispatch-lag and CPU rules over its own records and its own process.
+type ShardClient struct {
+	Shard int `json:"shard"`
+	// Name says where it ran (a process id, a pod).
+	Name             string        `json:"name"`
+	Requests         int64         `json:"requests"`
+	Health           *ClientHealth `json:"health,omitempty"`
+	DispatchLagP99Ms float64       `json:"dispatch_lag_p99_ms"`
+	// StartSkewMs is how late the shard started against the agreed instant.
+	StartSkewMs float64  `json:"start_skew_ms"`
+	Bound       bool     `json:"client_bound"`
+	Reasons     []string `json:"reasons,omitempty"`
 }
 
 // Result is a Summary's JSON-able snapshot.
@@ -177,6 +195,15 @@ func (s *Summary) Result() *Result {
 	if h := s.health; h != nil && h.CPUUtilization >= s.cpuLimit {
 		c.Bound = true
 		c.Reasons = append(c.Reasons, "client CPU saturated ("+fmtPercent(h.CPUUtilization)+" of "+fmtFloat(h.CPUCores)+" cores)")
+	}
+	for _, sh := range s.shards {
+		c.Shards = append(c.Shards, sh)
+		if sh.Bound {
+			c.Bound = true
+			for _, r := range sh.Reasons {
+				c.Reasons = append(c.Reasons, "client shard "+strconv.Itoa(sh.Shard)+" ("+sh.Name+"): "+r)
+			}
+		}
 	}
 	res.Drift.Limit = s.driftLimit
 	for _, st := range res.Profiles {

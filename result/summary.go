@@ -146,6 +146,7 @@ type Summary struct {
 	// driftLimit is the |mean prompt drift| that flags a profile.
 	driftLimit float64
 	health     *ClientHealth
+	shards     []ShardClient
 	overall    *group
 	profiles   map[string]*group
 	excluded   int64
@@ -191,6 +192,14 @@ func (s *Summary) SetEnd(t time.Time) {
 	s.mu.Lock()
 	s.window.End = t
 	s.mu.Unlock()
+}
+
+// SetShards attaches the client shards' own checks of a split run: the run
+// is client-bound when any of them is.
+func (s *Summary) SetShards(sh []ShardClient) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shards = append([]ShardClient(nil), sh...)
 }
 
 // SetClientHealth attaches the client's self-measurement to the result.

@@ -61,6 +61,15 @@ func WriteText(w io.Writer, res *Result) error {
 		ew.Printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s, %d GC cycles (%.1f%% of its cores)",
 			100*h.CPUUtilization, h.CPUCores, msText(h.SchedLatencyP99Ms), h.GCCycles, 100*h.GCCPUShare)
 	}
+	for _, sh := range c.Shards {
+		ew.Printf("\n  client shard %d (%s): %d requests, dispatch lag p99 %s, start skew %s", sh.Shard, sh.Name, sh.Requests, msText(sh.DispatchLagP99Ms), msText(sh.StartSkewMs))
+		if h := sh.Health; h != nil {
+			ew.Printf(", CPU %.0f%% of %g cores", 100*h.CPUUtilization, h.CPUCores)
+		}
+		if sh.Bound {
+			ew.Printf(", client-bound")
+		}
+	}
 	if c.Bound {
 		ew.Printf("\nWARNING: client-bound run, latencies are not trustworthy: %s", strings.Join(c.Reasons, "; "))
 	}

@@ -69,6 +69,9 @@ type Schedule struct {
 	thinkTimeScale float64
 	// arrivals are the open-loop sessions' start times (nil: closed loop)
 	arrivals []float64
+	// shardOf is each user's shard (nil: one client runs every user)
+	shardOf []int
+	shard   int
 	meter    *sessionMeter
 }
 
@@ -95,6 +98,11 @@ type ScheduleOptions struct {
 	// Arrivals, when set, makes the schedule open-loop: sessions start by
 	// this process and Users, Ramp and Phase do not apply.
 	Arrivals *Arrivals
+	// Shards, when Count > 1, makes this schedule one client's part of a
+	// run split over several (run.clients): Owns says which users it runs,
+	// by the rule of Shards. Times, windows and user indices stay the whole
+	// run's.
+	Shards Shards
 }
 
 // Validate reports every invalid option in one error.
@@ -108,6 +116,9 @@ func (o ScheduleOptions) Validate() error {
 	}
 	if o.Warmup < 0 || o.Ramp < 0 || o.ThinkTimeScale < 0 || o.Phase < 0 {
 		errs = append(errs, "warmup, ramp, phase and think-time scale must not be negative")
+	}
+	if err := o.Shards.Validate(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if o.Arrivals != nil {
 		if err := o.Arrivals.Validate(); err != nil {
@@ -149,8 +160,19 @@ func NewSchedule(src Source, o ScheduleOptions) (*Schedule, error) {
 		s.arrivals, s.users = times, len(times)
 		s.meter = newSessionMeter(s.warmup, s.end)
 	}
+	if o.Shards.Count > 1 {
+		shardOf, err := Partition(src, s.users, o.Shards.Count)
+		if err != nil {
+			return nil, fmt.Errorf("schedule: %w", err)
+		}
+		s.shardOf, s.shard = shardOf, o.Shards.Index
+	}
 	return s, nil
 }
+
+// Owns reports whether this schedule's client runs user: every user unless
+// the run is split over shards (ScheduleOptions.Shards).
+func (s *Schedule) Owns(user int) bool { return s.shardOf == nil || s.shardOf[user] == s.shard }
 
 // Users is the number of users the executors run: the closed-loop users,
 // or with Arrivals one per arriving session.

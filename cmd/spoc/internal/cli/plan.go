@@ -19,6 +19,11 @@ import (
 
 func init() { register(newPlanCmd) }
 
+// planKeys are the flags of spoc plan that set configuration keys.
+var planKeys = keyFlags{
+	{flag: "clients", key: "run.clients"},
+}
+
 type planFlags struct {
 	config, out            string
 	quick, compare, asJSON bool
@@ -56,12 +61,13 @@ engine time each fidelity would take before anything runs (docs/fidelity.md).`,
 	fl.BoolVar(&f.compare, "compare", false, "also sweep the chosen configuration on engine.compare targets (default 4× H100 vs 2× H200)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fl.Int("clients", 1, "client processes that split each live run's users (run.clients)")
 	fl.BoolVar(&f.estimate, "estimate", false, "print the engine time each plan.fidelity would take for this configuration, and run nothing else")
 	return cmd
 }
 
 func runPlan(cmd *cobra.Command, f *planFlags) error {
-	cfg, err := loadConfig(f.config)
+	cfg, err := loadConfigWith(f.config, cmd.Flags(), planKeys)
 	if err != nil {
 		return err
 	}

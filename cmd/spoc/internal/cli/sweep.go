@@ -25,6 +25,7 @@ var sweepKeys = keyFlags{
 	{flag: "seeds", key: "sweep.seeds"},
 	{flag: "precision", key: "sweep.precision"},
 	{flag: "max-runs", key: "sweep.max_runs"},
+	{flag: "clients", key: "run.clients"},
 }
 
 type sweepFlags struct {
@@ -64,6 +65,7 @@ engine.params, overridden by --params, or the parameters of study trial --trial.
 	fl.Int("seeds", 5, "with --precision 0: workload seeds the ceiling's interval is measured with (sweep.seeds); 1: no interval")
 	fl.String("precision", "10%", "the capacity estimate's precision target (sweep.precision): its 95 % interval's half-width, e.g. 5%; 0: no estimate")
 	fl.Int("max-runs", 30, "most runs on fresh workload seeds the estimate makes (sweep.max_runs)")
+	fl.Int("clients", 1, "client processes that split each live run's users (run.clients)")
 	fl.StringVarP(&f.out, "out", "o", "spoc-out", "folder of the study (for --trial) and of the sweep's records")
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	fl.BoolVar(&f.quiet, "quiet", false, "no per-level progress")

@@ -144,7 +144,9 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 			return nil, err
 		}
 		progress = runner
-		execute = func(ctx context.Context, sink result.Sink) (*loadgen.Report, error) { return runner.Run(ctx, gen, sink) }
+		execute = func(ctx context.Context, sink result.Sink) (*loadgen.Report, error) {
+			return runner.Run(ctx, gen, sink)
+		}
 	}
 	report := out.Progress
 	if watch := e.watcher(); watch != nil {

@@ -72,7 +72,7 @@ type Schedule struct {
 	// shardOf is each user's shard (nil: one client runs every user)
 	shardOf []int
 	shard   int
-	meter    *sessionMeter
+	meter   *sessionMeter
 }
 
 // ScheduleOptions are a Schedule's parameters; they mean the same to every

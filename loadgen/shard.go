@@ -96,7 +96,16 @@ func RunShard(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Log
 	if err := enc.Encode(shardMessage{Ready: true}); err != nil {
 		return err
 	}
-	line, err = br.ReadBytes('\n')
+	startLine := make(chan error, 1)
+	go func() {
+		line, err = br.ReadBytes('\n')
+		startLine <- err
+	}()
+	select {
+	case err = <-startLine:
+	case <-ctx.Done():
+		return fmt.Errorf("shard %d: interrupted before the start: %w", job.Options.Shards.Index, ctx.Err())
+	}
 	if err != nil {
 		return fmt.Errorf("shard %d: no start instant from the parent: %w", job.Options.Shards.Index, err)
 	}

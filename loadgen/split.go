@@ -198,7 +198,12 @@ func (s *Splitter) Run(ctx context.Context, out result.Sink) (*SplitReport, erro
 		case q := <-died:
 			return nil, s.dead(q, procs)
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			// interrupted before the start: nothing was sent
+			for _, p := range procs {
+				s.stop(p, false)
+			}
+			now := time.Now()
+			return &SplitReport{Report: Report{Start: now, Window: result.Window{Start: now, End: now}, Interrupted: true}}, ctx.Err()
 		}
 	}
 	start := time.Now().Add(o.StartLead)
@@ -348,6 +353,7 @@ func (p *shardProc) reason() string {
 func (s *Splitter) dead(q *shardProc, procs []*shardProc) error {
 	for _, p := range procs {
 		_ = p.cmd.Process.Signal(syscall.SIGINT)
+		_ = p.stdin.Close()
 	}
 	for _, p := range procs {
 		if p != q {
@@ -369,7 +375,10 @@ func (s *Splitter) stop(p *shardProc, kill bool) {
 	if kill {
 		_ = p.cmd.Process.Kill()
 	} else {
+		// SIGINT stops a running shard; a closed stdin one still waiting
+		// for its start
 		_ = p.cmd.Process.Signal(syscall.SIGINT)
+		_ = p.stdin.Close()
 	}
 	select {
 	case <-p.exited:

@@ -28,6 +28,10 @@ const (
 	// CauseOverload: none of the above: the serving replicas are past
 	// their ceiling.
 	CauseOverload = "overload"
+	// CauseErrors: the minute's latencies are within the limits and its
+	// error rate is not (at the day's end: the requests cancelled when the
+	// window closed).
+	CauseErrors = "errors"
 )
 
 // WorstMinute is one of a policy's worst minutes and what explains it.
@@ -89,6 +93,9 @@ func worstMinutes(sla result.SLA, bins []result.AttainmentBin, st *sim.ScaleStat
 			if m.Routed > 0 {
 				w.Imbalance = float64(m.MaxRouted) * float64(m.Replicas) / float64(m.Routed)
 			}
+		}
+		if w.Severity <= 1 {
+			w.Causes = append(w.Causes, CauseErrors)
 		}
 		if w.Cold > 0 && w.HitShare < 0.9*day {
 			w.Causes = append(w.Causes, CauseColdStart)

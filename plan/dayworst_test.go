@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func TestWorstMinutesNameTheirCauses(t *testing.T) {
 		{Start: 180, Requests: 10, TTFT: 0.5, ITL: 0.1},  // imbalance, by ITL
 		{Start: 240, Requests: 10, TTFT: 1.2, ITL: 0.02}, // overload
 		{Start: 300, Requests: 0},
+		{Start: 360, Requests: 10, TTFT: 0.2, ITL: 0.01}, // errors
 	}
 	st := &sim.ScaleStats{
 		Events: []sim.ScaleEvent{{At: 0, Serving: 1}, {At: 30, Serving: 1, Starting: 1}, {At: 110, Serving: 2}},
@@ -32,6 +34,7 @@ func TestWorstMinutesNameTheirCauses(t *testing.T) {
 			{Start: 180, Routed: 10, MaxRouted: 8, Replicas: 2, PromptTokens: 1000, CachedTokens: 900},
 			{Start: 240, Routed: 10, MaxRouted: 5, Replicas: 2, PromptTokens: 1000, CachedTokens: 900, Cold: 1},
 			{Start: 300},
+			{Start: 360, Routed: 10, MaxRouted: 5, Replicas: 2, PromptTokens: 1000, CachedTokens: 900},
 		},
 	}
 	w := worstMinutes(sla, bins, st)
@@ -39,20 +42,20 @@ func TestWorstMinutesNameTheirCauses(t *testing.T) {
 	for _, m := range w {
 		at = append(at, m.Start)
 	}
-	want := [][]string{{CauseScaleUpLag}, {CauseColdStart}, {CauseImbalance}, {CauseOverload}}
-	if !slices.Equal(at, []float64{60, 180, 120, 240}) {
-		t.Fatalf("worst minutes at %v, want by severity 60 (3×), 180 (2×), 120 (1.5×), 240 (1.2×)", at)
+	want := [][]string{{CauseScaleUpLag}, {CauseColdStart}, {CauseImbalance}, {CauseOverload}, {CauseErrors}}
+	if !slices.Equal(at, []float64{60, 180, 120, 240, 360}) {
+		t.Fatalf("worst minutes at %v, want by severity 60 (3×), 180 (2×), 120 (1.5×), 240 (1.2×), 360 (0.2×: its errors)", at)
 	}
 	byStart := map[float64][]string{}
 	for _, m := range w {
 		byStart[m.Start] = m.Causes
 	}
-	for i, s := range []float64{60, 120, 180, 240} {
+	for i, s := range []float64{60, 120, 180, 240, 360} {
 		if !slices.Equal(byStart[s], want[i]) {
 			t.Errorf("minute at %v s: causes %v, want %v", s, byStart[s], want[i])
 		}
 	}
-	if w[0].Serving != 1 || w[0].Starting != 1 || w[1].Imbalance != 1.6 || w[0].DayHitShare != 0.78 {
+	if w[0].Serving != 1 || w[0].Starting != 1 || w[1].Imbalance != 1.6 || math.Abs(w[0].DayHitShare-4800.0/6000) > 1e-12 {
 		t.Errorf("worst minute %+v, second %+v", w[0], w[1])
 	}
 	if worstMinutes(sla, bins, nil) != nil {

@@ -117,12 +117,12 @@ func TestPropertyLongerStartupNeverImprovesAttainment(t *testing.T) {
 }
 
 // The replicas follow the policy: they start Startup after the decision,
-// never exceed the bounds, and a drained replica stops.
+// never exceed the bounds, and a drained replica stops (no scale-down
+// window, so that the fall drains while requests are in flight).
 func TestAutoscaleLifecycle(t *testing.T) {
-	testtool.Long(t, "a simulated day of 30 minutes (~4 s CPU)")
 	src := dayWorkload(t)
 	const startup = 90 * time.Second
-	d := runDay(t, 4, &Autoscale{Policy: &TargetTracking{UsersPerReplica: 20}, MinReplicas: 1, MaxReplicas: 3, Startup: startup}, rampDay(2), src)
+	d := runDay(t, 4, &Autoscale{Policy: &TargetTracking{UsersPerReplica: 20, DownStabilization: -1}, MinReplicas: 1, MaxReplicas: 3, Startup: startup}, rampDay(2), src)
 	ev := d.st.Scale.Events
 	if len(ev) < 3 || ev[0].At != 0 || ev[0].Serving != 1 {
 		t.Fatalf("events %+v: want one replica serving at 0 and changes after", ev)

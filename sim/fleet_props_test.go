@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -42,9 +43,7 @@ func soloWorkload(t testing.TB) workload.Workload {
 // what one replica serves, within 5 % (R ≤ 4): the fleet model adds no
 // capacity and loses none that a router could not win back.
 func TestPropertyFleetScalesWithoutSharedPrefixes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("four capacity searches")
-	}
+	testtool.Long(t, "four capacity searches of fleets: about 12 s")
 	src := soloWorkload(t)
 	load := fleetLoad{ramp: 30 * time.Second, warmup: time.Minute, window: 5 * time.Minute}
 	pass := func(r int) func(int) bool {
@@ -75,9 +74,7 @@ func TestPropertyFleetScalesWithoutSharedPrefixes(t *testing.T) {
 // hit rate of a single server at the same load per replica, within 5
 // points, on the reference workload and deployment.
 func TestPropertyFleetAffinityKeepsHitRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reference runs of up to 600 users")
-	}
+	testtool.Long(t, "reference fleet runs of up to 600 users: about 10 s")
 	const perReplica = 150
 	load := fleetLoad{users: perReplica, ramp: time.Minute, warmup: time.Minute, window: propDuration}
 	ref := func(r int, f Fleet) fleetRun {

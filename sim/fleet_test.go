@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spoc-project/spoc/internal/testharness/testtool"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/workload"
 )
@@ -207,9 +208,7 @@ func TestFleetReplicasOnOneClockAreIndependent(t *testing.T) {
 // workload (gpt-oss-20b, one H100 per replica): how the router and the
 // windows move the answer. Run with -v; docs/fleet.md quotes the table.
 func TestFleetIssueWorkload(t *testing.T) {
-	if testing.Short() {
-		t.Skip("about 40 simulated runs")
-	}
+	testtool.Long(t, "about 40 simulated fleet runs: about 11 s")
 	src := issueWorkload(t)
 	short := fleetLoad{ramp: 4 * time.Second, warmup: 8 * time.Second, window: 15 * time.Second}
 	long := fleetLoad{ramp: 4 * time.Second, warmup: 60 * time.Second, window: 120 * time.Second}

@@ -75,6 +75,9 @@ func (p *healthProbe) end() result.ClientHealth {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cores := float64(min(runtime.GOMAXPROCS(0), runtime.NumCPU()))
+	if limit := cpuLimit(); limit > 0 {
+		cores = min(cores, limit) // a cgroup quota below the threads
+	}
 	h := result.ClientHealth{CPUCores: cores}
 	if !p.started {
 		return h

@@ -20,11 +20,13 @@ import (
 	"github.com/spoc-project/spoc/result"
 )
 
-// startSimServer starts spoc sim serve as its own process and returns its
-// base URL; the test stops it.
-func startSimServer(t *testing.T, spoc string) string {
+// startSimServer starts spoc sim serve (gpt-oss-20b on an H200, vLLM's
+// routes and fields, any port) as its own process with extra flags and
+// returns its base URL; the test stops it.
+func startSimServer(t *testing.T, spoc string, extra ...string) string {
 	t.Helper()
-	srv := exec.Command(spoc, "sim", "serve", "--vllm-faithful", "openai/gpt-oss-20b", "--port", "0", "--gpu", "H200-SXM")
+	args := append([]string{"sim", "serve", "--vllm-faithful", "openai/gpt-oss-20b", "--port", "0", "--gpu", "H200-SXM"}, extra...)
+	srv := exec.Command(spoc, args...)
 	stderr, err := srv.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spoc-project/spoc/internal/testharness/testtool"
 )
@@ -27,31 +24,7 @@ func TestLivePlanOnAnExternalServerMeasuresOnce(t *testing.T) {
 	if name == nil {
 		t.Fatalf("the live plan config names no served model:\n%s", yaml)
 	}
-	srv := exec.Command(spoc, "sim", "serve", "--vllm-faithful", "openai/gpt-oss-20b", "--served-model-name", name[1], "--port", "0", "--gpu", "H200-SXM")
-	stderr, err := srv.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+)`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-urls:
-	case <-time.After(30 * time.Second):
-		t.Fatal("spoc sim serve did not say where it serves")
-	}
+	url := startSimServer(t, spoc, "--served-model-name", name[1])
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "external.yaml")
 	writeFile(t, cfg, strings.Replace(yaml, "process:", "external:\n    url: "+url+"\n  process:", 1))

@@ -68,7 +68,7 @@ Ctrl-C stops the run, keeps the records, prints what was measured and exits 130.
 	fl.String("api-key-env", "", "environment variable holding the API key (default run.api_key_env; none: no key is sent)")
 	fl.String("model", "", "model name in requests (default engine.served_model_name or engine.model)")
 	fl.String("endpoint", "", "chat or completions (default run.endpoint)")
-	fl.Int("clients", 1, "client processes that split the users and drive the run together, records merged (default run.clients)")
+	fl.Int("clients", 1, "client processes that split the users and drive the run together, records merged (run.clients)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.quiet, "quiet", false, "no live progress")
 	fl.BoolVar(&f.check, "check", false, "exit 3 when the SLA is not met")

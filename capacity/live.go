@@ -242,7 +242,8 @@ func watchProgress(r interface{ Progress() loadgen.Progress }, fn func(loadgen.P
 }
 
 // shardClients is each client shard's own client-bound check: its records'
-// dispatch lag and its own process's CPU, over the run's window.
+// dispatch lag and requests left unsent, and its own process's CPU, over
+// the run's window.
 func shardClients(split *loadgen.SplitReport, sums []*result.Summary) []result.ShardClient {
 	out := make([]result.ShardClient, 0, len(split.Shards))
 	for i, sh := range split.Shards {
@@ -252,7 +253,7 @@ func shardClients(split *loadgen.SplitReport, sums []*result.Summary) []result.S
 		r := s.Result()
 		h := sh.Health
 		out = append(out, result.ShardClient{Shard: sh.Index, Name: fmt.Sprintf("pid %d", sh.PID), Requests: sh.Records, Health: &h,
-			DispatchLagP99Ms: r.Client.DispatchLagP99Ms, StartSkewMs: float64(sh.StartSkew) / float64(time.Millisecond),
+			DispatchLagP99Ms: r.Client.DispatchLagP99Ms, UnsentLate: r.Client.UnsentLate, StartSkewMs: float64(sh.StartSkew) / float64(time.Millisecond),
 			Bound: r.Client.Bound, Reasons: r.Client.Reasons})
 	}
 	return out

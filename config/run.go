@@ -18,7 +18,7 @@ type Run struct {
 	Endpoint          string    `yaml:"endpoint" doc:"chat (/v1/chat/completions) or completions (/v1/completions)."`
 	RequestTimeout    Duration  `yaml:"request_timeout" doc:"Longest a request may take before it counts as a timeout."`
 	FirstByteTimeout  Duration  `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
-	ClientBoundLagP99 Duration  `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this."`
+	ClientBoundLagP99 Duration  `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this, or when more than 1 % of the window's requests were due for longer than this and never sent (a stalled client sends nothing)."`
 	APIKeyEnv         string    `yaml:"api_key_env" doc:"Environment variable holding the API key sent as a bearer token; empty (the default) sends none. The key goes only over https or to a server on this machine (loopback) unless api_key_plain_http is set; it is never logged or recorded."`
 	APIKeyPlainHTTP   bool      `yaml:"api_key_plain_http" doc:"Send the API key over plain http to another machine too, e.g. to an in-cluster Kubernetes Service (plain http, not loopback), where anyone on the path can read it."`
 	HistoryPolicy     string    `yaml:"history_policy" doc:"What a reasoning model's turn leaves in the conversation for the next turn: final (its final content only; the reasoning is dropped, as the harmony format does for gpt-oss) or keep (reasoning and content)."`

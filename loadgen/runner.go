@@ -375,12 +375,20 @@ func (r *Runner) Run(ctx context.Context, src workload.Source, out result.Sink) 
 			t := time.NewTimer(time.Hour)
 			ok := sleepUntil(runCtx, t, slot.Add(-renderLead))
 			t.Stop()
+			vu := &user{r: r, id: u, start: start, records: records}
 			if !ok {
-				return // stopped before this user's slot: nothing was due
+				// Stopped before this user began. Its first request is
+				// recorded (cancelled, never sent) when it was already due:
+				// a client too starved to wake its users in time fell
+				// behind its schedule, and that must show (the summary's
+				// unsent-requests check); otherwise nothing was due.
+				if !time.Now().Before(slot) {
+					_ = vu.run(runCtx, sched.User(u))
+				}
+				return
 			}
 			r.progress.active.Add(1)
 			defer r.progress.active.Add(-1)
-			vu := &user{r: r, id: u, start: start, records: records}
 			if err := vu.run(runCtx, sched.User(u)); err != nil {
 				errMu.Lock()
 				if firstErr == nil {

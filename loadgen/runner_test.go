@@ -521,3 +521,64 @@ func TestOverloadedServerVerdict(t *testing.T) {
 		t.Fatalf("verdict %s %q, overall %+v", v.State, v.First(), res.Overall)
 	}
 }
+
+// stallingRenderer renders like FillerRenderer until stallAt, then blocks
+// every render until release is closed: the users' dispatch path stops, as
+// in a client starved of CPU while it builds prompts.
+type stallingRenderer struct {
+	stallAt time.Time
+	release chan struct{}
+}
+
+func (s stallingRenderer) Render(dst []byte, seg workload.Segment) ([]byte, error) {
+	if !time.Now().Before(s.stallAt) {
+		<-s.release
+	}
+	return loadgen.FillerRenderer{}.Render(dst, seg)
+}
+
+// TestStalledClientIsClientBound: a client whose users stop dispatching
+// part-way through the window sends nothing more, so its dispatch lag (of
+// the requests it did send) and its idle CPU both look healthy; the
+// requests it owed at the window end, recorded unsent, must mark the run
+// client-bound and say so.
+func TestStalledClientIsClientBound(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(testserver.Config{TokenInterval: time.Millisecond})
+	defer srv.Close()
+	const window = 500 * time.Millisecond
+	release := make(chan struct{})
+	now := time.Now()
+	// the renders stall 200 ms into the window and stay stalled until
+	// after its end
+	stall := time.AfterFunc(window+400*time.Millisecond, func() { close(release) })
+	defer stall.Stop()
+	sink := &collect{}
+	r := newRunner(t, srv.URL, loadgen.Options{Users: 4, Duration: window,
+		Renderer: stallingRenderer{stallAt: now.Add(200 * time.Millisecond), release: release}})
+	rep, err := r.Run(context.Background(), loadgen.SyntheticSource{Turns: 1000, MaxTokens: 5}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := result.NewSummary(result.DefaultSLA(), rep.Window)
+	for _, rec := range sink.recs {
+		sum.Add(rec)
+	}
+	sum.SetClientHealth(rep.Health)
+	c := sum.Result().Client
+	unsent := 0
+	for _, rec := range sink.recs {
+		if rec.Sent.IsZero() {
+			unsent++
+			if rec.Status != result.StatusCancelled || !rec.Done.After(rep.Window.End) {
+				t.Fatalf("unsent record %+v", rec)
+			}
+		}
+	}
+	if unsent != 4 || c.UnsentLate != 4 {
+		t.Fatalf("%d records unsent, %d late in the summary; want one per user (4): %+v", unsent, c.UnsentLate, c)
+	}
+	if !c.Bound || !slices.ContainsFunc(c.Reasons, func(s string) bool { return strings.Contains(s, "requests due in the window never sent") }) {
+		t.Fatalf("stalled client not client-bound by its unsent requests: %+v", c)
+	}
+}

@@ -104,6 +104,16 @@ type ClientReport struct {
 	// DispatchLagP99Ms is the overall dispatch-lag p99; LagLimitMs its limit.
 	DispatchLagP99Ms float64 `json:"dispatch_lag_p99_ms"`
 	LagLimitMs       float64 `json:"lag_limit_ms"`
+	// Unsent counts the window's requests the client never sent (due
+	// before the run stopped, cancelled before sending); UnsentLate those
+	// of them that had been due for longer than the lag limit, and
+	// UnsentWaitMaxMs the longest such wait. More than UnsentLateShare of
+	// the window's requests unsent late marks the run client-bound: the
+	// client fell behind its schedule without sending, which leaves no
+	// dispatch-lag sample.
+	Unsent          int64   `json:"unsent"`
+	UnsentLate      int64   `json:"unsent_late"`
+	UnsentWaitMaxMs float64 `json:"unsent_wait_max_ms,omitempty"`
 	// Bound marks the run untrustworthy; Reasons says why.
 	Bound   bool     `json:"client_bound"`
 	Reasons []string `json:"reasons,omitempty"`
@@ -121,6 +131,9 @@ type ShardClient struct {
 	Requests         int64         `json:"requests"`
 	Health           *ClientHealth `json:"health,omitempty"`
 	DispatchLagP99Ms float64       `json:"dispatch_lag_p99_ms"`
+	// UnsentLate counts its requests due longer than the lag limit and
+	// never sent (ClientReport.UnsentLate).
+	UnsentLate int64 `json:"unsent_late"`
 	// StartSkewMs is how late the shard started against the agreed instant.
 	StartSkewMs float64  `json:"start_skew_ms"`
 	Bound       bool     `json:"client_bound"`
@@ -191,6 +204,12 @@ func (s *Summary) Result() *Result {
 			c.Bound = true
 			c.Reasons = append(c.Reasons, "dispatch lag p99 "+fmtDuration(lag)+" > "+fmtDuration(s.lagLimit))
 		}
+	}
+	c.Unsent, c.UnsentLate, c.UnsentWaitMaxMs = s.unsent, s.unsentLate, ms(s.unsentWait)
+	if n := res.Overall.Requests; s.unsentLate > 0 && float64(s.unsentLate) > UnsentLateShare*float64(n) {
+		c.Bound = true
+		c.Reasons = append(c.Reasons, strconv.FormatInt(s.unsentLate, 10)+" of "+strconv.FormatInt(n, 10)+
+			" requests due in the window never sent (waiting up to "+fmtDuration(s.unsentWait)+", over "+fmtDuration(s.lagLimit)+")")
 	}
 	if h := s.health; h != nil && h.CPUUtilization >= s.cpuLimit {
 		c.Bound = true

@@ -47,6 +47,11 @@ const (
 // marked client-bound unless an option says otherwise.
 const DefaultClientBoundLagP99 = 10 * time.Millisecond
 
+// UnsentLateShare is the share of a window's requests that may be due for
+// longer than the dispatch-lag limit and never sent before the run counts
+// as client-bound: the share the lag p99 rule lets be late among the sent.
+const UnsentLateShare = 0.01
+
 // DefaultCPUSaturation is the fraction of its usable cores above which the
 // client counts as CPU-saturated (and the run as client-bound).
 const DefaultCPUSaturation = 0.9
@@ -150,9 +155,16 @@ type Summary struct {
 	overall    *group
 	profiles   map[string]*group
 	excluded   int64
-	first      time.Time // earliest scheduled of counted records
-	last       time.Time // latest done of counted records
-	gapBuf     []int64
+	// unsent counts the counted records the client never sent (cancelled
+	// before sending), unsentLate those of them that had been due for
+	// longer than lagLimit when they were given up, and unsentWait is the
+	// longest such wait: a client that stalls sends nothing, so it leaves
+	// no dispatch-lag sample, only requests still waiting at the end.
+	unsent, unsentLate int64
+	unsentWait         time.Duration
+	first              time.Time // earliest scheduled of counted records
+	last               time.Time // latest done of counted records
+	gapBuf             []int64
 	// slots count the counted records by when they were scheduled, in
 	// slotWidth steps, for SettlingReport (the window's halves are known
 	// only once a live run has ended).
@@ -233,6 +245,15 @@ func (s *Summary) Add(r *Record) bool {
 	}
 	if r.Done.After(s.last) {
 		s.last = r.Done
+	}
+	if r.Sent.IsZero() && r.Status == StatusCancelled {
+		// Done is when the request was given up: it had waited at least
+		// Done − Scheduled past its send time (a censored dispatch lag)
+		s.unsent++
+		if w := r.Done.Sub(r.Scheduled); w > s.lagLimit {
+			s.unsentLate++
+			s.unsentWait = max(s.unsentWait, w)
+		}
 	}
 	good, goodBut := s.isGood(r)
 	s.overall.add(r, good, goodBut)

@@ -185,6 +185,65 @@ func TestClientBound(t *testing.T) {
 	}
 }
 
+// unsentRec is a request due at t0+at that the client gave up, never sent,
+// after waiting wait.
+func unsentRec(at, wait time.Duration) *Record {
+	s := t0.Add(at)
+	return &Record{Profile: "P0", Scheduled: s, Done: s.Add(wait), Status: StatusCancelled, Error: "cancelled before sending: measured window ended"}
+}
+
+// TestClientBoundByUnsentRequests: a client that stalls sends nothing, so
+// it leaves no dispatch-lag sample; the requests it still owed when the run
+// stopped, each due for longer than the lag limit, mark it client-bound
+// once they are more than the share the lag p99 tolerates.
+func TestClientBoundByUnsentRequests(t *testing.T) {
+	const limit = 10 * time.Millisecond
+	tests := []struct {
+		name       string
+		sent       int             // on time
+		unsent     []time.Duration // waits of the unsent requests
+		bound      bool
+		unsentLate int64
+		reason     string
+	}{
+		{name: "stalled: nothing sent, every user owes a request", unsent: repeatWait(5*time.Second, 4),
+			bound: true, unsentLate: 4, reason: "4 of 4 requests due in the window never sent (waiting up to 5s, over 10ms)"},
+		{name: "stalled part way", sent: 200, unsent: append(repeatWait(3*time.Second, 99), 12*time.Second),
+			bound: true, unsentLate: 100, reason: "100 of 300 requests due in the window never sent (waiting up to 12s, over 10ms)"},
+		{name: "healthy: due in the last milliseconds before the end", sent: 200, unsent: repeatWait(3*time.Millisecond, 20)},
+		{name: "one late among many is within the p99 share", sent: 199, unsent: []time.Duration{time.Second}, unsentLate: 1},
+		{name: "two late among 200 are the share, three over it", sent: 197, unsent: []time.Duration{time.Second, 20 * time.Millisecond, 11 * time.Millisecond},
+			bound: true, unsentLate: 3, reason: "3 of 200 requests due in the window never sent (waiting up to 1s, over 10ms)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSummary(DefaultSLA(), Window{Start: t0, End: t0.Add(time.Minute)}, WithClientBoundLag(limit))
+			for i := range tc.sent {
+				s.Add(rec("P0", time.Duration(i)*time.Millisecond, 100*time.Millisecond, 10*time.Millisecond, 5))
+			}
+			for i, w := range tc.unsent {
+				s.Add(unsentRec(time.Duration(i)*time.Millisecond, w))
+			}
+			s.SetClientHealth(ClientHealth{CPUCores: 1, CPUUtilization: 0.02}) // idle: the CPU check sees nothing
+			c := s.Result().Client
+			if c.Bound != tc.bound || c.UnsentLate != tc.unsentLate || c.Unsent != int64(len(tc.unsent)) {
+				t.Fatalf("bound %v unsent %d late %d (want %v, %d, %d): %v", c.Bound, c.Unsent, c.UnsentLate, tc.bound, len(tc.unsent), tc.unsentLate, c.Reasons)
+			}
+			if tc.bound && (len(c.Reasons) != 1 || c.Reasons[0] != tc.reason) {
+				t.Fatalf("reasons %q, want [%q]", c.Reasons, tc.reason)
+			}
+		})
+	}
+}
+
+func repeatWait(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
 func TestInferredWindowAndGoodput(t *testing.T) {
 	s := NewSummary(DefaultSLA(), Window{})
 	warm := rec("P0", 0, time.Millisecond, time.Millisecond, 2)

@@ -61,6 +61,9 @@ func WriteText(w io.Writer, res *Result) error {
 		ew.Printf(", CPU %.0f%% of %g cores, scheduler latency p99 %s, %d GC cycles (%.1f%% of its cores)",
 			100*h.CPUUtilization, h.CPUCores, msText(h.SchedLatencyP99Ms), h.GCCycles, 100*h.GCCPUShare)
 	}
+	if c.UnsentLate > 0 {
+		ew.Printf(", %d requests due longer than the limit never sent (up to %s)", c.UnsentLate, msText(c.UnsentWaitMaxMs))
+	}
 	for _, sh := range c.Shards {
 		ew.Printf("\n  client shard %d (%s): %d requests, dispatch lag p99 %s, start skew %s", sh.Shard, sh.Name, sh.Requests, msText(sh.DispatchLagP99Ms), msText(sh.StartSkewMs))
 		if h := sh.Health; h != nil {

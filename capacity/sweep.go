@@ -143,6 +143,15 @@ type SweepResult struct {
 // end still says where the knee is.
 func (r *SweepResult) bracketLo() int { return max(r.Ceiling, r.UnconfirmedUsers) }
 
+// AimUsers is the user count a later run should aim at when it needs the
+// knee's place, not a judged capacity: the bracket's lower end (the judged
+// ceiling, or the largest count that met the SLA on too few samples to be
+// judged when that is higher), at least 1. A short window on a slow
+// deployment can leave every count below the first failure unjudged
+// (Ceiling 0): aiming at 1 user there measures nothing a fit or a study
+// can use.
+func (r *SweepResult) AimUsers() int { return max(r.bracketLo(), 1) }
+
 // Resolution is the bisection stopping distance at a passing count.
 func (o SweepOptions) resolution(pass int) int {
 	r := int(math.Ceil(o.ResolutionFraction * float64(pass)))

@@ -221,3 +221,35 @@ func TestSweepNeverStatesAnUnjudgedCeiling(t *testing.T) {
 			res.Ceiling, res.Unconfirmed, res.UnconfirmedUsers, res.FirstFailing)
 	}
 }
+
+// TestAimUsersIsTheBracketNotOneUser: on short windows a slow deployment can
+// leave every count below the first failure unjudged (few samples, within
+// the SLA as measured), so no ceiling is judged; the load a multi plan's
+// next probe or a study aims at is then the largest such count, not one user
+// (a quick multi plan probed 1 user after its first probe, and measured
+// nothing a fit could use).
+func TestAimUsersIsTheBracketNotOneUser(t *testing.T) {
+	eval := func(_ context.Context, users, _ int) (Repeat, error) {
+		if users < 150 {
+			return Repeat{Insufficient: true, FewSamplesPass: true, FailedClause: "P2 ttft p95: 18 samples, needs 20"}, nil
+		}
+		return Repeat{FailedClause: "P0 ttft p95 2.3s > 2s"}, nil
+	}
+	res, err := Sweep(context.Background(), eval, SweepOptions{Grid: []int{25, 50, 100, 200}, ResolutionUsers: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ceiling != 0 || !res.Unconfirmed {
+		t.Fatalf("ceiling %d (unconfirmed %v): want no judged ceiling, unconfirmed", res.Ceiling, res.Unconfirmed)
+	}
+	if got := res.AimUsers(); got != res.UnconfirmedUsers || got < 100 {
+		t.Errorf("AimUsers %d: want the unconfirmed count %d (≥ 100)", got, res.UnconfirmedUsers)
+	}
+	judged := &SweepResult{Ceiling: 120, UnconfirmedUsers: 0}
+	if judged.AimUsers() != 120 {
+		t.Errorf("AimUsers of a judged ceiling 120: %d", judged.AimUsers())
+	}
+	if (&SweepResult{}).AimUsers() != 1 {
+		t.Errorf("AimUsers of a sweep that failed everywhere: want 1")
+	}
+}

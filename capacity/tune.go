@@ -184,7 +184,7 @@ func Tune(ctx context.Context, s Setup, o TuneOptions) (*tune.Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("baseline sweep: %w", err)
 			}
-			users = max(res.Ceiling, 1)
+			users = res.AimUsers()
 			notify(fmt.Sprintf("search.users auto: engine.params serve %d users within the SLA; the study tunes at %d users", res.Ceiling, users))
 		}
 		spec.Users = users

@@ -39,6 +39,19 @@ func hitRate(st result.Stats) float64 {
 	return float64(st.CachedTokens) / float64(st.PromptTokens)
 }
 
+// evaluationWord is ev's verdict in one word for a progress line: an
+// evaluation with too few samples to judge a clause is neither a pass nor a
+// FAIL, and says whether its measured values met the SLA.
+func evaluationWord(ev *capacity.Evaluation) string {
+	if ev.Verdict.Outcome() == result.VerdictInsufficient {
+		if ev.Verdict.FewSamplesPass() {
+			return "unjudged (too few samples; within the SLA as measured)"
+		}
+		return "unjudged (too few samples; over the SLA as measured)"
+	}
+	return verdictWord(ev.Pass)
+}
+
 func verdictWord(pass bool) string {
 	if pass {
 		return "pass"

@@ -30,7 +30,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 		if err != nil {
 			return 0, fmt.Errorf("simulated sweep of the configured flags: %w", err)
 		}
-		return max(res.Ceiling, 1), nil
+		return res.AimUsers(), nil
 	}
 	c, err := ceiling()
 	if err != nil {
@@ -66,7 +66,7 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 		pt := ProbePoint{Users: users, Params: withBase(p.s.Deployment.Params, params), Why: why, HeldBack: heldBack,
 			Attempts: attempts, Live: latencies(ev), Provenance: ev.Provenance}
 		m.rep.Probes = append(m.rep.Probes, pt)
-		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p95 %5.1f ms  %s", i+1, users, describeParams(params), pt.Live.TTFTP50Ms, pt.Live.ITLP95Ms, verdictWord(ev.Pass))
+		p.logf("   probe %d: %3d users %-40s TTFT p50 %6.0f ms  ITL p95 %5.1f ms  %s", i+1, users, describeParams(params), pt.Live.TTFTP50Ms, pt.Live.ITLP95Ms, evaluationWord(ev))
 		if st := ev.Summary.Settling; st.Flagged {
 			// the fit would calibrate the simulator to a start-up transient
 			note := fmt.Sprintf("Multi-fidelity: probe %d (%d users) was still settling when its measured window opened, so the correction is fitted to a start-up transient as well as to the deployment: %s.",

@@ -61,8 +61,11 @@ func (p *planner) baselineSweep(ctx context.Context, ev *capacity.Evaluator, st 
 	st.baseline = res
 	msg := fmt.Sprintf("engine.params ceiling %d users (the sweep's windows, one seed)", res.Ceiling)
 	if st.tuneUsers == 0 {
-		st.tuneUsers = max(res.Ceiling, 1)
+		st.tuneUsers = res.AimUsers()
 		msg += fmt.Sprintf("; the study tunes at %d users", st.tuneUsers)
+		if st.tuneUsers > res.Ceiling && res.Unconfirmed {
+			msg += " (the largest count that met the SLA on too few samples to be judged)"
+		}
 	}
 	return msg, nil
 }

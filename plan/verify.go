@@ -171,7 +171,7 @@ func (p *planner) verifyOne(ctx context.Context, c *verifyCandidate, disagree *[
 			agreeAll = false
 			*disagree = append(*disagree, u)
 		}
-		p.logf("   verify %s %3d users: predicted %s (ITL p95 %.1f ms), live %s (ITL p95 %.1f ms)", trialName(c.trial), u, verdictWord(pred.Pass), vp.Predicted.ITLP95Ms, verdictWord(live.Pass), vp.Measured.ITLP95Ms)
+		p.logf("   verify %s %3d users: predicted %s (ITL p95 %.1f ms), live %s (ITL p95 %.1f ms)", trialName(c.trial), u, evaluationWord(pred), vp.Predicted.ITLP95Ms, evaluationWord(live), vp.Measured.ITLP95Ms)
 	}
 	return agreeAll, nil
 }

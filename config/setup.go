@@ -119,6 +119,20 @@ func (c *Config) Setup(o SetupOptions) (plan.Setup, error) {
 		Day:             day,
 	}
 	s.Launcher = launcher
+	if c.Engine.Kind == EngineProcess && oneOf(c.Fleet.Router, haproxyRouters) && simErr == nil {
+		// a plan on one replica verifies the small fleet it sizes (plan
+		// fleetverify.go): the same command and flags, r replicas behind
+		// the HAProxy the fleet section names
+		eng, flo := c.Engine, lo
+		s.FleetLauncher = func(r int) (engine.Launcher, error) {
+			e := eng
+			e.GPUs = r * max(e.TensorParallelSize, 1)
+			if o.OutDir != "" {
+				flo.Dir = filepath.Join(o.OutDir, fmt.Sprintf("servers-fleet-%d", r))
+			}
+			return processLauncher(e, flo)
+		}
+	}
 	// the simulator engine runs every evaluation in virtual time
 	s.Virtual = c.Engine.Kind == EngineSim
 	switch sl, ok := launcher.(*engine.Sim); {

@@ -53,6 +53,10 @@ type Fidelity struct {
 	// VerifyTopK is how many configurations of the calibrated search a
 	// multi plan verifies live (0: DefaultVerifyTopK).
 	VerifyTopK int
+	// VerifyFleet is the replicas of the small live fleet a plan of one
+	// replica verifies its fleet sizing with (fleetverify.go): 0 the
+	// sized fleet's, at most maxVerifyReplicas; -1 none.
+	VerifyFleet int
 }
 
 // Multi plan constants: the documented choices of docs/fidelity.md.

@@ -42,7 +42,7 @@ func (p *planner) finalSweep(ctx context.Context) (string, error) {
 		grid = append(grid, u)
 	}
 	if len(grid) == 0 {
-		grid = append(grid, max(m.predicted, 1))
+		grid = append(grid, max(m.aim, m.predicted, 1))
 	}
 	opts := p.s.Sweep.SweepOptions
 	opts.Grid, opts.Known, opts.Prior = dedupeSorted(grid), known, m.predictedEstimate

@@ -39,6 +39,9 @@ type FleetSize struct {
 	// model.
 	Correction *sim.Correction `json:"correction,omitempty"`
 	Provenance Provenance      `json:"provenance"`
+	// Verified is the small live fleet a plan on one replica ran behind
+	// the same router (fleetverify.go); nil when none could be started.
+	Verified *FleetVerify `json:"verified,omitempty"`
 }
 
 // FleetSizeRun is one simulated fleet at the target.
@@ -143,13 +146,15 @@ func SizeFleet(ctx context.Context, s capacity.Setup, params map[string]any, d D
 	return out, nil
 }
 
-// simulateFleet runs r replicas of base behind its router at users.
-func simulateFleet(ctx context.Context, s capacity.Setup, base sim.Deployment, r int, params map[string]any, users int, logger *slog.Logger) (FleetSizeRun, error) {
+// fleetEvaluator is a virtual evaluator of r replicas of base behind its
+// router, on one clock; with a correction in base its runs say they are
+// simulated-calibrated.
+func fleetEvaluator(s capacity.Setup, base sim.Deployment, r int, logger *slog.Logger) (*capacity.Evaluator, error) {
 	dep := base
 	dep.GPUs = r * max(base.TensorParallelSize, 1)
 	l, err := engine.NewSim(dep, engine.SimOptions{Logger: logger})
 	if err != nil {
-		return FleetSizeRun{}, err
+		return nil, err
 	}
 	var launcher engine.Launcher = l
 	if !dep.Correction.IsIdentity() {
@@ -160,7 +165,12 @@ func simulateFleet(ctx context.Context, s capacity.Setup, base sim.Deployment, r
 	fs := s
 	fs.Launcher, fs.Virtual = launcher, true
 	fs.Deployment.Kind, fs.Deployment.GPUs, fs.Deployment.Sim = "sim", dep.GPUs, dep
-	ev, err := capacity.NewEvaluator(fs, logger)
+	return capacity.NewEvaluator(fs, logger)
+}
+
+// simulateFleet runs r replicas of base behind its router at users.
+func simulateFleet(ctx context.Context, s capacity.Setup, base sim.Deployment, r int, params map[string]any, users int, logger *slog.Logger) (FleetSizeRun, error) {
+	ev, err := fleetEvaluator(s, base, r, logger)
 	if err != nil {
 		return FleetSizeRun{}, err
 	}
@@ -214,5 +224,5 @@ func (p *planner) sizeFleet(ctx context.Context) error {
 	} else {
 		p.logf("   fleet: %d replicas behind %s meet the SLA at %d users, %d fail (the division says %d)", fs.Replicas, fs.Router, fs.TargetUsers, fs.Replicas-1, fs.DivisionReplicas)
 	}
-	return nil
+	return p.verifyFleet(ctx, fs, corr)
 }

@@ -22,6 +22,10 @@ type multiState struct {
 	// predicted is the calibrated ceiling of the chosen configuration and
 	// resolution the sweep's step there.
 	predicted, resolution, predictedFail int
+	// aim is where live runs of the chosen configuration go
+	// (SweepResult.AimUsers): the predicted ceiling, or the unconfirmed
+	// count when the simulator judged none
+	aim int
 	// predictedEstimate is the calibrated simulator's capacity estimate
 	// of the chosen configuration: it places the final live sweep's
 	// refinement (SweepOptions.Prior).
@@ -113,7 +117,7 @@ func (p *planner) searchCalibrated(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("simulated sweep of the chosen configuration: %w", err)
 	}
-	m.predicted, m.resolution, m.predictedFail = res.Ceiling, max(res.Resolution, 1), res.FirstFailing
+	m.predicted, m.resolution, m.predictedFail, m.aim = res.Ceiling, max(res.Resolution, 1), res.FirstFailing, res.AimUsers()
 	m.predictedEstimate = res.Estimate
 	m.rep.PredictedCeiling, m.rep.PredictedEstimate = res.Ceiling, res.Estimate
 	detail := fmt.Sprintf("calibrated simulator: chose %s, predicted ceiling %d users (first failing %d)", describeParams(p.sum.Capacity.Config), res.Ceiling, res.FirstFailing)

@@ -117,11 +117,17 @@ func (p *planner) probe(ctx context.Context) (string, error) {
 
 // evaluateKept runs params live at load, writing its records to path.
 func (p *planner) evaluateKept(ctx context.Context, params map[string]any, load capacity.Load, path string) (*capacity.Evaluation, error) {
+	return evaluateTo(ctx, p.ev, params, load, path)
+}
+
+// evaluateTo runs params on e at load, writing its records to path
+// atomically: a run that fails leaves no file.
+func evaluateTo(ctx context.Context, e *capacity.Evaluator, params map[string]any, load capacity.Load, path string) (*capacity.Evaluation, error) {
 	w, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := p.ev.Evaluate(ctx, params, load, capacity.Outputs{Records: w})
+	ev, err := e.Evaluate(ctx, params, load, capacity.Outputs{Records: w})
 	if err != nil {
 		w.Abort()
 		return nil, err

@@ -50,6 +50,12 @@ type Setup struct {
 	// Day, when set, is load over time the plan simulates on the chosen
 	// configuration's replicas under autoscaling policies (SimulateDay).
 	Day *Day
+	// FleetLauncher, when set, starts a live fleet of the given number of
+	// the deployment's replicas behind the configured router (a process
+	// engine fronted by HAProxy): a plan on one replica that sizes a
+	// fleet (plan.target_users) verifies a small one live with it
+	// (fleetverify.go). Nil where the engine cannot start one.
+	FleetLauncher func(replicas int) (engine.Launcher, error)
 }
 
 // Demand is the buyer's question: how many deployments, GPUs and dollars

@@ -16,6 +16,10 @@ type verifyCandidate struct {
 	trial                                int
 	params                               map[string]any
 	predicted, predictedFail, resolution int
+	// aim is where the live runs go: the predicted ceiling, or the
+	// largest count the simulator found within the SLA on too few
+	// samples to judge when it judged none (SweepResult.AimUsers)
+	aim int
 	// bestPass is the largest verified count that passed live (0: none)
 	bestPass int
 }
@@ -31,7 +35,7 @@ func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, err
 	k := p.s.Fidelity.verifyTopK()
 	m.rep.VerifyTopK = k
 	out := []*verifyCandidate{{trial: p.sum.Capacity.ChosenTrial, params: p.sum.Capacity.Config, predicted: m.predicted,
-		predictedFail: m.predictedFail, resolution: m.resolution}}
+		predictedFail: m.predictedFail, resolution: m.resolution, aim: m.aim}}
 	seen := map[string]bool{describeParams(p.sum.Capacity.Config): true}
 	others := append([]Candidate(nil), p.sum.Candidates...)
 	sort.SliceStable(others, func(i, j int) bool {
@@ -54,7 +58,7 @@ func (p *planner) verifyCandidates(ctx context.Context) ([]*verifyCandidate, err
 		if err != nil {
 			return nil, fmt.Errorf("simulated sweep of candidate %s: %w", trialName(c.Trial), err)
 		}
-		out = append(out, &verifyCandidate{trial: c.Trial, params: c.Params, predicted: res.Ceiling, predictedFail: res.FirstFailing, resolution: max(res.Resolution, 1)})
+		out = append(out, &verifyCandidate{trial: c.Trial, params: c.Params, predicted: res.Ceiling, predictedFail: res.FirstFailing, resolution: max(res.Resolution, 1), aim: res.AimUsers()})
 	}
 	return out, nil
 }
@@ -141,12 +145,13 @@ func (p *planner) verifyOne(ctx context.Context, c *verifyCandidate, disagree *[
 	if m.known[key] == nil {
 		m.known[key], m.knownRecords[key] = map[int]*capacity.Evaluation{}, map[int]string{}
 	}
-	above := c.predicted + c.resolution
-	if c.predictedFail > c.predicted {
+	aim := max(c.aim, c.predicted, 1)
+	above := aim + c.resolution
+	if c.predictedFail > aim {
 		above = c.predictedFail
 	}
 	agreeAll := true
-	for _, u := range []int{max(c.predicted, 1), above} {
+	for _, u := range []int{aim, above} {
 		load := p.s.Windows.Sweep.At(u)
 		pred, err := m.simEv.Evaluate(ctx, c.params, load, capacity.Outputs{})
 		if err != nil {
@@ -208,7 +213,7 @@ func (p *planner) kept(cands []*verifyCandidate, pick *verifyCandidate, detail s
 		for i := range p.sum.Candidates {
 			p.sum.Candidates[i].Chosen = describeParams(p.sum.Candidates[i].Params) == describeParams(pick.params)
 		}
-		m.predicted, m.predictedFail, m.resolution = pick.predicted, pick.predictedFail, pick.resolution
+		m.predicted, m.predictedFail, m.resolution, m.aim = pick.predicted, pick.predictedFail, pick.resolution, pick.aim
 	}
 	m.rep.PredictedCeiling = m.predicted
 	kept := pick.trial

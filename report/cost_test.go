@@ -116,3 +116,43 @@ func TestCostSectionShowsTheSimulatedFleet(t *testing.T) {
 		t.Error("HTML does not say that no fleet size met the SLA")
 	}
 }
+
+// The small live fleet a plan verified is shown beside the simulated
+// sizing, with both verdicts at each load, and says so when it disagrees.
+func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
+	d := fixture(t)
+	cost, note := plan.ServingCost(d, plan.Demand{Users: 1000, Headroom: 0.8})
+	if cost == nil {
+		t.Fatalf("no cost section: %s", note)
+	}
+	cost.Fleet = &plan.FleetSize{Router: "round-robin", TargetUsers: 1000, GPUsPerReplica: 4, Replicas: 7, MaxReplicas: 32, DivisionReplicas: 8,
+		Provenance: plan.Provenance{Source: "simulated", Engine: "sim"},
+		Verified: &plan.FleetVerify{Replicas: 3, Router: "round-robin", PredictedCeiling: 27, PredictedFirstFailing: 30, Agree: true, EngineSeconds: 412,
+			Runs: []plan.FleetVerifyRun{
+				{Users: 27, PredictedPass: true, Predicted: plan.Latencies{TTFTP95Ms: 1800}, LivePass: true, Measured: plan.Latencies{TTFTP95Ms: 1700, PrefixCacheHitRate: 0.41}, Records: "fleet-verify/fleet-3-27users.jsonl"},
+				{Users: 30, Predicted: plan.Latencies{TTFTP95Ms: 3400}, LiveFailed: "overall ttft p95 3.6s > 3s", Measured: plan.Latencies{TTFTP95Ms: 3600, PrefixCacheHitRate: 0.39}, Records: "fleet-verify/fleet-3-30users.jsonl"},
+			}}}
+	d.Cost = cost
+	var buf bytes.Buffer
+	if err := report.Markdown(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	html := render(t, d)
+	for _, want := range []string{"Verified live: 3 replicas behind round-robin", "simulated ceiling 27 users (first failing 30)", "agrees with the simulated one",
+		"27 users: predicted meets the SLA", "live meets the SLA (TTFT p95 1.70 s, prefix-cache hit rate 41.0%", "30 users: predicted fails", "live fails: overall ttft p95 3.6s"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+		if !strings.Contains(strings.ReplaceAll(buf.String(), "\\>", ">"), want) {
+			t.Errorf("summary.md lacks %q", want)
+		}
+	}
+	cost.Fleet.Verified.Agree = false
+	if html := render(t, d); !strings.Contains(html, "does NOT agree") {
+		t.Error("a disagreeing verification is not said")
+	}
+	cost.Fleet.Verified = &plan.FleetVerify{Replicas: 2, Router: "round-robin", Skipped: "plan.budget: 30s of engine time left"}
+	if html := render(t, d); !strings.Contains(html, "Not verified live on 2 replicas behind round-robin: plan.budget") {
+		t.Error("a skipped verification does not say why")
+	}
+}

@@ -32,6 +32,10 @@ type costView struct {
 	// runs; empty when the plan simulated none.
 	Fleet     string
 	FleetRuns []string
+	// FleetVerify is the small live fleet checked against the simulation,
+	// in one paragraph, and its runs, one line each.
+	FleetVerify     string
+	FleetVerifyRuns []string
 }
 
 type costRowView struct {
@@ -65,6 +69,9 @@ func newCostView(c *plan.Cost) *costView {
 		v.Rows = append(v.Rows, row)
 	}
 	v.Fleet, v.FleetRuns = fleetText(c.Fleet)
+	if c.Fleet != nil {
+		v.FleetVerify, v.FleetVerifyRuns = fleetVerifyText(c.Fleet.Verified)
+	}
 	if len(c.Rows) > 0 {
 		v.Provenance = "The chosen deployment's ceiling: " + provenanceText(c.Rows[0].Provenance) + "."
 	}
@@ -102,6 +109,44 @@ func fleetText(f *plan.FleetSize) (string, []string) {
 		runs = append(runs, fmt.Sprintf("%d replicas: %s (prefix-cache hit rate %s)", r.Replicas, verdict, fmtPct(r.PrefixHitRate)))
 	}
 	return b.String(), runs
+}
+
+// fleetVerifyText says how the small live fleet compared with its
+// simulation: one paragraph, and a line per live run.
+func fleetVerifyText(v *plan.FleetVerify) (string, []string) {
+	if v == nil {
+		return "", nil
+	}
+	if v.Skipped != "" {
+		return fmt.Sprintf("Not verified live on %d replicas behind %s: %s.", v.Replicas, v.Router, v.Skipped), nil
+	}
+	verdict := "the live fleet agrees with the simulated one on each side of its ceiling"
+	if !v.Agree {
+		verdict = "the live fleet does NOT agree with the simulated one: the fleet size above rests on a router model this deployment did not confirm"
+	}
+	text := fmt.Sprintf("Verified live: %d replicas behind %s (the HAProxy spoc started), simulated ceiling %d users (first failing %d), run live at both: %s (%.0f s of engine time).",
+		v.Replicas, v.Router, v.PredictedCeiling, v.PredictedFirstFailing, verdict, v.EngineSeconds)
+	word := func(pass, unjudged bool, failed string) string {
+		switch {
+		case unjudged:
+			return "unjudged (too few samples)"
+		case pass:
+			return "meets the SLA"
+		case failed != "":
+			return "fails: " + failed
+		}
+		return "fails"
+	}
+	runs := make([]string, 0, len(v.Runs))
+	for _, r := range v.Runs {
+		pred := word(r.PredictedPass, false, r.PredictedFailed)
+		if r.Predicted.TTFTP95Ms > 0 {
+			pred += fmt.Sprintf(" (TTFT p95 %s)", fmtMs(r.Predicted.TTFTP95Ms))
+		}
+		runs = append(runs, fmt.Sprintf("%d users: predicted %s, live %s (TTFT p95 %s, prefix-cache hit rate %s; %s)", r.Users,
+			pred, word(r.LivePass, r.LiveUnjudged, r.LiveFailed), fmtMs(r.Measured.TTFTP95Ms), fmtPct(r.Measured.PrefixCacheHitRate), r.Records))
+	}
+	return text, runs
 }
 
 // ceilingSpan is the ceiling with its interval: "156 (132–174)" for the
@@ -189,6 +234,12 @@ func writeCostMarkdown(w io.Writer, c *plan.Cost) {
 	if v.Fleet != "" {
 		fmt.Fprintf(&b, "\n%s\n\n", mdEscape(v.Fleet))
 		for _, r := range v.FleetRuns {
+			fmt.Fprintf(&b, "- %s\n", mdEscape(r))
+		}
+	}
+	if v.FleetVerify != "" {
+		fmt.Fprintf(&b, "\n%s\n\n", mdEscape(v.FleetVerify))
+		for _, r := range v.FleetVerifyRuns {
 			fmt.Fprintf(&b, "- %s\n", mdEscape(r))
 		}
 	}

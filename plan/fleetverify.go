@@ -1,0 +1,173 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/result"
+	"github.com/spoc-project/spoc/sim"
+)
+
+// FleetVerify is a small live fleet checked against the fleet simulation
+// that sized the buyer's fleet: on a plan of one replica, Replicas of the
+// chosen configuration behind the configured router (the HAProxy spoc
+// starts in front of a process fleet), run live at the simulated fleet's
+// ceiling and at its first failing count. The simulated walk is the same
+// one SizeFleet's runs are (the sweep's windows, the multi plan's
+// correction when there is one); the live runs are two, not a sweep, so
+// they check the prediction on each side of it within plan.budget.
+type FleetVerify struct {
+	Replicas int    `json:"replicas"`
+	Router   string `json:"router"`
+	// PredictedCeiling and PredictedFirstFailing are the simulated fleet's
+	// walk (one seed, the sweep's windows).
+	PredictedCeiling      int `json:"predicted_ceiling_users"`
+	PredictedFirstFailing int `json:"predicted_first_failing_users"`
+	// Runs are the live runs, at PredictedCeiling then at
+	// PredictedFirstFailing.
+	Runs []FleetVerifyRun `json:"runs"`
+	// Agree is set when every live run was judged and its verdict is the
+	// predicted one.
+	Agree bool `json:"agree"`
+	// EngineSeconds is the live fleet's wall time (servers up), added to
+	// the plan's live engine time.
+	EngineSeconds float64 `json:"engine_seconds"`
+	// Skipped, when set, says why no fleet was verified (the runs are
+	// then empty).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// FleetVerifyRun is one live run of the verification fleet beside its
+// simulated prediction at the same load.
+type FleetVerifyRun struct {
+	Users         int  `json:"users"`
+	PredictedPass bool `json:"predicted_pass"`
+	// PredictedFailed is the simulated run's first failing clause.
+	PredictedFailed string     `json:"predicted_failed_clause,omitempty"`
+	Predicted       Latencies  `json:"predicted"`
+	LivePass        bool       `json:"live_pass"`
+	LiveUnjudged    bool       `json:"live_unjudged,omitempty"`
+	LiveFailed      string     `json:"live_failed_clause,omitempty"`
+	Measured        Latencies  `json:"measured"`
+	Records         string     `json:"records"`
+	Provenance      Provenance `json:"provenance"`
+}
+
+// maxVerifyReplicas is the largest fleet a plan verifies live: two or
+// three replicas say whether the router behaves as simulated, at a fraction
+// of the engine time of the fleet the target needs.
+const maxVerifyReplicas = 3
+
+// verifyFleet runs the small live fleet of fs's router (FleetVerify) when
+// the plan can start one: a live plan of one replica whose sized fleet has
+// at least two, with Setup.FleetLauncher and engine time left in the
+// budget. It records why it did not otherwise.
+func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Correction) error {
+	if p.s.Virtual || p.s.FleetLauncher == nil || fs.Replicas < 2 || p.s.Fidelity.VerifyFleet < 0 {
+		return nil
+	}
+	tp := max(p.s.Deployment.Sim.TensorParallelSize, 1)
+	if p.s.Deployment.GPUs/tp > 1 {
+		// the plan's own sweep measured the configured fleet
+		return nil
+	}
+	r := min(fs.Replicas, maxVerifyReplicas)
+	if n := p.s.Fidelity.VerifyFleet; n > 0 {
+		r = n
+	}
+	v := &FleetVerify{Replicas: r, Router: fs.Router}
+	fs.Verified = v
+	w := p.s.Windows.Sweep
+	need := 2 * (w.Warmup + w.Duration + time.Minute)
+	if b := p.s.Fidelity.Budget; b > 0 {
+		if left := b - time.Duration(p.ev.Usage().Seconds*float64(time.Second)); left < need {
+			v.Skipped = fmt.Sprintf("plan.budget: %s of engine time left, and two runs of a %d-replica fleet take about %s", left.Round(time.Second), r, need.Round(time.Second))
+			p.logf("   fleet not verified live: %s", v.Skipped)
+			return nil
+		}
+	}
+	base := p.s.Deployment.Sim
+	if corr != nil {
+		base.Correction = *corr
+	}
+	simEv, err := fleetEvaluator(p.s.Setup, base, r, p.o.Logger)
+	if err != nil {
+		return fmt.Errorf("verify the fleet: %w", err)
+	}
+	params := p.sum.Capacity.Config
+	walk, err := capacity.SweepConfig(ctx, simEv, params, w.At, capacity.CandidateSweepOptions(p.s.Setup), nil)
+	if err != nil {
+		return fmt.Errorf("verify the fleet: simulated sweep of %d replicas: %w", r, err)
+	}
+	v.PredictedCeiling, v.PredictedFirstFailing = walk.Ceiling, walk.FirstFailing
+	p.logf("   fleet: %d replicas behind %s, simulated: ceiling %d users, first failing %d; verifying live", r, fs.Router, walk.Ceiling, walk.FirstFailing)
+	launcher, err := p.s.FleetLauncher(r)
+	if err != nil {
+		return fmt.Errorf("verify the fleet: %w", err)
+	}
+	ls := p.s.Setup
+	ls.Launcher, ls.Virtual = launcher, false
+	ls.Deployment.GPUs = r * tp
+	ls.Deployment.Sim.GPUs = r * tp
+	liveEv, err := capacity.NewEvaluator(ls, p.o.Logger)
+	if err != nil {
+		return fmt.Errorf("verify the fleet: %w", err)
+	}
+	p.watchRuns(liveEv)
+	defer func() {
+		_ = liveEv.Close(context.WithoutCancel(ctx))
+		v.EngineSeconds = liveEv.Usage().Seconds
+		if p.sum.Fidelity != nil {
+			p.sum.Fidelity.LiveEngineSeconds += v.EngineSeconds
+			p.sum.Fidelity.GPUHours += v.EngineSeconds * float64(r*tp) / 3600
+		}
+	}()
+	dir := filepath.Join(p.s.OutDir, "fleet-verify")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	v.Agree = true
+	// the ceiling, or the unconfirmed count when the short walk judged
+	// none (SweepResult.AimUsers), then the first failing one
+	for _, u := range []int{walk.AimUsers(), walk.FirstFailing} {
+		if u <= 0 || len(v.Runs) > 0 && u == v.Runs[0].Users {
+			continue
+		}
+		load := w.At(u)
+		pred, err := simEv.Evaluate(ctx, params, load, capacity.Outputs{})
+		if err != nil {
+			return fmt.Errorf("verify the fleet: simulated %d users: %w", u, err)
+		}
+		rec := filepath.Join("fleet-verify", fmt.Sprintf("fleet-%d-%dusers.jsonl", r, u))
+		live, err := evaluateTo(ctx, liveEv, params, load, filepath.Join(p.s.OutDir, rec))
+		if err != nil {
+			return fmt.Errorf("verify the fleet: %d replicas live at %d users: %w", r, u, err)
+		}
+		run := FleetVerifyRun{Users: u, PredictedPass: pred.Pass, PredictedFailed: pred.Failed, Predicted: latencies(pred), LivePass: live.Pass,
+			LiveFailed: live.Failed, Measured: latencies(live), Records: rec, Provenance: live.Provenance}
+		// a run with too few samples to judge a clause confirms nothing
+		run.LiveUnjudged = live.Verdict.Outcome() == result.VerdictInsufficient
+		if run.LivePass != run.PredictedPass || run.LiveUnjudged {
+			v.Agree = false
+		}
+		v.Runs = append(v.Runs, run)
+		p.logf("   fleet verify %d replicas %3d users: predicted %s, live %s (prefix-cache hit rate %.0f%%)",
+			r, u, verifyWord(pred), verifyWord(live), 100*run.Measured.PrefixCacheHitRate)
+	}
+	return nil
+}
+
+// verifyWord is an evaluation's verdict with what decided it: the failing
+// clause, or the TTFT and ITL p95 of a pass.
+func verifyWord(ev *capacity.Evaluation) string {
+	w := evaluationWord(ev)
+	if !ev.Pass && ev.Failed != "" && ev.Verdict.Outcome() != result.VerdictInsufficient {
+		return w + ": " + ev.Failed
+	}
+	l := latencies(ev)
+	return fmt.Sprintf("%s (TTFT p95 %.0f ms, ITL p95 %.1f ms)", w, l.TTFTP95Ms, l.ITLP95Ms)
+}

@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spoc-project/spoc/internal/testharness/testtool"
-	"github.com/spoc-project/spoc/plan"
 )
 
 // Issue 32, "on a live engine the plan verifies a small fleet within
@@ -30,14 +28,7 @@ func TestPlanVerifiesASmallLiveFleet(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plan exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum plan.Summary
-	if err := json.Unmarshal(raw, &sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := readSummary(t, out)
 	if sum.Cost == nil || sum.Cost.Fleet == nil || sum.Cost.Fleet.Verified == nil {
 		t.Fatalf("summary has no verified fleet\n%s", stderr)
 	}

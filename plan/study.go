@@ -59,7 +59,7 @@ func (p *planner) baselineSweep(ctx context.Context, ev *capacity.Evaluator, st 
 		return "", err
 	}
 	st.baseline = res
-	msg := fmt.Sprintf("engine.params ceiling %d users (the sweep's windows, one seed)", res.Ceiling)
+	msg := fmt.Sprintf("engine.params ceiling %d users (a walk on one seed with the sweep's windows; the capacity stated later is estimated on fresh seeds)", res.Ceiling)
 	if st.tuneUsers == 0 {
 		st.tuneUsers = res.AimUsers()
 		msg += fmt.Sprintf("; the study tunes at %d users", st.tuneUsers)

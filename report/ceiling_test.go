@@ -96,3 +96,23 @@ func TestCeilingSection(t *testing.T) {
 		t.Error("a plan without an interval must say so and draw none")
 	}
 }
+
+// The sweep chart marks the capacity as the estimate it is and the walk's
+// own ceiling beside it: the fixture's capacity is 162 (estimated on fresh
+// seeds) and its walk passed 165, so a chart reading "ceiling 162" beside a
+// passing level at 165 contradicted itself.
+func TestSweepChartSaysEstimateAndWalk(t *testing.T) {
+	d := fixture(t)
+	if d.Capacity.Estimate == nil || d.Capacity.Ceiling == d.Capacity.Users {
+		t.Fatalf("fixture: capacity %d, walk %d, estimate %v: want an estimate away from the walk", d.Capacity.Users, d.Capacity.Ceiling, d.Capacity.Estimate != nil)
+	}
+	html := render(t, d)
+	for _, want := range []string{fmt.Sprintf("capacity %d (estimate)", d.Capacity.Users), fmt.Sprintf("walk %d", d.Capacity.Ceiling)} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, fmt.Sprintf("ceiling %d</text>", d.Capacity.Users)) {
+		t.Errorf("the chart still calls the estimate the ceiling")
+	}
+}

@@ -259,7 +259,16 @@ func newSweepView(d *plan.Summary) *sweepView {
 			c.Series = append(c.Series, sr)
 		}
 		c.Series = append(c.Series, all)
-		if d.Capacity.Users > 0 {
+		switch {
+		case d.Capacity.Estimate != nil && d.Capacity.Users > 0:
+			// the capacity is the estimate over fresh seeds; the levels
+			// drawn are the walk on workload.seed, whose own ceiling may
+			// sit a step or two away
+			c.VLines = append(c.VLines, RefLine{Value: float64(d.Capacity.Users), Label: fmt.Sprintf("capacity %d (estimate)", d.Capacity.Users), Left: true})
+			if w := d.Capacity.Ceiling; w > 0 && w != d.Capacity.Users {
+				c.VLines = append(c.VLines, RefLine{Value: float64(w), Label: fmt.Sprintf("walk %d", w)})
+			}
+		case d.Capacity.Users > 0:
 			c.VLines = append(c.VLines, RefLine{Value: float64(d.Capacity.Users), Label: fmt.Sprintf("ceiling %d", d.Capacity.Users), Left: true})
 		}
 		if d.Capacity.FirstFailingUsers > 0 {

@@ -82,6 +82,10 @@ type Evaluation struct {
 	Pass       bool               `json:"pass"`
 	Failed     string             `json:"failed_clause,omitempty"`
 	Signals    *telemetry.Signals `json:"telemetry,omitempty"`
+	// NoServerMetrics says why a live run read none of the server's own
+	// metrics (Telemetry.NoServerMetrics): its engine signals are
+	// unmeasured, not zero.
+	NoServerMetrics string `json:"no_server_metrics,omitempty"`
 	// Sim describes the simulated deployment (virtual runs only).
 	Sim *SimInfo `json:"sim,omitempty"`
 	// Wall is how long the evaluation took on this machine.

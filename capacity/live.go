@@ -63,11 +63,15 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	tel := e.setup.Telemetry
 	var targets []telemetry.Target
 	for i, u := range ep.MetricsURLs {
+		if tel.NoServerMetrics != "" {
+			// spoc does not know what the server's names mean
+			break
+		}
 		name := fmt.Sprintf("engine%d", i)
 		if i < len(ep.MetricsNames) && ep.MetricsNames[i] != "" {
 			name = ep.MetricsNames[i] // the pod of a Kubernetes replica
 		}
-		targets = append(targets, telemetry.Target{Name: name, URL: u})
+		targets = append(targets, telemetry.Target{Name: name, URL: u, Metrics: tel.ServerMetrics})
 	}
 	targets = append(targets, e.setup.Telemetry.Targets...)
 	var coll *telemetry.Collector
@@ -191,6 +195,9 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 	}
 	ev = &Evaluation{Users: load.Users, Params: params, Provenance: e.provenance(ep.BaseURL), Summary: res, Verdict: res.SLA, Pass: res.SLA.Pass, Failed: res.SLA.First(),
 		Interrupted: interrupted, Scheduled: rep.Scheduled, WarmCache: warm, Sessions: rep.Sessions}
+	if tel.Enabled {
+		ev.NoServerMetrics = tel.NoServerMetrics
+	}
 	if interrupted {
 		// What was measured before Ctrl-C is returned with the error: a
 		// caller may print it, but it is no verdict.
@@ -205,7 +212,7 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		ev.Signals = &sig
 	case tel.Enabled && tel.Prometheus != "":
 		store, qerr := telemetry.QueryRange(ctx, tel.Prometheus, rep.Window.Start, rep.Window.End,
-			telemetry.QueryOptions{Step: tel.Interval, Queries: tel.Queries})
+			telemetry.QueryOptions{Step: tel.Interval, Queries: prometheusQueries(tel)})
 		if qerr != nil {
 			// the load run stands on its own; the gap is logged, not fatal
 			e.logger.Warn("telemetry query failed; the run has no engine or GPU signals", "prometheus", tel.Prometheus, "err", qerr)
@@ -215,6 +222,21 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		ev.Signals = &sig
 	}
 	return ev, nil
+}
+
+// prometheusQueries are the queries of a run's telemetry from Prometheus:
+// the catalog's, or for a server with names of its own (or none known)
+// its engine metrics by those names (or left out), with
+// telemetry.queries over them.
+func prometheusQueries(tel Telemetry) telemetry.Queries {
+	if tel.ServerMetrics == nil && tel.NoServerMetrics == "" {
+		return tel.Queries
+	}
+	q := telemetry.ServerQueries(tel.ServerMetrics)
+	for k, v := range tel.Queries {
+		q[k] = v
+	}
+	return q
 }
 
 // watchProgress calls fn with the runner's counters every second until the

@@ -166,4 +166,13 @@ type Telemetry struct {
 	// StragglerClockDrop is the SM clock fraction below the group's median
 	// that marks a straggling GPU.
 	StragglerClockDrop float64
+	// ServerMetrics are the server's own metric names by telemetry role,
+	// for a server whose names the catalog does not know (flavor
+	// generic, engine.Flavor.ServerMetrics): its metrics endpoints are
+	// read by them. Nil: by the catalog's names.
+	ServerMetrics map[string]string
+	// NoServerMetrics, when set, says why the server's own metrics are
+	// not read at all (engine.NoGenericMetrics); the GPU exporters
+	// (Targets) still are, and every live evaluation carries the reason.
+	NoServerMetrics string
 }

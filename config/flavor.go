@@ -11,6 +11,7 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/flagcatalog"
 	"github.com/spoc-project/spoc/sglang"
+	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -33,6 +34,7 @@ type GenericEngine struct {
 	ResetPath   string                 `yaml:"reset_path,omitempty" doc:"Route POSTed to empty the server's prefix cache between runs (e.g. /reset_prefix_cache); empty: the server has none, and every run after the first on a server is flagged warm."`
 	BusyMetrics []string               `yaml:"busy_metrics,omitempty" doc:"Prometheus gauges on the server's metrics path that count requests running or waiting; a cache reset waits until their sum reads 0. Empty: it waits for nothing."`
 	Defaults    map[string]any         `yaml:"defaults,omitempty" doc:"The values the server gives the parameters its command line leaves out (as its documentation says), keyed like engine.generic.params: a study's second seed, and what tuned vs default compares an unset parameter at. Empty: spoc knows none, and there is no defaults seed."`
+	Metrics     map[string]string      `yaml:"metrics,omitempty" doc:"The server's own Prometheus metric names, by what each measures (a role: running, waiting, kv_cache_usage, prefix_cache_queries, prefix_cache_hits, prompt_tokens, generation_tokens, preemptions, request_success, ttft, itl, e2e, queue_time; spoc telemetry catalog lists them): telemetry reads these names from the server's metrics path and nothing else of its, and a cache reset waits on running and waiting when busy_metrics is empty. Empty: spoc reads no server metrics (the run and the plan say so); GPU exporters are still read."`
 }
 
 // GenericDefaultsName names a generic server's declared defaults.
@@ -99,8 +101,19 @@ func (e Engine) LaunchFlavor() (engine.Flavor, error) {
 		for k, v := range e.Generic.Params {
 			templates[k] = v
 		}
-		fl, err := engine.Generic(templates, e.Generic.ResetPath, e.Generic.BusyMetrics)
+		busy := e.Generic.BusyMetrics
+		if len(busy) == 0 {
+			// the gauges of requests in flight, where the server's names
+			// for them are given
+			for _, role := range []string{telemetry.RoleRunning, telemetry.RoleWaiting} {
+				if name := e.Generic.Metrics[role]; name != "" {
+					busy = append(busy, name)
+				}
+			}
+		}
+		fl, err := engine.Generic(templates, e.Generic.ResetPath, busy)
 		fl.Defaults, fl.DefaultsName = e.EngineDefaults()
+		fl.Metrics = e.Generic.Metrics
 		return fl, err
 	}
 	return engine.Flavor{}, fmt.Errorf("engine.flavor: unknown flavor %q", e.Flavor)
@@ -115,7 +128,7 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 		return
 	}
 	if e.flavorName() != FlavorGeneric {
-		if len(e.Generic.Params) > 0 || e.Generic.ResetPath != "" || len(e.Generic.BusyMetrics) > 0 || len(e.Generic.Defaults) > 0 {
+		if len(e.Generic.Params) > 0 || e.Generic.ResetPath != "" || len(e.Generic.BusyMetrics) > 0 || len(e.Generic.Defaults) > 0 || len(e.Generic.Metrics) > 0 {
 			errs.Addf(p+".generic", "is read only with engine.flavor generic (the flavor is %s)", e.flavorName())
 		}
 	}
@@ -147,6 +160,7 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 	if e.Generic.ResetPath != "" && !strings.HasPrefix(e.Generic.ResetPath, "/") {
 		errs.Addf(p+".generic.reset_path", "must be a path starting with /, got %q", e.Generic.ResetPath)
 	}
+	e.validateGenericMetrics(p+".generic.metrics", errs)
 	if e.Kind == EngineExternal {
 		// spoc applies no parameter to a server it did not start
 		return
@@ -172,6 +186,30 @@ func (e *Engine) validateFlavor(p string, space []Param, errs *Errors) {
 		if !templated[vllm.FlagName(sp.Name)] {
 			errs.Addf(fmt.Sprintf("search.space[%d].name", i), "%q has no template in %s.generic.params%s: flavor generic passes only the arguments it is told (search.space names the parameters to map)", sp.Name, p, suggest(sp.Name, names))
 		}
+	}
+}
+
+// validateGenericMetrics checks engine.generic.metrics: every key one of
+// telemetry's engine metric roles, every name a Prometheus metric name
+// given to one role only.
+func (e *Engine) validateGenericMetrics(p string, errs *Errors) {
+	roles := telemetry.Roles()
+	owner := map[string]string{}
+	for _, role := range sortedKeys(e.Generic.Metrics) {
+		name := e.Generic.Metrics[role]
+		if !oneOf(role, roles) {
+			errs.Addf(p+"."+role, "unknown metric role %q%s (one of %s; spoc telemetry catalog says what each measures)", role, suggest(role, roles), quoteList(roles))
+			continue
+		}
+		if err := telemetry.CheckServerMetrics(map[string]string{role: name}); err != nil {
+			errs.Addf(p+"."+role, "%v", err)
+			continue
+		}
+		if prev, dup := owner[name]; dup {
+			errs.Addf(p+"."+role, "%q is already the server's name for %s: one metric measures one thing", name, prev)
+			continue
+		}
+		owner[name] = role
 	}
 }
 

@@ -94,6 +94,12 @@ func TestGenericFlavorErrorsNameKeyAndLine(t *testing.T) {
 			[]string{"engine.kubernetes.image", "needs an image"}},
 		{"generic section on vllm", "flavor: generic", "flavor: vllm",
 			[]string{"g.yaml:11:", "engine.generic", "only with engine.flavor generic"}},
+		{"unknown metric role", "    reset_path: /flush", "    reset_path: /flush\n    metrics:\n      running: acme_active\n      kv_cache_usge: acme_kv",
+			[]string{"g.yaml:18:", "engine.generic.metrics.kv_cache_usge", `unknown metric role "kv_cache_usge"`, `did you mean "kv_cache_usage"`}},
+		{"metric name that is none", "    reset_path: /flush", "    reset_path: /flush\n    metrics: {running: \"acme active\"}",
+			[]string{"g.yaml:16:", "engine.generic.metrics.running", "not a Prometheus metric name"}},
+		{"one metric for two roles", "    reset_path: /flush", "    reset_path: /flush\n    metrics: {running: acme_n, waiting: acme_n}",
+			[]string{"engine.generic.metrics.waiting", `"acme_n" is already the server's name for running`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := strings.Replace(genericYAML, tc.from, tc.to, 1)
@@ -113,6 +119,53 @@ func TestGenericFlavorErrorsNameKeyAndLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGenericFlavorMetrics: engine.generic.metrics reaches telemetry (the
+// setup's server metric names) and the reset's busy gauges; without it
+// the setup says telemetry reads no server metric, and why.
+func TestGenericFlavorMetrics(t *testing.T) {
+	text := strings.Replace(genericYAML, "    reset_path: /flush", "    reset_path: /flush\n    metrics: {running: acme_active, waiting: acme_queued, kv_cache_usage: acme_kv}", 1)
+	cfg, err := Load(strings.NewReader(text), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"running": "acme_active", "waiting": "acme_queued", "kv_cache_usage": "acme_kv"}
+	fl, err := cfg.Engine.LaunchFlavor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, none := fl.ServerMetrics(); !reflect.DeepEqual(got, want) || none != "" {
+		t.Errorf("ServerMetrics = %v, %q; want %v", got, none, want)
+	}
+	if !reflect.DeepEqual(fl.BusyMetrics, []string{"acme_active", "acme_queued"}) {
+		t.Errorf("BusyMetrics = %v, want the mapped running and waiting gauges", fl.BusyMetrics)
+	}
+	setup, err := cfg.Setup(SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel := setup.Telemetry; !reflect.DeepEqual(tel.ServerMetrics, want) || tel.NoServerMetrics != "" {
+		t.Errorf("setup telemetry: %v, %q", tel.ServerMetrics, tel.NoServerMetrics)
+	}
+	cfg, err = Load(strings.NewReader(genericYAML), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, err = cfg.Setup(SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel := setup.Telemetry; tel.ServerMetrics != nil || tel.NoServerMetrics != engine.NoGenericMetrics {
+		t.Errorf("without engine.generic.metrics: %v, %q; want none, %q", tel.ServerMetrics, tel.NoServerMetrics, engine.NoGenericMetrics)
+	}
+	// vLLM's and SGLang's names are the catalog's
+	for _, f := range []string{"vllm", "sglang"} {
+		fl, _ := engine.Named(f)
+		if names, none := fl.ServerMetrics(); names != nil || none != "" {
+			t.Errorf("%s: ServerMetrics = %v, %q; want the catalog's", f, names, none)
+		}
 	}
 }
 

@@ -234,6 +234,11 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 	for _, t := range c.Telemetry.Targets {
 		targets = append(targets, telemetry.Target{Name: t.Name, URL: t.URL})
 	}
+	// which of the server's metrics telemetry reads is the flavor's to
+	// say (a generic server's by engine.generic.metrics, or none); the
+	// flavor was checked when the configuration was loaded
+	fl, _ := e.LaunchFlavor()
+	serverMetrics, noServerMetrics := fl.ServerMetrics()
 	spec := c.TuneSpec()
 	if out != "" {
 		spec.Storage = c.Search.StorageIn(out)
@@ -267,6 +272,7 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 			Enabled: c.Telemetry.Enabled, Interval: c.Telemetry.Interval.D(), Targets: targets,
 			Prometheus: c.Telemetry.Prometheus, Queries: telemetry.Queries(c.Telemetry.Queries),
 			StragglerClockDrop: c.Telemetry.StragglerClockDrop,
+			ServerMetrics:      serverMetrics, NoServerMetrics: noServerMetrics,
 		},
 	}
 }

@@ -66,6 +66,31 @@ type Flavor struct {
 	// server's are the ones its user declares, or none.
 	Defaults     map[string]any
 	DefaultsName string
+	// Metrics are the server's own names of its engine metrics, by
+	// telemetry role (running, kv_cache_usage, …; telemetry.Roles), for a
+	// server whose names telemetry's catalog does not know (generic's
+	// engine.generic.metrics). Nil for vLLM and SGLang: the catalog reads
+	// their names (package vllm's, package sglang's). ServerMetrics says
+	// which names telemetry reads.
+	Metrics map[string]string
+}
+
+// NoGenericMetrics is why telemetry reads no metric of a generic server
+// whose names spoc was not told.
+const NoGenericMetrics = "no server metrics (generic flavor, no engine.generic.metrics)"
+
+// ServerMetrics is how telemetry reads the server's metrics: by the
+// catalog's names (vLLM's, SGLang's: names and none both empty), by the
+// server's own names for each role (names), or not at all (none says
+// why: a generic server whose names were not given).
+func (f Flavor) ServerMetrics() (names map[string]string, none string) {
+	switch {
+	case len(f.Metrics) > 0:
+		return f.Metrics, ""
+	case f.Name == FlavorGeneric:
+		return nil, NoGenericMetrics
+	}
+	return nil, ""
 }
 
 // ShapeFlags are a flavor's names for the flags spoc derives from the

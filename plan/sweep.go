@@ -96,6 +96,9 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Prompt drift at the ceiling: %s. The prompts the server measured differ from the workload's targets by more than %.0f %% on average, so the plan's contexts are not what ran (docs/loadgen.md, prompt drift).",
 			strings.Join(ev.Summary.Drift.Reasons, "; "), 100*ev.Summary.Drift.Limit))
 	}
+	if ev := levels[res.Ceiling]; ev != nil && ev.NoServerMetrics != "" {
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Telemetry: %s. spoc does not know what a generic server's metric names mean, so it read none: the sweep's KV-cache, prefix-hit and queue columns are unmeasured (–), not zero. Map the server's names by role in engine.generic.metrics (docs/engines.md) to read them.", noServerMetricsText(ev.NoServerMetrics)))
+	}
 	if ev := levels[res.Ceiling]; ev != nil {
 		p.sum.Telemetry = ev.Signals
 		p.sum.Client = Client{Virtual: ev.Virtual, DispatchLagP99Ms: ev.Summary.Client.DispatchLagP99Ms,
@@ -108,6 +111,14 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Every user count up to sweep.max = %d met the SLA; the ceiling is at least that.", p.s.Sweep.Max))
 	}
 	return fmt.Sprintf("capacity %s (walk: ceiling %d, first failing %d: %s)", capacityText(res), res.Ceiling, res.FirstFailing, res.FailedClause), nil
+}
+
+// noServerMetricsText is a reason as a sentence starts it.
+func noServerMetricsText(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return strings.ToUpper(reason[:1]) + reason[1:]
 }
 
 // runProgress logs one refinement run and the estimate after it.

@@ -67,8 +67,8 @@ func BenchmarkScrapeRound10Targets(b *testing.B) {
 	defer srv.Close()
 	var targets []Target
 	for i := 0; i < 5; i++ {
-		targets = append(targets, Target{fmt.Sprintf("vllm-%d", i), fmt.Sprintf("%s/metrics?i=%d", srv.URL, i)})
-		targets = append(targets, Target{fmt.Sprintf("dcgm-%d", i), fmt.Sprintf("%s/dcgm/metrics?i=%d", srv.URL, i)})
+		targets = append(targets, Target{Name: fmt.Sprintf("vllm-%d", i), URL: fmt.Sprintf("%s/metrics?i=%d", srv.URL, i)})
+		targets = append(targets, Target{Name: fmt.Sprintf("dcgm-%d", i), URL: fmt.Sprintf("%s/dcgm/metrics?i=%d", srv.URL, i)})
 	}
 	c, err := NewCollector(targets, time.Second, Options{Now: virtualClock()})
 	if err != nil {

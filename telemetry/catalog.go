@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/spoc-project/spoc/sglang"
 	"github.com/spoc-project/spoc/vllm"
@@ -62,10 +61,33 @@ const (
 	DCGMNVLinkBandwidth = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
 )
 
+// Engine metric roles: what each engine metric of the catalog measures,
+// the keys of a server's own metric names (Target.Metrics).
+const (
+	RoleRunning            = "running"
+	RoleWaiting            = "waiting"
+	RoleKVCacheUsage       = "kv_cache_usage"
+	RolePromptTokens       = "prompt_tokens"
+	RoleGenerationTokens   = "generation_tokens"
+	RolePrefixCacheQueries = "prefix_cache_queries"
+	RolePrefixCacheHits    = "prefix_cache_hits"
+	RolePreemptions        = "preemptions"
+	RoleRequestSuccess     = "request_success"
+	RoleTTFT               = "ttft"
+	RoleITL                = "itl"
+	RoleE2E                = "e2e"
+	RoleQueueTime          = "queue_time"
+)
+
 // Metric describes one metric spoc understands: its canonical name, the older
 // names it has been exposed under, its kind and unit.
 type Metric struct {
-	Name    string   `json:"name"`
+	Name string `json:"name"`
+	// Role is what an engine metric measures, in words independent of
+	// any engine's names (running, kv_cache_usage): the key a server spoc
+	// knows nothing about maps its own metric names by (flavor generic's
+	// engine.generic.metrics, Target.Metrics). DCGM's have none.
+	Role    string   `json:"role,omitempty"`
 	Aliases []string `json:"aliases,omitempty"`
 	// Foreign are the names another engine gives the same quantity
 	// (SGLang's sglang:num_running_reqs for vllm:num_requests_running):
@@ -83,19 +105,19 @@ type Metric struct {
 // vllm) are aliases of the current ones; dcgm-exporter's field rename (CLOCK_THROTTLE_REASONS →
 // CLOCKS_EVENT_REASONS) is an alias too.
 var catalog = []Metric{
-	{Name: VLLMRunning, Foreign: []string{sglang.MetricNumRunningReqs}, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests in the running batch"},
-	{Name: VLLMWaiting, Foreign: []string{sglang.MetricNumQueueReqs}, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests queued for admission"},
-	{Name: VLLMKVCacheUsage, Aliases: []string{vllm.MetricGPUCacheUsagePerc}, Foreign: []string{sglang.MetricTokenUsage}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
-	{Name: VLLMPromptTokens, Foreign: []string{sglang.MetricPromptTokens}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "prefill tokens processed"},
-	{Name: VLLMGenerationTokens, Foreign: []string{sglang.MetricGenerationTokens}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens generated"},
-	{Name: VLLMPrefixQueries, Aliases: []string{vllm.MetricGPUPrefixCacheQueries}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens looked up in the prefix cache"},
-	{Name: VLLMPrefixHits, Aliases: []string{vllm.MetricGPUPrefixCacheHits}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens found in the prefix cache"},
-	{Name: VLLMPreemptions, Kind: Counter, Source: SourceVLLM, Unit: "preemptions", Help: "requests preempted for lack of KV-cache blocks"},
-	{Name: VLLMRequestSuccess, Kind: Counter, Source: SourceVLLM, Unit: "requests", Help: "requests finished"},
-	{Name: VLLMTTFT, Foreign: []string{sglang.MetricTimeToFirstToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side time to first token"},
-	{Name: VLLMITL, Aliases: []string{vllm.MetricTimePerOutputToken}, Foreign: []string{sglang.MetricInterTokenLatency, sglang.MetricTimePerOutputToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
-	{Name: VLLME2E, Foreign: []string{sglang.MetricE2ERequestLatency}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side end-to-end request latency"},
-	{Name: VLLMQueueTime, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "time requests spent waiting"},
+	{Name: VLLMRunning, Role: RoleRunning, Foreign: []string{sglang.MetricNumRunningReqs}, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests in the running batch"},
+	{Name: VLLMWaiting, Role: RoleWaiting, Foreign: []string{sglang.MetricNumQueueReqs}, Kind: Gauge, Source: SourceVLLM, Unit: "requests", Help: "requests queued for admission"},
+	{Name: VLLMKVCacheUsage, Role: RoleKVCacheUsage, Aliases: []string{vllm.MetricGPUCacheUsagePerc}, Foreign: []string{sglang.MetricTokenUsage}, Kind: Gauge, Source: SourceVLLM, Unit: "ratio", Help: "fraction of KV-cache blocks in use"},
+	{Name: VLLMPromptTokens, Role: RolePromptTokens, Foreign: []string{sglang.MetricPromptTokens}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "prefill tokens processed"},
+	{Name: VLLMGenerationTokens, Role: RoleGenerationTokens, Foreign: []string{sglang.MetricGenerationTokens}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens generated"},
+	{Name: VLLMPrefixQueries, Role: RolePrefixCacheQueries, Aliases: []string{vllm.MetricGPUPrefixCacheQueries}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens looked up in the prefix cache"},
+	{Name: VLLMPrefixHits, Role: RolePrefixCacheHits, Aliases: []string{vllm.MetricGPUPrefixCacheHits}, Kind: Counter, Source: SourceVLLM, Unit: "tokens", Help: "tokens found in the prefix cache"},
+	{Name: VLLMPreemptions, Role: RolePreemptions, Kind: Counter, Source: SourceVLLM, Unit: "preemptions", Help: "requests preempted for lack of KV-cache blocks"},
+	{Name: VLLMRequestSuccess, Role: RoleRequestSuccess, Kind: Counter, Source: SourceVLLM, Unit: "requests", Help: "requests finished"},
+	{Name: VLLMTTFT, Role: RoleTTFT, Foreign: []string{sglang.MetricTimeToFirstToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side time to first token"},
+	{Name: VLLMITL, Role: RoleITL, Aliases: []string{vllm.MetricTimePerOutputToken}, Foreign: []string{sglang.MetricInterTokenLatency, sglang.MetricTimePerOutputToken}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side inter-token latency"},
+	{Name: VLLME2E, Role: RoleE2E, Foreign: []string{sglang.MetricE2ERequestLatency}, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "server-side end-to-end request latency"},
+	{Name: VLLMQueueTime, Role: RoleQueueTime, Kind: Histogram, Source: SourceVLLM, Unit: "seconds", Help: "time requests spent waiting"},
 
 	{Name: DCGMSMActive, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of cycles an SM has a warp assigned"},
 	{Name: DCGMSMOccupancy, Kind: Gauge, Source: SourceDCGM, Unit: "ratio", Help: "fraction of resident warps per SM"},
@@ -121,37 +143,19 @@ const (
 	SuffixCount  = "_count"
 )
 
-// byName indexes every exposition name spoc accepts: canonical names, aliases,
-// counters without _total (OpenMetrics family names) and histogram series.
-var byName = func() map[string]nameEntry {
-	m := make(map[string]nameEntry)
+// byName indexes every exposition name spoc accepts from a server whose
+// names are the catalog's: canonical names, aliases, other engines' names,
+// counters without _total (OpenMetrics family nameIndex) and histogram series.
+var byName = func() nameIndex {
+	n := nameIndex{m: make(map[string]nameEntry)}
 	for i := range catalog {
 		md := &catalog[i]
-		names := append(append([]string{md.Name}, md.Aliases...), md.Foreign...)
-		for j, n := range names {
-			alias := j > 0
-			switch md.Kind {
-			case Counter:
-				m[n] = nameEntry{md, "", alias}
-				m[strings.TrimSuffix(n, "_total")] = nameEntry{md, "", alias}
-			case Histogram:
-				m[n] = nameEntry{md, "", alias}
-				for _, s := range []string{SuffixBucket, SuffixSum, SuffixCount} {
-					m[n+s] = nameEntry{md, s, alias}
-				}
-			default:
-				m[n] = nameEntry{md, "", alias}
-			}
+		for j, name := range append(append([]string{md.Name}, md.Aliases...), md.Foreign...) {
+			n.add(md, name, j > 0)
 		}
 	}
-	return m
+	return n
 }()
-
-type nameEntry struct {
-	metric *Metric
-	suffix string
-	alias  bool
-}
 
 // Catalog returns every metric spoc understands, sorted by name. The slice is
 // a copy; changing it changes nothing in the package.
@@ -171,7 +175,7 @@ func Catalog() []Metric {
 // metric. suffix is the histogram series suffix, empty otherwise; alias is true
 // when name is an older name of the metric.
 func Lookup(name string) (m Metric, suffix string, alias bool, ok bool) {
-	e, ok := byName[name]
+	e, ok := byName.lookup(name)
 	if !ok {
 		return Metric{}, "", false, false
 	}
@@ -181,7 +185,7 @@ func Lookup(name string) (m Metric, suffix string, alias bool, ok bool) {
 // CanonicalSeriesName maps an exposition name to the name spoc stores it
 // under: the canonical metric name plus the histogram suffix, if any.
 func CanonicalSeriesName(name string) (string, bool) {
-	e, ok := byName[name]
+	e, ok := byName.lookup(name)
 	if !ok {
 		return "", false
 	}

@@ -28,7 +28,7 @@ func collect(t *testing.T, exp *fakeExporter, opts Options, rounds int) *Collect
 	t.Helper()
 	srv := exp.start(t)
 	opts.Now = virtualClock()
-	c, err := NewCollector([]Target{{"vllm", srv.URL + "/metrics"}, {"dcgm", srv.URL + "/dcgm/metrics"}}, time.Second, opts)
+	c, err := NewCollector([]Target{{Name: "vllm", URL: srv.URL + "/metrics"}, {Name: "dcgm", URL: srv.URL + "/dcgm/metrics"}}, time.Second, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +176,10 @@ func TestCollectorSurvivesBadTargets(t *testing.T) {
 
 	var jsonl bytes.Buffer
 	c, err := NewCollector([]Target{
-		{"good", good.URL + "/metrics"},
-		{"garbled", malformed.URL},
-		{"flaky", failing.URL},
-		{"gone", deadURL},
+		{Name: "good", URL: good.URL + "/metrics"},
+		{Name: "garbled", URL: malformed.URL},
+		{Name: "flaky", URL: failing.URL},
+		{Name: "gone", URL: deadURL},
 	}, time.Second, Options{Now: virtualClock(), JSONL: &jsonl})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestCollectorSurvivesBadTargets(t *testing.T) {
 func TestCollectorRunStopsWithContext(t *testing.T) {
 	exp := newFakeExporter()
 	srv := exp.start(t)
-	c, err := NewCollector([]Target{{"vllm", srv.URL + "/metrics"}}, 10*time.Millisecond, Options{})
+	c, err := NewCollector([]Target{{Name: "vllm", URL: srv.URL + "/metrics"}}, 10*time.Millisecond, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,9 +253,9 @@ func TestNewCollectorRejectsBadTargets(t *testing.T) {
 		want    string
 	}{
 		{"none", nil, "no targets"},
-		{"relative URL", []Target{{"a", "/metrics"}}, `target "a"`},
-		{"empty name", []Target{{"", "http://x/metrics"}}, "empty name"},
-		{"duplicate", []Target{{"a", "http://x/m"}, {"a", "http://y/m"}}, "used twice"},
+		{"relative URL", []Target{{Name: "a", URL: "/metrics"}}, `target "a"`},
+		{"empty name", []Target{{Name: "", URL: "http://x/metrics"}}, "empty name"},
+		{"duplicate", []Target{{Name: "a", URL: "http://x/m"}, {Name: "a", URL: "http://y/m"}}, "used twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewCollector(tc.targets, time.Second, Options{})

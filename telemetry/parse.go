@@ -32,12 +32,26 @@ var TextFormat = expfmt.NewFormat(expfmt.TypeTextPlain)
 // non-finite values and exposition timestamps are dropped; a metric exposed
 // under both its current and an older name keeps the current one only.
 func Parse(r io.Reader, format expfmt.Format) ([]Sample, error) {
-	return parse(r, format, MaxExpositionBytes)
+	return parse(r, format, MaxExpositionBytes, byName)
+}
+
+// ParseServer is Parse for a server that names its engine metrics its own
+// way (Target.Metrics): the names metrics maps by role and DCGM's are
+// read, and their samples are named as the catalog names them
+// (vllm:num_requests_running for the role running), so that the store
+// and the signals read them as they read vLLM's. An unknown role is an
+// error.
+func ParseServer(r io.Reader, format expfmt.Format, metrics map[string]string) ([]Sample, error) {
+	n, err := serverNames(metrics)
+	if err != nil {
+		return nil, err
+	}
+	return parse(r, format, MaxExpositionBytes, n)
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func parse(r io.Reader, format expfmt.Format, limit int64) ([]Sample, error) {
+func parse(r io.Reader, format expfmt.Format, limit int64, n nameIndex) ([]Sample, error) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 4<<20 {
@@ -55,7 +69,7 @@ func parse(r io.Reader, format expfmt.Format, limit int64) ([]Sample, error) {
 	in := buf.Bytes()
 	ft := format.FormatType()
 	if ft != expfmt.TypeOpenMetrics && ft != expfmt.TypeProtoDelim {
-		in = keepCatalogLines(in)
+		in = keepCatalogLines(in, n)
 	}
 	dec := expfmt.NewDecoder(bytes.NewReader(in), format)
 	var out []Sample
@@ -68,7 +82,14 @@ func parse(r io.Reader, format expfmt.Format, limit int64) ([]Sample, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse exposition: %w", err)
 		}
-		out = appendFamily(out, &mf)
+		out = appendFamily(out, &mf, n)
+	}
+	if n.server {
+		// a server's own names: stored under the catalog's
+		for i := range out {
+			e, _ := n.lookup(out[i].Name)
+			out[i].Name = e.metric.Name + e.suffix
+		}
 	}
 	return dropShadowedAliases(out), nil
 }
@@ -78,7 +99,7 @@ func parse(r io.Reader, format expfmt.Format, limit int64) ([]Sample, error) {
 // cannot classify (so that garbage still fails the parse). A real vLLM
 // exposition is mostly other metrics; skipping them before the parser cuts
 // the scrape's CPU cost several times.
-func keepCatalogLines(in []byte) []byte {
+func keepCatalogLines(in []byte, n nameIndex) []byte {
 	out := in[:0]
 	for len(in) > 0 {
 		line := in
@@ -86,7 +107,7 @@ func keepCatalogLines(in []byte) []byte {
 		if i := bytes.IndexByte(in, '\n'); i >= 0 {
 			line, next = in[:i], i+1
 		}
-		if keepLine(line) {
+		if keepLine(line, n) {
 			out = append(out, in[:next]...)
 		}
 		in = in[next:]
@@ -94,7 +115,7 @@ func keepCatalogLines(in []byte) []byte {
 	return out
 }
 
-func keepLine(line []byte) bool {
+func keepLine(line []byte, n nameIndex) bool {
 	l := bytes.TrimLeft(line, " \t")
 	if len(l) == 0 {
 		return false
@@ -104,18 +125,18 @@ func keepLine(line []byte) bool {
 		if len(f) < 2 || (string(f[0]) != "HELP" && string(f[0]) != "TYPE") {
 			return false // a plain comment
 		}
-		return !validName(f[1]) || catalogName(f[1])
+		return !validName(f[1]) || known(f[1], n)
 	}
 	end := bytes.IndexAny(l, "{ \t")
 	if end < 0 {
 		end = len(l)
 	}
 	name := l[:end]
-	return !validName(name) || catalogName(name)
+	return !validName(name) || known(name, n)
 }
 
-func catalogName(b []byte) bool {
-	_, ok := byName[string(b)]
+func known(b []byte, n nameIndex) bool {
+	_, ok := n.lookup(string(b))
 	return ok
 }
 
@@ -135,28 +156,28 @@ func validName(b []byte) bool {
 }
 
 // appendFamily flattens the catalog part of one metric family into samples.
-func appendFamily(out []Sample, mf *dto.MetricFamily) []Sample {
+func appendFamily(out []Sample, mf *dto.MetricFamily, n nameIndex) []Sample {
 	name := mf.GetName()
 	for _, m := range mf.GetMetric() {
 		switch {
 		case m.GetHistogram() != nil:
-			if _, _, _, ok := Lookup(name + SuffixBucket); !ok {
+			if _, ok := n.lookup(name + SuffixBucket); !ok {
 				continue
 			}
 			out = appendHistogram(out, name, m)
 		case m.GetCounter() != nil:
-			out = appendValue(out, name, m, m.GetCounter().GetValue())
+			out = appendValue(out, name, m, m.GetCounter().GetValue(), n)
 		case m.GetGauge() != nil:
-			out = appendValue(out, name, m, m.GetGauge().GetValue())
+			out = appendValue(out, name, m, m.GetGauge().GetValue(), n)
 		case m.GetUntyped() != nil:
-			out = appendValue(out, name, m, m.GetUntyped().GetValue())
+			out = appendValue(out, name, m, m.GetUntyped().GetValue(), n)
 		}
 	}
 	return out
 }
 
-func appendValue(out []Sample, name string, m *dto.Metric, v float64) []Sample {
-	if _, _, _, ok := Lookup(name); !ok || !finite(v) {
+func appendValue(out []Sample, name string, m *dto.Metric, v float64, n nameIndex) []Sample {
+	if _, ok := n.lookup(name); !ok || !finite(v) {
 		return out
 	}
 	return append(out, Sample{Name: name, Labels: labelMap(m, 0), Value: v})

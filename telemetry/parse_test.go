@@ -193,7 +193,7 @@ func TestParseSkipsOtherMetricsBeforeParsing(t *testing.T) {
 	if err != nil || len(samples) != 1 || samples[0].Value != 4 {
 		t.Errorf("Parse = %+v, %v; want the one catalog sample", samples, err)
 	}
-	if got := string(keepCatalogLines([]byte("a 1\n# plain comment\n\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 2"))); got != "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 2" {
+	if got := string(keepCatalogLines([]byte("a 1\n# plain comment\n\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 2"), byName)); got != "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 2" {
 		t.Errorf("keepCatalogLines = %q", got)
 	}
 }
@@ -203,7 +203,7 @@ func TestScrapeWithoutCatalogMetricsIsAnError(t *testing.T) {
 		w.Write([]byte("node_load1 0.5\n"))
 	}))
 	defer srv.Close()
-	h := &HTTPScraper{Target: Target{"node", srv.URL}}
+	h := &HTTPScraper{Target: Target{Name: "node", URL: srv.URL}}
 	if _, err := h.Scrape(context.Background()); !errors.Is(err, ErrNoCatalogMetrics) || !strings.Contains(err.Error(), `"node"`) {
 		t.Errorf("err = %v", err)
 	}
@@ -223,7 +223,7 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 	big := bytes.Repeat([]byte("# comment line padding the exposition beyond its limit\n"), 100)
-	if _, err := parse(bytes.NewReader(big), TextFormat, 1000); !errors.Is(err, ErrExpositionTooLarge) {
+	if _, err := parse(bytes.NewReader(big), TextFormat, 1000, byName); !errors.Is(err, ErrExpositionTooLarge) {
 		t.Errorf("oversized exposition: err = %v", err)
 	}
 }

@@ -54,7 +54,7 @@ func TestPrometheusMatchesDirectScrape(t *testing.T) {
 		"sim-vllm": simURL + "/metrics", "sim-dcgm": simURL + "/dcgm/metrics",
 	}
 	prom := promtest.Start(t, jobs, period)
-	fakeC, err := NewCollector([]Target{{"vllm", jobs["vllm"]}, {"dcgm", jobs["dcgm"]}}, period, Options{})
+	fakeC, err := NewCollector([]Target{{Name: "vllm", URL: jobs["vllm"]}, {Name: "dcgm", URL: jobs["dcgm"]}}, period, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPrometheusMatchesDirectScrape(t *testing.T) {
 	srv, dep, _ := startSim(t, simListener, scale, []sim.Throttle{{GPU: 2, ClockFactor: 0.6,
 		Start: throttleFrom.Seconds() * scale, End: throttleTo.Seconds() * scale}})
 	simBorn := time.Now()
-	simC, err := NewCollector([]Target{{"sim-vllm", jobs["sim-vllm"]}, {"sim-dcgm", jobs["sim-dcgm"]}}, period, Options{})
+	simC, err := NewCollector([]Target{{Name: "sim-vllm", URL: jobs["sim-vllm"]}, {Name: "sim-dcgm", URL: jobs["sim-dcgm"]}}, period, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

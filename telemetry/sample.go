@@ -21,6 +21,13 @@ type Sample struct {
 type Target struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
+	// Metrics are the server's own names of the engine metrics, by role
+	// (Roles: running → the server's gauge of running requests), for a
+	// server spoc knows nothing about (flavor generic's
+	// engine.generic.metrics): only they and DCGM's names are read, and
+	// stored under the catalog's names. Nil reads the catalog's names
+	// (vLLM's, SGLang's, DCGM's).
+	Metrics map[string]string `json:"metrics,omitempty"`
 }
 
 // ParseTarget parses the command-line form NAME=URL. The URL must be absolute
@@ -46,6 +53,11 @@ func validateTarget(t Target) error {
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("target %q: URL %q is not an absolute http(s) URL", t.Name, t.URL)
+	}
+	if t.Metrics != nil {
+		if err := CheckServerMetrics(t.Metrics); err != nil {
+			return fmt.Errorf("target %q: %w", t.Name, err)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/prometheus/common/expfmt"
 )
@@ -13,6 +15,31 @@ import (
 // ErrNoCatalogMetrics reports an exposition without any metric spoc knows:
 // most likely a URL that is not a vLLM or dcgm-exporter endpoint.
 var ErrNoCatalogMetrics = errors.New("no vLLM or DCGM metric in the exposition (is this a vLLM /metrics or dcgm-exporter URL?)")
+
+// ErrNoServerMetrics reports an exposition without any of the metric names
+// a target maps (Target.Metrics): a misspelt name, or the wrong URL.
+var ErrNoServerMetrics = errors.New("no mapped metric in the exposition")
+
+// hasEngineSample reports whether samples hold an engine metric (one
+// with a role), not DCGM's only.
+func hasEngineSample(samples []Sample) bool {
+	for _, s := range samples {
+		if m, _, _, ok := Lookup(s.Name); ok && m.Role != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// mappedNames lists a target's mapped metric names as role=name, sorted.
+func mappedNames(metrics map[string]string) string {
+	out := make([]string, 0, len(metrics))
+	for r, n := range metrics {
+		out = append(out, r+"="+n)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
 
 // Scraper reads one target's current samples.
 type Scraper interface {
@@ -66,6 +93,13 @@ func (h *HTTPScraper) scrape(ctx context.Context) ([]Sample, error) {
 	format := expfmt.ResponseFormat(resp.Header)
 	if format.FormatType() == expfmt.TypeUnknown {
 		format = TextFormat
+	}
+	if h.Target.Metrics != nil {
+		samples, err := ParseServer(resp.Body, format, h.Target.Metrics)
+		if err == nil && !hasEngineSample(samples) {
+			err = fmt.Errorf("%w: none of the server's metric names given (%s) is in the exposition", ErrNoServerMetrics, mappedNames(h.Target.Metrics))
+		}
+		return samples, err
 	}
 	samples, err := Parse(resp.Body, format)
 	if err != nil {

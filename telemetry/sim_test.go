@@ -142,7 +142,7 @@ func TestSimulatorStragglerInjection(t *testing.T) {
 			stopLoad := driveSim(url, srv.Model(), 6, 4096)
 			defer stopLoad()
 			var rounds []simRound
-			c, err := NewCollector([]Target{{"vllm", url + "/metrics"}, {"dcgm", url + "/dcgm/metrics"}}, timeout,
+			c, err := NewCollector([]Target{{Name: "vllm", URL: url + "/metrics"}, {Name: "dcgm", URL: url + "/dcgm/metrics"}}, timeout,
 				Options{
 					Timeout: timeout,
 					Now:     func() time.Time { return base.Add(time.Duration(len(rounds)) * step) },

@@ -1,26 +1,38 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/testharness/metricnames"
 	"github.com/spoc-project/spoc/internal/testharness/testtool"
+	"github.com/spoc-project/spoc/sim/serve"
+	"github.com/spoc-project/spoc/telemetry"
 )
 
 // The strict server: this test binary, run with strictServerEnv set to a
 // folder, records its argv there and accepts exactly the flags it
 // declares — --listen PORT, --bind HOST, --seqs=N, --batch N — exiting 2
 // on any other argument, as a third-party server with its own flag names
-// does. It then becomes (exec, same process) spoc sim serve with those
-// values in vLLM's names, so that a plan can run on it.
+// does. It then serves spoc sim serve's simulated engine with those values
+// in vLLM's names, so that a plan can run on it, and names its metrics its
+// own way (acme_num_requests_running, …: metricnames.Rename), as such a
+// server does.
 const (
 	strictServerEnv = "SPOC_TEST_STRICT_SERVER"
-	strictSpocEnv   = "SPOC_TEST_STRICT_SPOC"
 )
 
 func strictServer(dir string) int {
@@ -59,8 +71,7 @@ func strictServer(dir string) int {
 		fmt.Fprintln(os.Stderr, "strict server: --listen and --bind are required")
 		return 2
 	}
-	spoc := os.Getenv(strictSpocEnv)
-	argv := []string{spoc, "sim", "serve", "--port", port, "--host", host, "--model", "gpt-oss-20b",
+	argv := []string{"--port", port, "--host", host, "--model", "gpt-oss-20b",
 		"--gpu", "H200-SXM", "--gpus", "1", "--tensor-parallel-size", "1"}
 	if seqs != "" {
 		argv = append(argv, "--max-num-seqs", seqs)
@@ -68,14 +79,79 @@ func strictServer(dir string) int {
 	if batch != "" {
 		argv = append(argv, "--max-num-batched-tokens", batch)
 	}
-	err := syscall.Exec(spoc, argv, os.Environ())
-	fmt.Fprintln(os.Stderr, "strict server: exec spoc sim serve:", err)
-	return 1
+	if err := serveRenamedSim(argv); err != nil {
+		fmt.Fprintln(os.Stderr, "strict server:", err)
+		return 1
+	}
+	return 0
+}
+
+// serveRenamedSim serves spoc sim serve's deployment for its command line
+// argv in this process, with its metrics named acme_ where spoc sim serve
+// names them vllm: (none of them a name telemetry's catalog knows), until
+// SIGTERM.
+func serveRenamedSim(argv []string) error {
+	fs := pflag.NewFlagSet("sim serve", pflag.ContinueOnError)
+	keys := addSimEngineFlags(fs)
+	cl := serve.NewCommandLine(fs)
+	if err := fs.Parse(argv); err != nil {
+		return err
+	}
+	opts, err := cl.Parse(fs.Args())
+	if err != nil {
+		return err
+	}
+	settings, err := keys.settings(fs)
+	if err != nil {
+		return err
+	}
+	sc, err := simServeConfig("", settings, opts)
+	if err != nil {
+		return err
+	}
+	srv, err := serve.New(sc)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	hs := &http.Server{Handler: metricnames.Rename(srv.Handler(), "/metrics", "vllm:", acmePrefix), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	srv.Close() // ends the streams in flight
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
+
+// acmePrefix replaces vllm: in the strict server's metric names.
+const acmePrefix = "acme_"
+
+// acmeMetricsYAML is engine.generic.metrics for the strict server: every
+// role, by its acme_ name.
+func acmeMetricsYAML() string {
+	var b strings.Builder
+	b.WriteString("    metrics:\n")
+	for _, role := range telemetry.Roles() {
+		md, _ := telemetry.RoleMetric(role)
+		fmt.Fprintf(&b, "      %s: %s\n", role, strings.Replace(md.Name, "vllm:", acmePrefix, 1))
+	}
+	return b.String()
 }
 
 // genericPlanYAML is a live plan on the strict server with flavor
 // generic: two searched parameters, each mapped by its own template.
-func genericPlanYAML(server, argvDir, spoc string) string {
+func genericPlanYAML(server, argvDir string) string {
 	live := livePlanYAML("process", "H200-SXM", nil)
 	_, rest, _ := strings.Cut(live, "workload:")
 	rest, _, _ = strings.Cut(rest, "search:")
@@ -89,14 +165,14 @@ func genericPlanYAML(server, argvDir, spoc string) string {
   max_model_len: 32768
   process:
     command: [%q, --listen, "{{.Port}}", --bind, "{{.Host}}"]
-    env: {%s: %q, %s: %q}
+    env: {%s: %q}
     health_timeout: 1m
     stop_timeout: 10s
   generic:
     params:
       max-num-seqs: "--seqs={{.Value}}"
       max-num-batched-tokens: [--batch, "{{.Value}}"]
-workload:%ssearch:
+%sworkload:%ssearch:
   trials: 3
   warmup: 1s
   duration: 3s
@@ -113,10 +189,10 @@ sweep:
   min_runs: 3
   max_runs: 3
 telemetry:
-  enabled: false
+  interval: 500ms
 plan:
   fidelity: live
-`, server, strictServerEnv, argvDir, strictSpocEnv, spoc, rest)
+`, server, strictServerEnv, argvDir, acmeMetricsYAML(), rest)
 }
 
 // TestGenericPlanPassesOnlyDeclaredFlags is issue 35's acceptance for
@@ -141,7 +217,7 @@ func TestGenericPlanPassesOnlyDeclaredFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "generic.yaml")
-	if err := os.WriteFile(cfg, []byte(genericPlanYAML(self, argvDir, spoc)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(genericPlanYAML(self, argvDir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runSpoc(t, spoc, "config", "check", "-c", cfg)
@@ -196,7 +272,26 @@ func TestGenericPlanPassesOnlyDeclaredFlags(t *testing.T) {
 	if !strings.Contains(stdout, "configuration: "+self+" --listen ") || strings.Contains(stdout, "vllm serve") {
 		t.Errorf("the command to run is not the templated command line:\n%s", stdout)
 	}
-	t.Logf("%d servers; parameter sets %q", len(files), keys(distinct))
+	// telemetry read the server's own metric names (engine.generic.metrics):
+	// none of them is a name telemetry's catalog knows, so a map ignored
+	// leaves every level's engine columns unmeasured
+	sum := readSummary(t, out)
+	measured := 0
+	for _, p := range sum.Sweep {
+		if p.HasEngineTelemetry() && p.KVCacheUsageMax > 0 {
+			measured++
+		}
+	}
+	if measured == 0 {
+		t.Errorf("no sweep level has engine telemetry from the server's acme_ metrics: %+v", sum.Sweep)
+	}
+	if tel := sum.Telemetry; tel == nil || tel.Engine.Running.Samples == 0 || tel.Engine.PrefixCacheQueries <= 0 {
+		t.Errorf("the ceiling's telemetry did not read the mapped names: %+v", tel)
+	}
+	if strings.Contains(stdout, engine.NoGenericMetrics) {
+		t.Errorf("the plan says it read no server metrics although engine.generic.metrics maps them:\n%s", stdout)
+	}
+	t.Logf("%d servers; parameter sets %q; %d of %d sweep levels with engine telemetry", len(files), keys(distinct), measured, len(sum.Sweep))
 }
 
 func keys(m map[string]bool) []string {

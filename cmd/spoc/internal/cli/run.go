@@ -140,15 +140,19 @@ func writeRunResult(w io.Writer, ev *capacity.Evaluation, asJSON bool) error {
 		// the summary's fields, and where they were measured
 		return writeJSON(w, struct {
 			*result.Result
-			Provenance capacity.Provenance    `json:"provenance"`
-			Sessions   *workload.SessionStats `json:"sessions,omitempty"`
-		}{ev.Summary, ev.Provenance, ev.Sessions})
+			Provenance      capacity.Provenance    `json:"provenance"`
+			Sessions        *workload.SessionStats `json:"sessions,omitempty"`
+			NoServerMetrics string                 `json:"no_server_metrics,omitempty"`
+		}{ev.Summary, ev.Provenance, ev.Sessions, ev.NoServerMetrics})
 	}
 	if err := result.WriteText(w, ev.Summary); err != nil {
 		return err
 	}
 	if ev.Sessions != nil {
 		fmt.Fprintln(w, sessionsLine(ev.Sessions))
+	}
+	if ev.NoServerMetrics != "" {
+		fmt.Fprintf(w, "telemetry: %s\n", ev.NoServerMetrics)
 	}
 	_, err := fmt.Fprintf(w, "source: %s\n", provenanceLine(ev.Provenance))
 	return err

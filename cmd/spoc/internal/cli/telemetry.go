@@ -103,7 +103,7 @@ func newTelemetryCatalogCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "catalog",
-		Short: "List the metrics spoc reads, their older names and default PromQL",
+		Short: "List the metrics spoc reads, their roles, older and other engines' names and default PromQL",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cat := telemetry.Catalog()
@@ -122,8 +122,14 @@ func newTelemetryCatalogCmd() *cobra.Command {
 			w := cmd.OutOrStdout()
 			for _, m := range cat {
 				fmt.Fprintf(w, "%-36s %-9s %-8s %s\n", m.Name, m.Kind, m.Unit, m.Help)
+				if m.Role != "" {
+					fmt.Fprintf(w, "  role: %s (the key of engine.generic.metrics)\n", m.Role)
+				}
 				if len(m.Aliases) > 0 {
 					fmt.Fprintf(w, "  older names: %s\n", strings.Join(m.Aliases, ", "))
+				}
+				if len(m.Foreign) > 0 {
+					fmt.Fprintf(w, "  other engines' names: %s\n", strings.Join(m.Foreign, ", "))
 				}
 				fmt.Fprintf(w, "  query: %s\n", q[m.Name])
 			}

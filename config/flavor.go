@@ -270,7 +270,7 @@ func (e *Engine) validateFlags(p string, space []Param, cat *flagcatalog.Catalog
 	unknown := func(name string) string {
 		f := vllm.FlagName(name)
 		if c, ok := counterparts[f]; ok {
-			return fmt.Sprintf("--%s is %s flag, not %s's; %s's closest is --%s (docs/engines.md says how they differ)", f, other, cat.Engine, cat.Engine, c)
+			return fmt.Sprintf("--%s is %s flag, not %s's (did you mean --%s? %s's closest; docs/engines.md says how they differ)", f, other, cat.Engine, c, cat.Engine)
 		}
 		return fmt.Sprintf("unknown %s flag --%s%s (spoc's %s catalogue, %s; a flag it lacks can be written into the command)", cat.Engine, f, suggest(f, cat.Names()), cat.Engine, catalogueVersion(cat))
 	}

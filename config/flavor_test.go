@@ -240,7 +240,7 @@ func TestSGLangFlagCatalogue(t *testing.T) {
 		want      []string
 	}{
 		{"vLLM flag in engine.params", "  params: {max-num-seqs: 64}\n",
-			[]string{"s.yaml:11:", "engine.params.max-num-seqs", "is a vLLM flag, not SGLang's", "--max-running-requests"}},
+			[]string{"s.yaml:11:", "engine.params.max-num-seqs", "is a vLLM flag, not SGLang's", "did you mean --max-running-requests?"}},
 		{"misspelt flag in engine.params", "  params:\n    max-runing-requests: 64\n",
 			[]string{"s.yaml:12:", "engine.params.max-runing-requests", "unknown SGLang flag", `did you mean "max-running-requests"`}},
 		{"bad choice", "  params: {schedule-policy: fifo}\n",
@@ -367,7 +367,7 @@ func TestVLLMFlagCatalogue(t *testing.T) {
 		want      []string
 	}{
 		{"SGLang flag in engine.params", "  params: {max-running-requests: 64}\n",
-			[]string{"v.yaml:9:", "engine.params.max-running-requests", "is an SGLang flag, not vLLM's", "--max-num-seqs"}},
+			[]string{"v.yaml:9:", "engine.params.max-running-requests", "is an SGLang flag, not vLLM's", "did you mean --max-num-seqs?"}},
 		{"misspelt flag in engine.params", "  params:\n    max-num-seq: 64\n",
 			[]string{"v.yaml:10:", "engine.params.max-num-seq", "unknown vLLM flag", `did you mean "max-num-seqs"`, "vLLM 0.11"}},
 		{"SGLang switch", "  params: {disable-radix-cache: true}\n",

@@ -12,7 +12,9 @@
 # a 12k-40k history) is 1.41 s, within 6 % of 1.5 s at every level, so the
 # ceiling would be decided by one run's noise; 3 s keeps the 20b table's
 # ratio (light-load round-robin TTFT about half the limit). SPOC_FLEET_TTFT
-# overrides it (e.g. 1500ms).
+# overrides it (e.g. 1500ms). SPOC_FLEET_PAIRED_SEEDS="2 3 4" instead walks
+# live and simulated at each of those workload seeds (SPOC_FLEET_ROUTERS,
+# default both routers), and prints the pairs to OUT/paired.txt.
 set -euo pipefail
 out=${1:-/tmp/spoc-fleet}
 repeats=${2:-2}
@@ -54,6 +56,23 @@ for router in round-robin session-affinity; do
   done
   echo "simulated one-seed walks, $router (workload.seed 1..):$walks" | tee "$out/sim-$router-seeds.txt"
 done
+if [ -n "${SPOC_FLEET_PAIRED_SEEDS:-}" ]; then
+  # paired seeds: the live walk and the simulated walk of the same
+  # workload.seed (same users, sessions and think times), router by router
+  # (SPOC_FLEET_ROUTERS, default both); a one-seed walk's own noise is
+  # then shared, and what differs is the fleet model
+  for router in ${SPOC_FLEET_ROUTERS:-round-robin session-affinity}; do
+    for seed in $SPOC_FLEET_PAIRED_SEEDS; do
+      for kind in sim process; do
+        sed "s|^workload:|workload:\n  seed: $seed|" "$out/$kind-$router.yaml" > "$out/$kind-$router-paired$seed.yaml"
+        "$out/spoc" sweep -c "$out/$kind-$router-paired$seed.yaml" --seeds 1 --users "${grid[$router]}" -o "$out/paired-$kind-$router-$seed" \
+          > "$out/paired-$kind-$router-$seed.out" 2>&1
+      done
+      echo "paired seed $seed, $router: simulated $(grep -o 'capacity ceiling: [0-9]*' "$out/paired-sim-$router-$seed.out" | grep -o '[0-9]*$'), live $(grep -o 'capacity ceiling: [0-9]*' "$out/paired-process-$router-$seed.out" | grep -o '[0-9]*$')" | tee -a "$out/paired.txt"
+    done
+  done
+  exit 0
+fi
 for rep in $(seq 1 "$repeats"); do
   for router in round-robin session-affinity; do
     "$out/spoc" sweep -c "$out/process-$router.yaml" --seeds 1 --users "${grid[$router]}" -o "$out/live-$router-$rep" \

@@ -20,16 +20,17 @@ type indexSlot struct {
 	val int32
 }
 
-func newBlockIndex(capacity int) *blockIndex {
+func newBlockIndex(capacity int, huge bool) *blockIndex {
 	size := 16
 	for size < 2*capacity {
 		size <<= 1
 	}
-	return &blockIndex{
-		slots: make([]indexSlot, size),
+	x := &blockIndex{
 		mask:  uint64(size - 1),
 		shift: uint(64 - bits.TrailingZeros(uint(size))),
 	}
+	x.slots = kvSlice[indexSlot](x, size, huge)
+	return x
 }
 
 func (x *blockIndex) slot(h uint64) uint64 { return (h * 0x9e3779b97f4a7c15) >> x.shift }

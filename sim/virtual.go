@@ -49,6 +49,12 @@ type Options struct {
 	SeriesInterval time.Duration
 }
 
+// HugePagesAfter is the simulated length (warm-up and window) from which a
+// virtual run keeps its KV caches on huge pages (EngineConfig.HugePages):
+// the 24-hour reference day runs about a fifth faster, a few simulated
+// minutes slower (docs/performance.md).
+const HugePagesAfter = time.Hour
+
 // RunStats describes a finished virtual run.
 type RunStats struct {
 	Start  time.Time     `json:"start"`
@@ -158,7 +164,7 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 	if o.ErrorRate < 0 || o.ErrorRate > 1 {
 		return nil, fmt.Errorf("run virtual: error rate %v is not in [0, 1]", o.ErrorRate)
 	}
-	c, err := o.Deployment.Build()
+	c, err := o.Deployment.build(o.Warmup+o.Duration >= HugePagesAfter)
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)
 	}

@@ -25,6 +25,8 @@ type Day struct {
 	MinReplicas int          `yaml:"min_replicas,omitempty" doc:"Fewest replicas a policy keeps (0: 1)."`
 	MaxReplicas int          `yaml:"max_replicas,omitempty" doc:"Most replicas a policy may run (0: the static peak fleet)."`
 	Policies    []DayPolicy  `yaml:"policies" doc:"Autoscaling policies the day is simulated under, one summary row each."`
+	// StartupSensitivity: the report's sensitivity to start-up time.
+	StartupSensitivity []Duration `yaml:"startup_sensitivity,omitempty" doc:"Start-up times (at least two, e.g. [0s, 2m, 5m, 10m]) the first target-tracking policy's day is simulated again with: its attainment against the start-up time, and the start-up above which it misses the morning ramp (its requests within the SLA more than 2 points below the shortest start-up's). Each is one more simulated day."`
 }
 
 // UsersPoint is one point of day.users.
@@ -105,6 +107,19 @@ func (d *Day) validate(p string, errs *Errors) {
 	if len(d.Policies) == 0 {
 		errs.Addf(p+".policies", "needs at least one policy (%s)", quoteList(plan.DayPolicies))
 	}
+	if n := len(d.StartupSensitivity); n > 0 {
+		if n < 2 {
+			errs.Addf(p+".startup_sensitivity", "needs at least two start-up times to compare, got %d", n)
+		}
+		if !slices.ContainsFunc(d.Policies, func(pol DayPolicy) bool { return pol.Kind == plan.DayTargetTracking }) {
+			errs.Addf(p+".startup_sensitivity", "needs a target-tracking policy in %s.policies", p[len(p)-lastDot(p):])
+		}
+		for i, st := range d.StartupSensitivity {
+			if st < 0 {
+				errs.Addf(fmt.Sprintf("%s.startup_sensitivity[%d]", p, i), "must not be negative, got %s", st)
+			}
+		}
+	}
 	for i, pol := range d.Policies {
 		pp := fmt.Sprintf("%s.policies[%d]", p, i)
 		if pol.DownStabilization < 0 {
@@ -155,6 +170,9 @@ func (d *Day) resolve(engineStartup Duration) (*plan.Day, error) {
 		if out.Rate, out.Users, err = loadDayTrace(d.Trace); err != nil {
 			return nil, err
 		}
+	}
+	for _, st := range d.StartupSensitivity {
+		out.StartupSensitivity = append(out.StartupSensitivity, st.D())
 	}
 	for _, pol := range d.Policies {
 		out.Policies = append(out.Policies, plan.DayPolicy{Kind: pol.Kind, Headroom: pol.Headroom, Metric: pol.Metric, Target: pol.Target,

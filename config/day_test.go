@@ -50,6 +50,9 @@ func TestDayBadInput(t *testing.T) {
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: target-tracking, headroom: 0.8, down_stabilization: -1m}\n", "spoc.yaml:5:46: day.policies[0].down_stabilization: must not be negative"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies:\n    - {kind: static, down_stabilization: 1m}\n", "day.policies[0].down_stabilization: applies to hpa and target-tracking, not static"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policy: [{kind: static}]\n", "policy"},
+		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies: [{kind: static}]\n  startup_sensitivity: [0s, 5m]\n", "spoc.yaml:5:3: day.startup_sensitivity: needs a target-tracking policy in day.policies"},
+		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies: [{kind: target-tracking, headroom: 0.8}]\n  startup_sensitivity: [5m]\n", "day.startup_sensitivity: needs at least two start-up times to compare, got 1"},
+		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: 1}]\n  policies: [{kind: target-tracking, headroom: 0.8}]\n  startup_sensitivity: [0s, -2m]\n", "spoc.yaml:5:29: day.startup_sensitivity[1]: must not be negative, got -2m0s"},
 	} {
 		_, err := Load(strings.NewReader(tc.yaml), "spoc.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -38,6 +40,10 @@ type Day struct {
 	// the static fleet.
 	MinReplicas, MaxReplicas int
 	Policies                 []DayPolicy
+	// StartupSensitivity lists start-up times the day's first
+	// target-tracking policy is simulated again with (DaySummary.
+	// Sensitivity); empty: none.
+	StartupSensitivity []time.Duration
 }
 
 // UsersPoint is one point of Day.Users.
@@ -103,9 +109,57 @@ type DaySummary struct {
 	StartupSeconds    float64 `json:"startup_s"`
 	// Users are the users the curve asks for at each minute's start of
 	// the simulated day (rate × T).
-	Users      []float64  `json:"users_per_minute"`
-	Rows       []DayRow   `json:"rows"`
-	Provenance Provenance `json:"provenance"`
+	Users []float64 `json:"users_per_minute"`
+	Rows  []DayRow  `json:"rows"`
+	// Sensitivity is target tracking's attainment against the start-up
+	// time (Day.StartupSensitivity; nil: not asked for).
+	Sensitivity *StartupSensitivity `json:"startup_sensitivity,omitempty"`
+	Provenance  Provenance          `json:"provenance"`
+}
+
+// RampMissShare is how far below the shortest start-up's share of requests
+// within the SLA a longer start-up's must fall for target tracking to miss
+// the morning ramp: two points, twice the noise between runs that should
+// tie (docs/day.md, "Start-up time").
+const RampMissShare = 0.02
+
+// StartupSensitivity is one target-tracking policy's day simulated with
+// each of several start-up times, shortest first.
+type StartupSensitivity struct {
+	Policy string             `json:"policy"`
+	Points []SensitivityPoint `json:"points"`
+	// MissesRampFromSeconds is the shortest start-up whose share of
+	// requests within the SLA falls more than MissShare below the
+	// shortest start-up's: from it on, the replicas the morning ramp asks
+	// for arrive too late. Negative: none of the start-ups does.
+	MissesRampFromSeconds float64 `json:"misses_ramp_from_s"`
+	MissShare             float64 `json:"miss_share"`
+}
+
+// SensitivityPoint is the day at one start-up time.
+type SensitivityPoint struct {
+	StartupSeconds float64 `json:"startup_s"`
+	// RequestShare and MinuteShare are the overall attainment
+	// (result.AttainmentRow).
+	RequestShare float64 `json:"request_share"`
+	MinuteShare  float64 `json:"minute_share"`
+	GPUHours     float64 `json:"gpu_hours"`
+	VsStatic     float64 `json:"vs_static"`
+}
+
+// MissesRamp reports the start-up above which target tracking misses the
+// morning ramp: the longest start-up before MissesRampFromSeconds (ok
+// false when no start-up misses it).
+func (s *StartupSensitivity) MissesRamp() (within, from float64, ok bool) {
+	if s.MissesRampFromSeconds < 0 {
+		return 0, 0, false
+	}
+	for _, p := range s.Points {
+		if p.StartupSeconds < s.MissesRampFromSeconds {
+			within = p.StartupSeconds
+		}
+	}
+	return within, s.MissesRampFromSeconds, true
 }
 
 // DayRow is the day under one policy.
@@ -222,9 +276,8 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 	for m := 0; float64(m)*60 < length.Seconds(); m++ {
 		out.Users = append(out.Users, arr.RateAt(float64(m)*60)*out.MeanSessionSeconds)
 	}
-	var staticGPUh float64
-	for _, pol := range d.Policies {
-		a := &sim.Autoscale{MinReplicas: max(d.MinReplicas, 1), MaxReplicas: maxR, Startup: d.Startup, SyncPeriod: d.SyncPeriod}
+	simulate := func(pol DayPolicy, startup time.Duration) (DayRow, error) {
+		a := &sim.Autoscale{MinReplicas: max(d.MinReplicas, 1), MaxReplicas: maxR, Startup: startup, SyncPeriod: d.SyncPeriod}
 		switch pol.Kind {
 		case DayStatic:
 			a.Policy, a.InitialReplicas, a.MaxReplicas = sim.Static{N: out.StaticReplicas}, out.StaticReplicas, max(maxR, out.StaticReplicas)
@@ -234,12 +287,12 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 		case DayHPA:
 			a.Policy = &sim.HPA{Metric: pol.Metric, Target: pol.Target, Tolerance: pol.Tolerance, DownStabilization: pol.DownStabilization}
 		default:
-			return nil, fmt.Errorf("day: unknown policy %q", pol.Kind)
+			return DayRow{}, fmt.Errorf("day: unknown policy %q", pol.Kind)
 		}
 		att := result.NewAttainment(s.SLA, result.Window{Start: epoch, End: epoch.Add(length)}, time.Minute)
 		ev, err := dayRun(ctx, s, base, a.MaxReplicas, params, capacity.Load{Duration: length, ThinkTimeScale: s.Windows.Sweep.ThinkTimeScale, Arrivals: arr, Autoscale: a}, att, logger)
 		if err != nil {
-			return nil, fmt.Errorf("day: %s: %w", pol.Name(), err)
+			return DayRow{}, fmt.Errorf("day: %s: %w", pol.Name(), err)
 		}
 		out.Provenance = ev.Provenance
 		row := DayRow{Policy: pol.Name(), Attainment: att.Rows(), Minutes: att.Series(), Sessions: ev.Sessions}
@@ -247,10 +300,18 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 			row.GPUHours, row.PeakReplicas, row.Replicas = st.GPUSeconds/3600, st.PeakReplicas, st.Events
 			row.Worst = worstMinutes(s.SLA, row.Minutes, st)
 		}
+		row.Cost = row.GPUHours * pricePerGPUHour
+		return row, nil
+	}
+	var staticGPUh float64
+	for _, pol := range d.Policies {
+		row, err := simulate(pol, d.Startup)
+		if err != nil {
+			return nil, err
+		}
 		if pol.Kind == DayStatic && staticGPUh == 0 {
 			staticGPUh = row.GPUHours
 		}
-		row.Cost = row.GPUHours * pricePerGPUHour
 		out.Rows = append(out.Rows, row)
 	}
 	if staticGPUh == 0 {
@@ -258,6 +319,30 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 	}
 	for i := range out.Rows {
 		out.Rows[i].VsStatic = out.Rows[i].GPUHours / staticGPUh
+	}
+	if len(d.StartupSensitivity) > 0 {
+		i := slices.IndexFunc(d.Policies, func(p DayPolicy) bool { return p.Kind == DayTargetTracking })
+		if i < 0 {
+			return nil, errors.New("day: startup_sensitivity needs a target-tracking policy")
+		}
+		startups := slices.Sorted(slices.Values(d.StartupSensitivity))
+		sens := &StartupSensitivity{Policy: d.Policies[i].Name(), MissesRampFromSeconds: -1, MissShare: RampMissShare}
+		for _, startup := range slices.Compact(startups) {
+			row := out.Rows[i] // the day's own start-up is simulated already
+			if startup != d.Startup {
+				var err error
+				if row, err = simulate(d.Policies[i], startup); err != nil {
+					return nil, err
+				}
+			}
+			a := row.Attainment[0]
+			p := SensitivityPoint{StartupSeconds: startup.Seconds(), RequestShare: a.RequestShare, MinuteShare: a.MinuteShare, GPUHours: row.GPUHours, VsStatic: row.GPUHours / staticGPUh}
+			if len(sens.Points) > 0 && sens.MissesRampFromSeconds < 0 && p.RequestShare < sens.Points[0].RequestShare-RampMissShare {
+				sens.MissesRampFromSeconds = p.StartupSeconds
+			}
+			sens.Points = append(sens.Points, p)
+		}
+		out.Sensitivity = sens
 	}
 	return out, nil
 }
@@ -321,6 +406,19 @@ func (s *DaySummary) Lines() []string {
 		if len(r.Worst) > 0 {
 			out = append(out, fmt.Sprintf("    worst minute: %s", r.Worst[0]))
 		}
+	}
+	if sens := s.Sensitivity; sens != nil {
+		var pts []string
+		for _, p := range sens.Points {
+			pts = append(pts, fmt.Sprintf("%.0f s %.1f %%", p.StartupSeconds, 100*p.RequestShare))
+		}
+		line := fmt.Sprintf("day start-up sensitivity, %s, requests within the SLA: %s; ", sens.Policy, strings.Join(pts, ", "))
+		if within, from, ok := sens.MissesRamp(); ok {
+			line += fmt.Sprintf("misses the morning ramp above %.0f s (at %.0f s more than %.0f points below %.0f s)", within, from, 100*sens.MissShare, sens.Points[0].StartupSeconds)
+		} else {
+			line += fmt.Sprintf("no start-up falls more than %.0f points below %.0f s", 100*sens.MissShare, sens.Points[0].StartupSeconds)
+		}
+		out = append(out, line)
 	}
 	return out
 }

@@ -48,3 +48,43 @@ func TestDaySectionRenders(t *testing.T) {
 		t.Errorf("day section has %d charts, want 3", n)
 	}
 }
+
+// The day's sensitivity to start-up time (summary.json day.
+// startup_sensitivity) renders as a chart of attainment against the
+// start-up time, a table, and the start-up above which target tracking
+// misses the morning ramp; without one, the section has neither.
+func TestDaySensitivityRenders(t *testing.T) {
+	d := fixture(t)
+	d.Day = &plan.DaySummary{LengthSeconds: 7200, MeanSessionSeconds: 883, PeakUsers: 400, CeilingPerReplica: 158, Headroom: 0.8, StaticReplicas: 4, GPUsPerReplica: 4, StartupSeconds: 300,
+		Users: []float64{50, 50},
+		Rows: []plan.DayRow{{Policy: "target-tracking 80%", GPUHours: 19.2, VsStatic: 0.6, PeakReplicas: 4, Replicas: []sim.ScaleEvent{{At: 0, Serving: 1}},
+			Attainment: []result.AttainmentRow{{Profile: "overall", RequestShare: 0.971, MinuteShare: 0.883}}}}}
+	html := render(t, d)
+	if strings.Contains(html, "Sensitivity to start-up time") {
+		t.Fatal("a day without startup_sensitivity renders the sensitivity")
+	}
+	d.Day.Sensitivity = &plan.StartupSensitivity{Policy: "target-tracking 80%", MissShare: plan.RampMissShare, MissesRampFromSeconds: 600, Points: []plan.SensitivityPoint{
+		{StartupSeconds: 0, RequestShare: 0.971, MinuteShare: 0.867, GPUHours: 19.4, VsStatic: 0.61},
+		{StartupSeconds: 120, RequestShare: 0.966, MinuteShare: 0.842, GPUHours: 19.5, VsStatic: 0.61},
+		{StartupSeconds: 300, RequestShare: 0.971, MinuteShare: 0.883, GPUHours: 19.2, VsStatic: 0.60},
+		{StartupSeconds: 600, RequestShare: 0.864, MinuteShare: 0.642, GPUHours: 19.7, VsStatic: 0.61},
+	}}
+	html = render(t, d)
+	sec := html[strings.Index(html, "Sensitivity to start-up time"):]
+	sec = sec[:strings.Index(sec, "</section>")]
+	for _, want := range []string{"Attainment against the replica start-up time", "start-up time (minutes)",
+		"Above a start-up of 5 min, target-tracking 80% misses the morning ramp: from 10 min its requests within the SLA fall more than 2 points below a start-up of 0 s (86.4% against 97.1%).",
+		"<td>2 min</td><td>96.6%</td><td>84.2%</td><td>19.5</td><td>0.61×</td><td class=\"l\">kept</td>",
+		"<td>10 min</td><td>86.4%</td><td>64.2%</td><td>19.7</td><td>0.61×</td><td class=\"l\">missed</td>", "misses the ramp", "0 s − 2 points"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("sensitivity lacks %q", want)
+		}
+	}
+	if n := strings.Count(sec, "<svg"); n != 1 {
+		t.Errorf("sensitivity has %d charts, want 1", n)
+	}
+	d.Day.Sensitivity.MissesRampFromSeconds = -1
+	if html := render(t, d); !strings.Contains(html, "Up to a start-up of 10 min, target-tracking 80% keeps its requests within the SLA within 2 points of a start-up of 0 s") {
+		t.Error("a day that never misses the ramp does not say so")
+	}
+}

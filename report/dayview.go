@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"math"
 	"strings"
 
 	"github.com/spoc-project/spoc/plan"
@@ -23,6 +24,20 @@ type dayView struct {
 	Capacity, TTFT, ITL template.HTML
 	Rows                []dayRowView
 	Worst               []dayWorstView
+	Sensitivity         *daySensitivityView
+}
+
+// daySensitivityView is target tracking's attainment against the replica
+// start-up time.
+type daySensitivityView struct {
+	Policy, Verdict string
+	Chart           template.HTML
+	Rows            []daySensitivityRow
+}
+
+type daySensitivityRow struct {
+	Startup, Requests, Minutes, GPUHours, VsStatic string
+	Missed                                         bool
 }
 
 // dayWorstView is one of a policy's worst minutes.
@@ -114,5 +129,56 @@ func newDayView(sum *plan.Summary) *dayView {
 		itl.HLines = append(itl.HLines, RefLine{Value: float64(c.Max.Microseconds()) / 1000, Label: fmt.Sprintf("SLA p%g", c.Percentile), Color: "#c0392b"})
 	}
 	v.Capacity, v.TTFT, v.ITL = capacity.SVG(), ttft.SVG(), itl.SVG()
+	v.Sensitivity = newDaySensitivityView(d.Sensitivity)
 	return v
+}
+
+// newDaySensitivityView draws the shares of requests and minutes within
+// the SLA against the start-up time, with the start-up from which target
+// tracking misses the morning ramp marked.
+func newDaySensitivityView(s *plan.StartupSensitivity) *daySensitivityView {
+	if s == nil || len(s.Points) == 0 {
+		return nil
+	}
+	v := &daySensitivityView{Policy: s.Policy}
+	first := s.Points[0]
+	req, mins := Series{Name: "requests within SLA", Markers: true}, Series{Name: "minutes within SLA", Markers: true, Dashed: true}
+	chart := LineChart{Title: "Attainment against the replica start-up time", XLabel: "start-up time (minutes)", YLabel: "% within SLA", ZeroY: true, YMax: 100}
+	for _, p := range s.Points {
+		x := p.StartupSeconds / 60
+		req.X, req.Y = append(req.X, x), append(req.Y, 100*p.RequestShare)
+		mins.X, mins.Y = append(mins.X, x), append(mins.Y, 100*p.MinuteShare)
+		v.Rows = append(v.Rows, daySensitivityRow{Startup: fmtStartup(p.StartupSeconds), Requests: fmtPct(p.RequestShare), Minutes: fmtPct(p.MinuteShare),
+			GPUHours: fmt.Sprintf("%.1f", p.GPUHours), VsStatic: fmt.Sprintf("%.2f×", p.VsStatic),
+			Missed: s.MissesRampFromSeconds >= 0 && p.StartupSeconds >= s.MissesRampFromSeconds})
+	}
+	chart.Series = []Series{req, mins}
+	chart.HLines = []RefLine{{Value: 100 * (first.RequestShare - s.MissShare), Label: fmt.Sprintf("%s − %.0f points", fmtStartup(first.StartupSeconds), 100*s.MissShare), Color: "#c0392b"}}
+	if within, from, ok := s.MissesRamp(); ok {
+		chart.VLines = []RefLine{{Value: from / 60, Label: "misses the ramp", Color: "#c0392b"}}
+		v.Verdict = fmt.Sprintf("Above a start-up of %s, %s misses the morning ramp: from %s its requests within the SLA fall more than %.0f points below a start-up of %s (%s against %s).",
+			fmtStartup(within), s.Policy, fmtStartup(from), 100*s.MissShare, fmtStartup(first.StartupSeconds), fmtPct(pointAt(s, from).RequestShare), fmtPct(first.RequestShare))
+	} else {
+		v.Verdict = fmt.Sprintf("Up to a start-up of %s, %s keeps its requests within the SLA within %.0f points of a start-up of %s: none of these start-ups misses the morning ramp.",
+			fmtStartup(s.Points[len(s.Points)-1].StartupSeconds), s.Policy, 100*s.MissShare, fmtStartup(first.StartupSeconds))
+	}
+	v.Chart = chart.SVG()
+	return v
+}
+
+func pointAt(s *plan.StartupSensitivity, startup float64) plan.SensitivityPoint {
+	for _, p := range s.Points {
+		if p.StartupSeconds == startup {
+			return p
+		}
+	}
+	return plan.SensitivityPoint{}
+}
+
+// fmtStartup writes a start-up time in seconds or minutes.
+func fmtStartup(sec float64) string {
+	if sec >= 60 && math.Mod(sec, 60) == 0 {
+		return fmt.Sprintf("%.0f min", sec/60)
+	}
+	return fmt.Sprintf("%.0f s", sec)
 }

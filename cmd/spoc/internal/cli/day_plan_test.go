@@ -14,13 +14,14 @@ import (
 // The example with a day section: its quick plan prints one headline line
 // per policy, and summary.json has the day with a row per policy.
 func TestExampleDayQuickPlanPrintsTheDay(t *testing.T) {
-	testtool.Long(t, "a quick plan and a simulated 2-hour day of up to 400 users under three policies: about 65 s CPU")
+	testtool.Long(t, "a quick plan and a simulated 2-hour day of up to 400 users under three policies and two more start-ups: about 90 s CPU")
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := runLoadCLI(t, "plan", "-c", "../../../../examples/day.yaml", "--quick", "--out", out)
 	if code != 0 {
 		t.Fatalf("plan exit %d:\n%s", code, stderr)
 	}
-	for _, want := range []string{"day: 2.0 h simulated", "day static:", "day target-tracking 80%:", "day hpa num_requests_waiting 4:", "GPU-hours"} {
+	for _, want := range []string{"day: 2.0 h simulated", "day static:", "day target-tracking 80%:", "day hpa num_requests_waiting 4:", "GPU-hours",
+		"day start-up sensitivity, target-tracking 80%, requests within the SLA: 0 s "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -42,5 +43,20 @@ func TestExampleDayQuickPlanPrintsTheDay(t *testing.T) {
 	}
 	if s := sum.Day.Rows[0]; s.Policy != "static" || s.VsStatic != 1 {
 		t.Errorf("first row %s at %.2f× static", s.Policy, s.VsStatic)
+	}
+	// the sensitivity to start-up time: in the summary, and in the report
+	// rendered from it
+	sens := sum.Day.Sensitivity
+	if sens == nil || len(sens.Points) != 3 || sens.Points[1].StartupSeconds != 300 || sens.Points[1].RequestShare != sum.Day.Rows[1].Attainment[0].RequestShare {
+		t.Fatalf("summary.json day.startup_sensitivity %+v: want 0 s, 5 min (the day's own) and 10 min", sens)
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Sensitivity to start-up time", "Attainment against the replica start-up time", "<td>10 min</td>"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
 	}
 }

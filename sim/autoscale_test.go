@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -317,6 +318,148 @@ func BenchmarkDayReferenceFleet(b *testing.B) {
 		b.ReportMetric(st.Scale.GPUSeconds/3600, "GPU-h")
 		b.ReportMetric(float64(st.Sessions.Arrived), "sessions")
 	}
+}
+
+// dayProbe runs the reference fleet of BenchmarkDayReferenceFleet (8
+// replicas behind session affinity, the default workload) under arr and a,
+// and reports the share of requests within the SLA and, for each hour in
+// hours, what explains it: the sessions in progress (the mean of every
+// minute's count, a session in progress from its first turn's scheduled
+// time to its last reply), the requests waiting in the engines and the KV
+// cache's usage (means of the per-minute samples), the prompt tokens the prefix caches served, the
+// requests scheduled in the hour and the share of them whose TTFT met the
+// SLA; and the run's peak of sessions in progress and its router
+// imbalance (FleetStats.RequestImbalance).
+func dayProbe(b *testing.B, arr *workload.Arrivals, length time.Duration, a *Autoscale, hours []int) {
+	spec := ReferenceDeploymentSpec()
+	spec.GPUs = 8 * 4
+	spec.Fleet = Fleet{Router: RouterSessionAffinity}
+	d, err := NewDeployment(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := workload.OpenForRun(workload.DefaultSpec(), 131072, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sla := result.DefaultSLA()
+	minutes := int(length.Minutes())
+	type minute struct{ requests, ok, good, prompt, cached float64 }
+	for b.Loop() {
+		epoch := time.Unix(0, 0).UTC()
+		att := result.NewAttainment(sla, result.Window{Start: epoch, End: epoch.Add(length)}, time.Minute)
+		span := map[[2]int]*[2]float64{}
+		mins := make([]minute, minutes)
+		sink := result.SinkFunc(func(r *result.Record) error {
+			if err := att.Write(r); err != nil {
+				return err
+			}
+			start, done := r.Scheduled.Sub(epoch).Seconds(), r.Done.Sub(epoch).Seconds()
+			k := [2]int{r.User, r.Session}
+			if sp := span[k]; sp == nil {
+				span[k] = &[2]float64{start, done}
+			} else {
+				sp[1] = max(sp[1], done)
+			}
+			if m := int(start / 60); m < minutes {
+				x := &mins[m]
+				x.requests++
+				x.prompt += float64(r.PromptTokens)
+				x.cached += float64(r.CachedTokens)
+				if ttft, ok := r.TTFT(); ok && r.Status == result.StatusOK {
+					x.ok++
+					if ttft <= sla.TTFT.Max {
+						x.good++
+					}
+				}
+			}
+			return nil
+		})
+		st, err := RunVirtual(context.Background(), Options{Deployment: d, Arrivals: arr, Duration: length,
+			ThinkTimeScale: 1, SeriesInterval: time.Minute, Autoscale: a}, w, sink)
+		if err != nil {
+			b.Fatal(err)
+		}
+		active := make([]float64, minutes)
+		for _, sp := range span {
+			for m := int(sp[0] / 60); m < minutes && float64(m)*60 < sp[1]; m++ {
+				active[m]++
+			}
+		}
+		b.ReportMetric(100*att.Rows()[0].RequestShare, "%requests")
+		b.ReportMetric(float64(st.Sessions.PeakActive), "peak_sessions")
+		b.ReportMetric(st.Fleet.RequestImbalance, "request_imbalance")
+		for _, h := range hours {
+			var sum minute
+			var act, waiting, kv float64
+			for m := h * 60; m < (h+1)*60 && m < minutes; m++ {
+				x := mins[m]
+				sum.requests, sum.ok, sum.good, sum.prompt, sum.cached = sum.requests+x.requests, sum.ok+x.ok, sum.good+x.good, sum.prompt+x.prompt, sum.cached+x.cached
+				act += active[m] / 60
+				if m < len(st.Series.Samples) {
+					waiting += float64(st.Series.Samples[m].Waiting) / 60
+					kv += st.Series.Samples[m].KVUsage / 60
+				}
+			}
+			b.ReportMetric(act, fmt.Sprintf("sessions_h%02d", h))
+			b.ReportMetric(waiting, fmt.Sprintf("waiting_h%02d", h))
+			b.ReportMetric(kv, fmt.Sprintf("kv_usage_h%02d", h))
+			b.ReportMetric(sum.cached/sum.prompt, fmt.Sprintf("hits_h%02d", h))
+			b.ReportMetric(sum.requests, fmt.Sprintf("requests_h%02d", h))
+			b.ReportMetric(sum.good/sum.ok, fmt.Sprintf("TTFT_ok_h%02d", h))
+		}
+	}
+}
+
+// BenchmarkDayReferencePlateau is the busiest hour of the workday on the
+// reference fleet (8 replicas, target tracking as BenchmarkDayReferenceFleet,
+// sessions arriving at the peak's rate from empty), with the KV caches on
+// heap memory and on huge pages: the same records, less CPU
+// (docs/performance.md).
+func BenchmarkDayReferencePlateau(b *testing.B) {
+	spec := ReferenceDeploymentSpec()
+	spec.GPUs = 8 * 4
+	spec.Fleet = Fleet{Router: RouterSessionAffinity}
+	d, err := NewDeployment(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := workload.OpenForRun(workload.DefaultSpec(), 131072, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		after time.Duration
+	}{{"heap", math.MaxInt64}, {"huge-pages", 0}} {
+		b.Run(tc.name, func(b *testing.B) {
+			defer func(was time.Duration) { hugePagesAfter = was }(hugePagesAfter)
+			hugePagesAfter = tc.after
+			for b.Loop() {
+				sum, st := runDigest(b, Options{Deployment: d, Arrivals: &workload.Arrivals{Seed: 1, Rate: []workload.RatePoint{{PerSecond: 1000.0 / 877}}}, Duration: time.Hour,
+					ThinkTimeScale: 1, SeriesInterval: -1, Autoscale: &Autoscale{Policy: &TargetTracking{UsersPerReplica: 0.8 * 155}, MinReplicas: 1, Startup: 5 * time.Minute}}, w)
+				b.Logf("%s: records digest %s", tc.name, sum[:16])
+				b.ReportMetric(float64(st.Engine.Evictions), "evictions")
+				b.ReportMetric(float64(st.Scheduled), "requests")
+			}
+		})
+	}
+}
+
+// BenchmarkDayReferenceStatic is the workday on the 8 replicas all day
+// (docs/day.md, "Why the reference day attains 75 %"): the hours before,
+// on and after the plateau.
+func BenchmarkDayReferenceStatic(b *testing.B) {
+	dayProbe(b, workdayArrivals(877*time.Second), 24*time.Hour, &Autoscale{Policy: Static{N: 8}, MinReplicas: 1, InitialReplicas: 8, Startup: 5 * time.Minute},
+		[]int{9, 10, 11, 12, 15, 16, 19, 23})
+}
+
+// BenchmarkDayReferencePeak is the plateau alone: sessions arriving at the
+// peak's rate (1,000 users / 877 s) for three hours onto the 8 replicas,
+// from empty.
+func BenchmarkDayReferencePeak(b *testing.B) {
+	dayProbe(b, &workload.Arrivals{Seed: 1, Rate: []workload.RatePoint{{PerSecond: 1000.0 / 877}}}, 3*time.Hour,
+		&Autoscale{Policy: Static{N: 8}, MinReplicas: 1, InitialReplicas: 8}, []int{0, 1, 2})
 }
 
 // Sessions in progress that hover around a multiple of the target do not

@@ -49,8 +49,14 @@ type Options struct {
 	// Dir receives each container's output as NAMESPACE_POD_CONTAINER.log.
 	Dir string
 	// Poll spaces the agent's passes over the pods (DefaultPoll).
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// APIServer is the API server's host and port for the pods
+	// (KUBERNETES_SERVICE_HOST and _PORT, as the kubelet sets them) and
+	// CACert the PEM of the CA that signed its serving certificate: the
+	// ca.crt of each pod's service-account folder. Empty: pods get neither.
+	APIServer string
+	CACert    []byte
+	Logger    *slog.Logger
 }
 
 // Agent is a running node agent.
@@ -282,6 +288,26 @@ func (a *Agent) allocIP() string {
 // logPath is where container c of pod p writes its output.
 func (a *Agent) logPath(p *corev1.Pod, c string) string {
 	return a.logPathOf(p.Namespace, p.Name, c)
+}
+
+// containerDone is closed once container c of pod ns/pod has exited (or
+// never started, or the pod is not this agent's).
+func (a *Agent) containerDone(ns, pod, c string) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, r := range a.pods {
+		if r.namespace != ns || r.name != pod {
+			continue
+		}
+		for _, cr := range r.ctrs {
+			if cr.spec.Name == c && cr.done != nil {
+				return cr.done
+			}
+		}
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
 }
 
 func (a *Agent) logPathOf(ns, pod, c string) string {

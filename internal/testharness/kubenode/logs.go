@@ -2,6 +2,7 @@ package kubenode
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -21,7 +23,7 @@ import (
 
 // serveLogs serves the part of the kubelet API that `kubectl logs` reaches
 // through the API server (GET /containerLogs/NS/POD/CONTAINER, with
-// tailLines) over TLS with a self-signed certificate: the API server
+// tailLines, or follow: the log as it grows until the container exits) over TLS with a self-signed certificate: the API server
 // verifies a kubelet's certificate only when given
 // --kubelet-certificate-authority. It returns the port.
 func (a *Agent) serveLogs() (int, func(), error) {
@@ -65,6 +67,45 @@ func (a *Agent) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Write(b)
+	if r.URL.Query().Get("follow") == "true" {
+		a.followLog(r.Context(), w, path, int64(len(b)), a.containerDone(parts[0], parts[1], parts[2]))
+	}
+}
+
+// followLog streams path from offset as it grows, until done is closed
+// (the container exited: what it wrote is sent, then the stream ends) or
+// the client goes away.
+func (a *Agent) followLog(ctx context.Context, w http.ResponseWriter, path string, offset int64, done <-chan struct{}) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return
+	}
+	flush := func() bool {
+		if _, err := io.Copy(w, f); err != nil {
+			return false
+		}
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		return true
+	}
+	for {
+		if !flush() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			flush()
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func selfSigned() (tls.Certificate, error) {

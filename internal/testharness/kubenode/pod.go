@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,9 +27,10 @@ import (
 // podRun is a pod bound to this node and the processes standing for its
 // containers.
 type podRun struct {
-	ip      string
-	started metav1.Time
-	ctrs    []*ctrRun
+	namespace, name string
+	ip              string
+	started         metav1.Time
+	ctrs            []*ctrRun
 
 	killing  atomic.Bool
 	stopOnce sync.Once
@@ -88,7 +90,7 @@ func (a *Agent) serve(ctx context.Context, p *corev1.Pod) error {
 		if terminal(p) {
 			return nil
 		}
-		r = &podRun{ip: a.allocIP(), started: metav1.Now(), stopped: make(chan struct{})}
+		r = &podRun{namespace: p.Namespace, name: p.Name, ip: a.allocIP(), started: metav1.Now(), stopped: make(chan struct{})}
 		for _, c := range p.Spec.Containers {
 			r.ctrs = append(r.ctrs, &ctrRun{spec: c})
 		}
@@ -184,11 +186,19 @@ type pipeWriter struct{ w io.Writer }
 
 func (p pipeWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 
+// metaField is a fieldRef to one annotation or label:
+// metadata.annotations['batch.kubernetes.io/job-completion-index'].
+var metaField = regexp.MustCompile(`^metadata\.(annotations|labels)\['([^']+)'\]$`)
+
 // env is the container's environment: PATH and HOME of the agent, then the
 // container's variables with secretKeyRef, configMapKeyRef and the pod's
 // own fields resolved through the API, as the kubelet does.
 func (a *Agent) env(ctx context.Context, p *corev1.Pod, ip string, c *corev1.Container) ([]string, error) {
 	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if host, port, err := net.SplitHostPort(a.opts.APIServer); err == nil {
+		// the kubelet's service variables of the kubernetes Service
+		out = append(out, "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
+	}
 	for _, e := range c.Env {
 		v := e.Value
 		if src := e.ValueFrom; src != nil {
@@ -224,7 +234,17 @@ func (a *Agent) env(ctx context.Context, p *corev1.Pod, ip string, c *corev1.Con
 					v = ip
 				case "spec.nodeName":
 					v = a.opts.Node
+				case "spec.serviceAccountName":
+					v = p.Spec.ServiceAccountName
 				default:
+					if m := metaField.FindStringSubmatch(src.FieldRef.FieldPath); m != nil {
+						if m[1] == "annotations" {
+							v = p.Annotations[m[2]]
+						} else {
+							v = p.Labels[m[2]]
+						}
+						break
+					}
 					return nil, fmt.Errorf("env %s: field %s is not supported by this node agent", e.Name, src.FieldRef.FieldPath)
 				}
 			default:

@@ -14,12 +14,14 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -169,6 +171,13 @@ func Start(ctx context.Context, b Binaries, opts Options) (c *Cluster, err error
 		return c, err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	// a serving certificate of its own CA, which pods verify the API
+	// server with (their service-account folder's ca.crt), as in a
+	// cluster; the API server's self-signed one names no loopback address
+	caPEM, err := c.servingCert()
+	if err != nil {
+		return c, err
+	}
 	// Service cluster IPs come from a loopback range, so that a Service's
 	// address is one this machine can listen on; a random one of
 	// 127.64–127.127, so that clusters of test processes running side by
@@ -176,7 +185,11 @@ func Start(ctx context.Context, b Binaries, opts Options) (c *Cluster, err error
 	serviceRange := fmt.Sprintf("127.%d.0.0/16", 64+mrand.N(64))
 	if err := c.start("kube-apiserver", b.APIServer, "--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
-		"--cert-dir", filepath.Join(dir, "pki"), "--authorization-mode", "AlwaysAllow",
+		"--cert-dir", filepath.Join(dir, "pki"),
+		"--tls-cert-file", filepath.Join(dir, "serving.crt"), "--tls-private-key-file", filepath.Join(dir, "serving.key"),
+		// RBAC, so that a pod's service account can do what its Roles
+		// allow and nothing else (the administrator is system:masters)
+		"--authorization-mode", "RBAC",
 		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--service-cluster-ip-range", serviceRange,
 		"--service-account-issuer", "https://kubernetes.default.svc",
@@ -211,6 +224,7 @@ func Start(ctx context.Context, b Binaries, opts Options) (c *Cluster, err error
 	agent, err := kubenode.New(kubenode.Options{
 		Client: cs, GPUs: opts.GPUs, Labels: opts.NodeLabels, Command: opts.Command,
 		Dir: filepath.Join(dir, "node"), Logger: opts.Logger,
+		APIServer: strings.TrimPrefix(server, "https://"), CACert: caPEM,
 	})
 	if err != nil {
 		return c, err
@@ -330,6 +344,51 @@ func (c *Cluster) credentials() (string, error) {
 		return "", err
 	}
 	return token, nil
+}
+
+// servingCert writes a CA and the API server's serving certificate for
+// 127.0.0.1 (serving.crt, serving.key) and returns the CA's PEM.
+func (c *Cluster) servingCert() ([]byte, error) {
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubetest-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTpl, caTpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	tpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost", "kubernetes.default.svc"},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	if err := os.WriteFile(filepath.Join(c.Dir, "serving.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, "serving.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return nil, err
+	}
+	return caPEM, nil
 }
 
 func kubeconfig(server, token string) string {

@@ -93,3 +93,18 @@ func (r ExecRunner) Start(ctx context.Context, w io.Writer, args ...string) (fun
 	}
 	return stop, nil
 }
+
+// Stream runs kubectl args (kubectl logs --follow) with its standard output
+// copied to w as it comes, until it exits or ctx ends.
+func (r ExecRunner) Stream(ctx context.Context, w io.Writer, args ...string) error {
+	cmd := exec.CommandContext(ctx, r.binary(), args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("%s %s: %w: %s", r.binary(), strings.Join(args, " "), err, msg)
+		}
+		return fmt.Errorf("%s %s: %w", r.binary(), strings.Join(args, " "), err)
+	}
+	return nil
+}

@@ -350,6 +350,11 @@ run:
 		if err := yaml.UnmarshalStrict(readFile(t, "../deploy/kubernetes/spoc-run-job.yaml"), &job); err != nil {
 			t.Fatalf("deploy/kubernetes/spoc-run-job.yaml: %v", err)
 		}
+		// the ServiceAccount the file declares next to the Job
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: job.Spec.Template.Spec.ServiceAccountName}}
+		if _, err := c.Client.CoreV1().ServiceAccounts("job").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		// the manifest as documented: its claim, its mount, --out on the
 		// claim; only the target and a short run are set here
 		ctr := &job.Spec.Template.Spec.Containers[0]

@@ -8,9 +8,9 @@ import (
 )
 
 // gcKinds are the kinds of object spoc creates (Deployment, Service, the
-// load Job) and those the cluster creates for them from spoc's labels
+// load Job and its ConfigMap) and those the cluster creates for them from spoc's labels
 // (ReplicaSet, Pod).
-const gcKinds = "deployments,services,jobs,replicasets,pods"
+const gcKinds = "deployments,services,jobs,replicasets,pods,configmaps"
 
 // KubeGC finds and deletes what spoc left in a namespace: after a crash
 // or a SIGKILL no Stop ran, but every object carries spoc's labels.

@@ -15,9 +15,10 @@ type podList struct {
 
 type pod struct {
 	Metadata struct {
-		Name              string `json:"name"`
-		UID               string `json:"uid"`
-		DeletionTimestamp string `json:"deletionTimestamp"`
+		Name              string            `json:"name"`
+		UID               string            `json:"uid"`
+		DeletionTimestamp string            `json:"deletionTimestamp"`
+		Annotations       map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Status struct {
 		Phase      string `json:"phase"`

@@ -123,9 +123,10 @@ func (e *Evaluator) evaluateLive(ctx context.Context, params map[string]any, loa
 		split     *loadgen.SplitReport
 		shardSums []*result.Summary
 	)
-	if clients := e.setup.Client.Clients; clients > 1 {
+	if clients := max(e.setup.Client.Clients, 1); clients > 1 || e.setup.Client.Pods != nil {
 		spec, mid := e.workloadSpecFor(load)
-		sp, err := loadgen.NewSplitter(loadgen.SplitOptions{Options: opts, Clients: clients, Workload: spec, MaxModelLen: e.setup.Deployment.MaxModelLen, MidSession: mid, Logger: e.logger})
+		sp, err := loadgen.NewSplitter(loadgen.SplitOptions{Options: opts, Clients: clients, Workload: spec, MaxModelLen: e.setup.Deployment.MaxModelLen, MidSession: mid,
+			Pods: e.setup.Client.Pods, Logger: e.logger})
 		if err != nil {
 			return nil, err
 		}
@@ -274,7 +275,7 @@ func shardClients(split *loadgen.SplitReport, sums []*result.Summary) []result.S
 		s.SetClientHealth(sh.Health)
 		r := s.Result()
 		h := sh.Health
-		out = append(out, result.ShardClient{Shard: sh.Index, Name: fmt.Sprintf("pid %d", sh.PID), Requests: sh.Records, Health: &h,
+		out = append(out, result.ShardClient{Shard: sh.Index, Name: sh.Name(), Requests: sh.Records, Health: &h,
 			DispatchLagP99Ms: r.Client.DispatchLagP99Ms, UnsentLate: r.Client.UnsentLate, StartSkewMs: float64(sh.StartSkew) / float64(time.Millisecond),
 			Bound: r.Client.Bound, Reasons: r.Client.Reasons})
 	}

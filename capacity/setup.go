@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/telemetry"
@@ -122,6 +123,9 @@ type Client struct {
 	// Clients splits every live run over this many client processes
 	// (run.clients; 0 or 1: one). loadgen.Splitter owns the shards.
 	Clients int
+	// Pods, when set (run.kubernetes), runs the client shards (Clients of
+	// them, one included) as the pods of one Kubernetes Job.
+	Pods loadgen.PodLauncher
 }
 
 // Windows are the loads of the three kinds of evaluation.

@@ -57,6 +57,9 @@ func (c *Config) Validate() error {
 	if c.Run.Clients > 1 && c.Engine.Kind == EngineSim && c.Run.Target == "" {
 		errs.Addf("run.clients", "%d client processes need a live engine: the simulator (engine.kind sim) runs in virtual time and has no client to split; set 1, or measure a live engine", c.Run.Clients)
 	}
+	if c.Run.Kubernetes != nil {
+		c.Run.Kubernetes.validate("run.kubernetes", c, errs)
+	}
 	c.Sweep.validate("sweep", errs)
 	c.Telemetry.validate("telemetry", errs)
 	c.Trace.validate("trace", errs)

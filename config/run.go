@@ -8,23 +8,24 @@ import (
 
 // Run configures one load run.
 type Run struct {
-	Target            string    `yaml:"target,omitempty" doc:"Base URL for spoc run (overrides the engine's endpoint)."`
-	Users             int       `yaml:"users" doc:"Concurrent closed-loop virtual users."`
-	Duration          Duration  `yaml:"duration" doc:"Measured window."`
-	Warmup            Duration  `yaml:"warmup" doc:"Window before the measured one, excluded from the summary: the prefix cache fills and the cold first prompts of mid-session starts drain. On the simulated reference case 1 minute already gives the 3-8 minute ceiling; a real deployment's cache and queues take longer to settle, so watch them in the report's telemetry before shortening it; a run whose measured window is still settling says so (docs/capacity.md)."`
-	Ramp              Duration  `yaml:"ramp" doc:"Users start staggered over this period: no burst at t=0."`
-	ThinkTimeScale    float64   `yaml:"think_time_scale" doc:"Multiplier on think times; 0 sends turns back to back."`
-	MidSessionStart   bool      `yaml:"mid_session_start" doc:"Each user's first session joins in progress at a random turn (earlier turns folded into its prefix), so a run starts near steady state instead of with every context at its minimum."`
-	Endpoint          string    `yaml:"endpoint" doc:"chat (/v1/chat/completions) or completions (/v1/completions)."`
-	RequestTimeout    Duration  `yaml:"request_timeout" doc:"Longest a request may take before it counts as a timeout."`
-	FirstByteTimeout  Duration  `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
-	ClientBoundLagP99 Duration  `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this, or when more than 1 % of the window's requests were due for longer than this and never sent (a stalled client sends nothing)."`
-	APIKeyEnv         string    `yaml:"api_key_env" doc:"Environment variable holding the API key sent as a bearer token; empty (the default) sends none. The key goes only over https or to a server on this machine (loopback) unless api_key_plain_http is set; it is never logged or recorded."`
-	APIKeyPlainHTTP   bool      `yaml:"api_key_plain_http" doc:"Send the API key over plain http to another machine too, e.g. to an in-cluster Kubernetes Service (plain http, not loopback), where anyone on the path can read it."`
-	HistoryPolicy     string    `yaml:"history_policy" doc:"What a reasoning model's turn leaves in the conversation for the next turn: final (its final content only; the reasoning is dropped, as the harmony format does for gpt-oss) or keep (reasoning and content)."`
-	PromptDriftLimit  float64   `yaml:"prompt_drift_limit" doc:"Largest mean relative difference between the prompt tokens the server reports and the workload's targets before a profile's run is flagged for prompt drift (docs/loadgen.md)."`
-	Clients           int       `yaml:"clients" doc:"Client processes that drive one live run together (--clients): the users are split into this many shards (a user's sessions on one shard, profiles spread evenly, open-loop sessions dealt as they arrive), each shard its own spoc process started at one agreed instant, their records merged into one stream. One machine drives the load until the client-bound check says it cannot; then shards (docs/loadgen.md, Several clients). Live engines only: the simulator runs in virtual time and has no client."`
-	Arrivals          *Arrivals `yaml:"arrivals,omitempty" doc:"Open-loop sessions for spoc run and spoc sim run: sessions arrive by a rate curve or at a trace's timestamps and users, ramp and mid_session_start do not apply; the sessions in progress are the run's outcome (docs/loadgen.md, Open-loop arrivals). Capacity runs (sweep, tune, plan) stay closed-loop."`
+	Target            string         `yaml:"target,omitempty" doc:"Base URL for spoc run (overrides the engine's endpoint)."`
+	Users             int            `yaml:"users" doc:"Concurrent closed-loop virtual users."`
+	Duration          Duration       `yaml:"duration" doc:"Measured window."`
+	Warmup            Duration       `yaml:"warmup" doc:"Window before the measured one, excluded from the summary: the prefix cache fills and the cold first prompts of mid-session starts drain. On the simulated reference case 1 minute already gives the 3-8 minute ceiling; a real deployment's cache and queues take longer to settle, so watch them in the report's telemetry before shortening it; a run whose measured window is still settling says so (docs/capacity.md)."`
+	Ramp              Duration       `yaml:"ramp" doc:"Users start staggered over this period: no burst at t=0."`
+	ThinkTimeScale    float64        `yaml:"think_time_scale" doc:"Multiplier on think times; 0 sends turns back to back."`
+	MidSessionStart   bool           `yaml:"mid_session_start" doc:"Each user's first session joins in progress at a random turn (earlier turns folded into its prefix), so a run starts near steady state instead of with every context at its minimum."`
+	Endpoint          string         `yaml:"endpoint" doc:"chat (/v1/chat/completions) or completions (/v1/completions)."`
+	RequestTimeout    Duration       `yaml:"request_timeout" doc:"Longest a request may take before it counts as a timeout."`
+	FirstByteTimeout  Duration       `yaml:"first_byte_timeout" doc:"Longest wait for the first response byte."`
+	ClientBoundLagP99 Duration       `yaml:"client_bound_lag_p99" doc:"The run is marked client-bound (untrustworthy) when dispatch lag p99 exceeds this, or when more than 1 % of the window's requests were due for longer than this and never sent (a stalled client sends nothing)."`
+	APIKeyEnv         string         `yaml:"api_key_env" doc:"Environment variable holding the API key sent as a bearer token; empty (the default) sends none. The key goes only over https or to a server on this machine (loopback) unless api_key_plain_http is set; it is never logged or recorded."`
+	APIKeyPlainHTTP   bool           `yaml:"api_key_plain_http" doc:"Send the API key over plain http to another machine too, e.g. to an in-cluster Kubernetes Service (plain http, not loopback), where anyone on the path can read it."`
+	HistoryPolicy     string         `yaml:"history_policy" doc:"What a reasoning model's turn leaves in the conversation for the next turn: final (its final content only; the reasoning is dropped, as the harmony format does for gpt-oss) or keep (reasoning and content)."`
+	PromptDriftLimit  float64        `yaml:"prompt_drift_limit" doc:"Largest mean relative difference between the prompt tokens the server reports and the workload's targets before a profile's run is flagged for prompt drift (docs/loadgen.md)."`
+	Clients           int            `yaml:"clients" doc:"Client processes that drive one live run together (--clients): the users are split into this many shards (a user's sessions on one shard, profiles spread evenly, open-loop sessions dealt as they arrive), each shard its own spoc process started at one agreed instant, their records merged into one stream. One machine drives the load until the client-bound check says it cannot; then shards (docs/loadgen.md, Several clients). Live engines only: the simulator runs in virtual time and has no client."`
+	Kubernetes        *RunKubernetes `yaml:"kubernetes,omitempty" doc:"Run the client in a Kubernetes cluster: the run.clients shards are the pods of one Indexed Job (spoc's image, backoffLimit 0), started at one instant through a ConfigMap, their records streamed back on their logs and merged (docs/loadgen.md, Client pods on Kubernetes; RBAC in deploy/kubernetes/spoc-run-job.yaml)."`
+	Arrivals          *Arrivals      `yaml:"arrivals,omitempty" doc:"Open-loop sessions for spoc run and spoc sim run: sessions arrive by a rate curve or at a trace's timestamps and users, ramp and mid_session_start do not apply; the sessions in progress are the run's outcome (docs/loadgen.md, Open-loop arrivals). Capacity runs (sweep, tune, plan) stay closed-loop."`
 }
 
 // DefaultRun: 100 users, 1 minute ramp, 3 minutes warm-up (the prefix

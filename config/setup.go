@@ -13,6 +13,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/loadgen"
 	"github.com/spoc-project/spoc/plan"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
@@ -239,6 +240,10 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 	// flavor was checked when the configuration was loaded
 	fl, _ := e.LaunchFlavor()
 	serverMetrics, noServerMetrics := fl.ServerMetrics()
+	var pods loadgen.PodLauncher
+	if c.Run.Kubernetes != nil {
+		pods = c.Run.Kubernetes.podLauncher(e, c.Search.Study)
+	}
 	spec := c.TuneSpec()
 	if out != "" {
 		spec.Storage = c.Search.StorageIn(out)
@@ -258,7 +263,7 @@ func (c *Config) capacitySetup(out string, dep sim.Deployment, simErr error) cap
 			ExactOutputLength: c.Workload.ExactOutputLength, ClientBoundLagP99: c.Run.ClientBoundLagP99.D(),
 			HistoryPolicy: c.Run.HistoryPolicy, PromptDriftLimit: c.Run.PromptDriftLimit,
 			SessionHeader: c.Fleet.SessionHeader, SessionKey: c.Fleet.SessionKey,
-			Clients: c.Run.Clients,
+			Clients: c.Run.Clients, Pods: pods,
 		},
 		Windows: capacity.Windows{Run: run, Tune: tuneLoad, Sweep: sweep},
 		Sweep: capacity.SweepPolicy{

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spoc-project/spoc/result"
@@ -29,7 +30,9 @@ type ShardJob struct {
 	Workload    workload.Spec `json:"workload"`
 	MaxModelLen int           `json:"max_model_len"`
 	MidSession  bool          `json:"mid_session"`
-	// Records is the file the shard writes its records to.
+	// Records is the file the shard writes its records to; empty streams
+	// them on its stdout, one message each, as the pods of a Kubernetes
+	// split run do (their log is how the records come back).
 	Records string `json:"records"`
 }
 
@@ -40,6 +43,22 @@ type shardMessage struct {
 	Progress *Progress `json:"progress,omitempty"`
 	Report   *Report   `json:"report,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	// Record is one record of a shard that streams them (ShardJob.Records
+	// empty).
+	Record *result.Record `json:"record,omitempty"`
+}
+
+// lockedEncoder writes whole messages from several goroutines (the
+// records and the progress ticker).
+type lockedEncoder struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (e *lockedEncoder) Encode(m shardMessage) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.enc.Encode(m)
 }
 
 // shardStart is the one line the parent writes after every shard is ready:
@@ -60,7 +79,7 @@ func RunShard(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Log
 		logger = slog.New(slog.DiscardHandler)
 	}
 	br := bufio.NewReader(in)
-	enc := json.NewEncoder(out)
+	enc := &lockedEncoder{enc: json.NewEncoder(out)}
 	fail := func(err error) error {
 		_ = enc.Encode(shardMessage{Error: err.Error()})
 		return err
@@ -88,11 +107,13 @@ func RunShard(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Log
 	if sc, err := w.Session(0, 0); err == nil && len(sc.Turns) > 0 {
 		_ = newConversation(r.opts.Endpoint, w).addUser(sc, &sc.Turns[0])
 	}
-	f, err := os.Create(job.Records)
-	if err != nil {
-		return fail(fmt.Errorf("shard %d: %w", job.Options.Shards.Index, err))
+	var f *os.File
+	if job.Records != "" {
+		if f, err = os.Create(job.Records); err != nil {
+			return fail(fmt.Errorf("shard %d: %w", job.Options.Shards.Index, err))
+		}
+		defer f.Close()
 	}
-	defer f.Close()
 	if err := enc.Encode(shardMessage{Ready: true}); err != nil {
 		return err
 	}
@@ -123,7 +144,14 @@ func RunShard(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Log
 		_, _ = io.Copy(io.Discard, br)
 		cancel()
 	}()
-	rw := result.NewWriter(f)
+	var sink result.Sink
+	var rw *result.Writer
+	if f != nil {
+		rw = result.NewWriter(f)
+		sink = rw
+	} else {
+		sink = result.SinkFunc(func(rec *result.Record) error { return enc.Encode(shardMessage{Record: rec}) })
+	}
 	stop := make(chan struct{})
 	ticked := make(chan struct{})
 	go func() {
@@ -140,14 +168,16 @@ func RunShard(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Log
 			}
 		}
 	}()
-	rep, runErr := r.Run(ctx, w, rw)
+	rep, runErr := r.Run(ctx, w, sink)
 	close(stop)
 	<-ticked
-	if err := rw.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("write records: %w", err)
-	}
-	if err := f.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("write records: %w", err)
+	if rw != nil {
+		if err := rw.Close(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("write records: %w", err)
+		}
+		if err := f.Close(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("write records: %w", err)
+		}
 	}
 	if rep != nil && (runErr == nil || rep.Interrupted) {
 		return enc.Encode(shardMessage{Report: rep})
@@ -156,4 +186,12 @@ func RunShard(ctx context.Context, in io.Reader, out io.Writer, logger *slog.Log
 		runErr = errors.New("the run returned no report")
 	}
 	return fail(runErr)
+}
+
+// StartLine is the line that gives a waiting RunShard its start instant:
+// what the parent writes on a local shard's stdin, and what a pod's
+// client-shard writes once the run's ConfigMap holds the instant.
+func StartLine(at time.Time) []byte {
+	b, _ := json.Marshal(shardStart{Start: at})
+	return append(b, '\n')
 }

@@ -57,8 +57,13 @@ type SplitOptions struct {
 	Dir string
 	// Stderr receives the shards' logs (default os.Stderr).
 	Stderr io.Writer
-	// StartLead defaults to DefaultStartLead.
+	// StartLead defaults to DefaultStartLead (DefaultPodStartLead with
+	// Pods).
 	StartLead time.Duration
+	// Pods, when set, runs the shards as the pods of one platform job
+	// (run.kubernetes: an Indexed Job) instead of local processes; then
+	// one shard (Clients 1) is a run too, its client in the cluster.
+	Pods PodLauncher
 	// Logger receives run-level events; nil discards them.
 	Logger *slog.Logger
 }
@@ -66,12 +71,22 @@ type SplitOptions struct {
 // ShardReport is one client shard of a split run.
 type ShardReport struct {
 	Index int `json:"index"`
-	PID   int `json:"pid"`
+	PID   int `json:"pid,omitempty"`
+	// Pod names the shard's pod on a platform (SplitOptions.Pods).
+	Pod string `json:"pod,omitempty"`
 	// Report is the shard's own: its Health is that process's alone, and
 	// its StartSkew how late it began against the agreed instant.
 	Report
 	// Records counts the records merged from it.
 	Records int64 `json:"records"`
+}
+
+// Name says where the shard ran: "pod NAME" or "pid N".
+func (r ShardReport) Name() string {
+	if r.Pod != "" {
+		return "pod " + r.Pod
+	}
+	return fmt.Sprintf("pid %d", r.PID)
 }
 
 // SplitReport is a split run: the merged report (Health left zero: it is
@@ -91,17 +106,18 @@ type Splitter struct {
 
 	mu       sync.Mutex
 	progress []Progress
+	errMu    sync.Mutex // the pods' log lines to Stderr, one at a time
 }
 
 // NewSplitter validates o.
 func NewSplitter(o SplitOptions) (*Splitter, error) {
-	if o.Clients < 2 {
-		return nil, fmt.Errorf("split run: clients must be at least 2, got %d", o.Clients)
+	if o.Clients < 2 && (o.Pods == nil || o.Clients < 1) {
+		return nil, fmt.Errorf("split run: clients must be at least 2 (1 on pods), got %d", o.Clients)
 	}
 	if err := o.Options.schedule().Validate(); err != nil {
 		return nil, fmt.Errorf("split run: %w", err)
 	}
-	if len(o.Command) == 0 {
+	if len(o.Command) == 0 && o.Pods == nil {
 		if env := strings.Fields(os.Getenv(ShardCommandEnv)); len(env) > 0 {
 			o.Command = env
 		} else {
@@ -117,6 +133,9 @@ func NewSplitter(o SplitOptions) (*Splitter, error) {
 	}
 	if o.StartLead <= 0 {
 		o.StartLead = DefaultStartLead
+		if o.Pods != nil {
+			o.StartLead = DefaultPodStartLead
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -167,6 +186,9 @@ func (p *shardProc) name() string {
 // is merged, with Interrupted set, and ctx's error returned.
 func (s *Splitter) Run(ctx context.Context, out result.Sink) (*SplitReport, error) {
 	o := &s.opts
+	if o.Pods != nil {
+		return s.runPods(ctx, out)
+	}
 	dir := o.Dir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "spoc-shards-")
@@ -253,18 +275,11 @@ func (s *Splitter) Run(ctx context.Context, out result.Sink) (*SplitReport, erro
 		}
 	}
 
-	rep := &SplitReport{Report: Report{Start: start}}
+	reports := make([]shardResult, len(procs))
 	for i, p := range procs {
-		r := p.report
-		rep.Shards = append(rep.Shards, ShardReport{Index: i, PID: p.cmd.Process.Pid, Report: *r})
-		if i == 0 || r.Window.End.Before(rep.Window.End) {
-			rep.Window = r.Window
-		}
-		rep.Scheduled += r.Scheduled
-		rep.Interrupted = rep.Interrupted || r.Interrupted
-		rep.StartSkew = max(rep.StartSkew, r.StartSkew)
-		rep.Sessions = addSessions(rep.Sessions, r.Sessions)
+		reports[i] = shardResult{report: p.report, pid: p.cmd.Process.Pid}
 	}
+	rep := assemble(start, reports)
 	if err := mergeRecords(dir, rep, out); err != nil {
 		return nil, err
 	}
@@ -275,6 +290,32 @@ func (s *Splitter) Run(ctx context.Context, out result.Sink) (*SplitReport, erro
 		return rep, context.Canceled
 	}
 	return rep, nil
+}
+
+// shardResult is one shard's final report and where it ran.
+type shardResult struct {
+	report *Report
+	pid    int
+	pod    string
+}
+
+// assemble is the split run's report from its shards' (by index), before
+// their records are merged: the measured window is the one every shard
+// covers, the skew the largest.
+func assemble(start time.Time, shards []shardResult) *SplitReport {
+	rep := &SplitReport{Report: Report{Start: start}}
+	for i, sh := range shards {
+		r := sh.report
+		rep.Shards = append(rep.Shards, ShardReport{Index: i, PID: sh.pid, Pod: sh.pod, Report: *r})
+		if i == 0 || r.Window.End.Before(rep.Window.End) {
+			rep.Window = r.Window
+		}
+		rep.Scheduled += r.Scheduled
+		rep.Interrupted = rep.Interrupted || r.Interrupted
+		rep.StartSkew = max(rep.StartSkew, r.StartSkew)
+		rep.Sessions = addSessions(rep.Sessions, r.Sessions)
+	}
+	return rep
 }
 
 // start launches shard i, sends it its job and follows its stdout.

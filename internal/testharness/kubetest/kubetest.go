@@ -171,9 +171,9 @@ func Start(ctx context.Context, b Binaries, opts Options) (c *Cluster, err error
 		return c, err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	// a serving certificate of its own CA, which pods verify the API
-	// server with (their service-account folder's ca.crt), as in a
-	// cluster; the API server's self-signed one names no loopback address
+	// a serving certificate of a CA made here, known before the API
+	// server starts: the pods verify the API server with it (their
+	// service-account folder's ca.crt), as in a cluster
 	caPEM, err := c.servingCert()
 	if err != nil {
 		return c, err

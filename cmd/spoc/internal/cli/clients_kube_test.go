@@ -117,7 +117,7 @@ func jobPods(ctx context.Context, t *testing.T, c *kubetest.Cluster) []corev1.Po
 // a run whose pod is killed mid-run fails naming the pod, no pod is
 // retried, and no records are left.
 func TestRunClientsAsKubernetesJobPods(t *testing.T) {
-	testtool.Long(t, "starts a Kubernetes control plane and runs two split runs as Indexed Jobs: about 60 s")
+	testtool.Long(t, "starts a Kubernetes control plane and runs two split runs as Indexed Jobs: about 2 minutes")
 	ctx, c, spoc, cfg := kubeClients(t)
 	url := startSimServer(t, spoc)
 	args := func(out, duration string) []string {

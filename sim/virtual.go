@@ -51,9 +51,9 @@ type Options struct {
 
 // HugePagesAfter is the simulated length (warm-up and window) from which a
 // virtual run keeps its KV caches on huge pages (EngineConfig.HugePages):
-// the reference fleet's busiest hour runs about a fifth faster, a quick
-// plan's runs of minutes would spend more on faulting the pages in
-// (docs/performance.md).
+// a 50-minute plateau of the reference fleet ran a fifth faster in one
+// measurement, its busiest hour no faster in another (docs/performance.md);
+// a quick plan's runs of minutes would spend more on faulting the pages in.
 const HugePagesAfter = time.Hour
 
 // hugePagesAfter is HugePagesAfter; benchmarks move it to compare.

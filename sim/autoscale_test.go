@@ -413,8 +413,7 @@ func dayProbe(b *testing.B, arr *workload.Arrivals, length time.Duration, a *Aut
 
 // BenchmarkDayReferencePlateau is the busiest hour of the workday on the
 // reference fleet (8 replicas, target tracking as BenchmarkDayReferenceFleet,
-// sessions arriving at the peak's rate from empty), with the KV caches on
-// heap memory and on huge pages: the same records, less CPU
+// sessions arriving at the peak's rate from empty): about 17–21 s of CPU
 // (docs/performance.md).
 func BenchmarkDayReferencePlateau(b *testing.B) {
 	spec := ReferenceDeploymentSpec()
@@ -428,21 +427,12 @@ func BenchmarkDayReferencePlateau(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name  string
-		after time.Duration
-	}{{"heap", math.MaxInt64}, {"huge-pages", 0}} {
-		b.Run(tc.name, func(b *testing.B) {
-			defer func(was time.Duration) { hugePagesAfter = was }(hugePagesAfter)
-			hugePagesAfter = tc.after
-			for b.Loop() {
-				sum, st := runDigest(b, Options{Deployment: d, Arrivals: &workload.Arrivals{Seed: 1, Rate: []workload.RatePoint{{PerSecond: 1000.0 / 877}}}, Duration: time.Hour,
-					ThinkTimeScale: 1, SeriesInterval: -1, Autoscale: &Autoscale{Policy: &TargetTracking{UsersPerReplica: 0.8 * 155}, MinReplicas: 1, Startup: 5 * time.Minute}}, w)
-				b.Logf("%s: records digest %s", tc.name, sum[:16])
-				b.ReportMetric(float64(st.Engine.Evictions), "evictions")
-				b.ReportMetric(float64(st.Scheduled), "requests")
-			}
-		})
+	for b.Loop() {
+		sum, st := runDigest(b, Options{Deployment: d, Arrivals: &workload.Arrivals{Seed: 1, Rate: []workload.RatePoint{{PerSecond: 1000.0 / 877}}}, Duration: time.Hour,
+			ThinkTimeScale: 1, SeriesInterval: -1, Autoscale: &Autoscale{Policy: &TargetTracking{UsersPerReplica: 0.8 * 155}, MinReplicas: 1, Startup: 5 * time.Minute}}, w)
+		b.Logf("records digest %s", sum[:16])
+		b.ReportMetric(float64(st.Engine.Evictions), "evictions")
+		b.ReportMetric(float64(st.Scheduled), "requests")
 	}
 }
 

@@ -205,11 +205,7 @@ type Cluster struct {
 
 // Build prices the deployment and creates its engines, each with an empty
 // KV cache.
-func (d Deployment) Build() (*Cluster, error) { return d.build(false) }
-
-// build is Build, with the engines' KV caches on huge pages for a long run
-// (EngineConfig.HugePages).
-func (d Deployment) build(hugePages bool) (*Cluster, error) {
+func (d Deployment) Build() (*Cluster, error) {
 	replicas, err := d.Replicas()
 	if err != nil {
 		return nil, err
@@ -286,7 +282,7 @@ func (d Deployment) build(hugePages bool) (*Cluster, error) {
 		}
 		e, err := NewEngine(EngineConfig{
 			Params: p, MaxModelLen: maxLen, KVBlocks: kvTokens / bs, SlidingBlocksPerSeq: max(slide, 0),
-			Cost: cost, HiddenOverhead: hidden, TPSize: tp, Throttles: th, HugePages: hugePages,
+			Cost: cost, HiddenOverhead: hidden, TPSize: tp, Throttles: th,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("deployment: replica %d: %w", r, err)

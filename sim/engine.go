@@ -33,11 +33,6 @@ type EngineConfig struct {
 	TPSize int
 	// Throttles slow GPUs of this group (GPU indices local to the group).
 	Throttles []Throttle
-	// HugePages backs the KV cache's block records and prefix index with
-	// transparent huge pages where the OS has them (Linux): a long run
-	// (a simulated day) spends most of its time on those arrays' cache and
-	// TLB misses; a short one would lose more to faulting the pages in.
-	HugePages bool
 }
 
 // Throttle runs one GPU at a fraction of its clock during [Start, End) engine
@@ -149,7 +144,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return &Engine{
 		p:           p,
 		maxModelLen: cfg.MaxModelLen,
-		pool:        newBlockPool(cfg.KVBlocks, p.EnablePrefixCaching, cfg.HugePages),
+		pool:        newBlockPool(cfg.KVBlocks, p.EnablePrefixCaching),
 		slideMax:    cfg.SlidingBlocksPerSeq,
 		base:        cfg.Cost,
 		hidden:      cfg.HiddenOverhead,

@@ -20,17 +20,16 @@ type indexSlot struct {
 	val int32
 }
 
-func newBlockIndex(capacity int, huge bool) *blockIndex {
+func newBlockIndex(capacity int) *blockIndex {
 	size := 16
 	for size < 2*capacity {
 		size <<= 1
 	}
-	x := &blockIndex{
+	return &blockIndex{
+		slots: make([]indexSlot, size),
 		mask:  uint64(size - 1),
 		shift: uint(64 - bits.TrailingZeros(uint(size))),
 	}
-	x.slots = kvSlice[indexSlot](x, size, huge)
-	return x
 }
 
 func (x *blockIndex) slot(h uint64) uint64 { return (h * 0x9e3779b97f4a7c15) >> x.shift }

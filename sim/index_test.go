@@ -13,7 +13,7 @@ func FuzzBlockIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, ops uint16, keyBits uint8) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		const capacity = 64
-		x := newBlockIndex(capacity, false)
+		x := newBlockIndex(capacity)
 		ref := map[uint64]int32{}
 		space := uint64(1) << (keyBits%12 + 1)
 		for i := range int(ops) {

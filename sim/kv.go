@@ -33,17 +33,15 @@ type blockMeta struct {
 
 const noBlock = -1
 
-// newBlockPool returns a pool of numBlocks free blocks; huge backs its
-// arrays with huge pages (kvSlice), for long runs.
-func newBlockPool(numBlocks int, caching, huge bool) *blockPool {
+func newBlockPool(numBlocks int, caching bool) *blockPool {
 	p := &blockPool{
+		blocks:  make([]blockMeta, numBlocks),
 		head:    noBlock,
 		tail:    noBlock,
 		caching: caching,
 	}
-	p.blocks = kvSlice[blockMeta](p, numBlocks, huge)
 	if caching {
-		p.index = newBlockIndex(numBlocks, huge)
+		p.index = newBlockIndex(numBlocks)
 	}
 	for b := range numBlocks {
 		p.pushTail(int32(b))

@@ -49,16 +49,6 @@ type Options struct {
 	SeriesInterval time.Duration
 }
 
-// HugePagesAfter is the simulated length (warm-up and window) from which a
-// virtual run keeps its KV caches on huge pages (EngineConfig.HugePages):
-// a 50-minute plateau of the reference fleet ran a fifth faster in one
-// measurement, its busiest hour no faster in another (docs/performance.md);
-// a quick plan's runs of minutes would spend more on faulting the pages in.
-const HugePagesAfter = time.Hour
-
-// hugePagesAfter is HugePagesAfter; benchmarks move it to compare.
-var hugePagesAfter = HugePagesAfter
-
 // RunStats describes a finished virtual run.
 type RunStats struct {
 	Start  time.Time     `json:"start"`
@@ -168,7 +158,7 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 	if o.ErrorRate < 0 || o.ErrorRate > 1 {
 		return nil, fmt.Errorf("run virtual: error rate %v is not in [0, 1]", o.ErrorRate)
 	}
-	c, err := o.Deployment.build(o.Warmup+o.Duration >= hugePagesAfter)
+	c, err := o.Deployment.Build()
 	if err != nil {
 		return nil, fmt.Errorf("run virtual: %w", err)
 	}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/internal/testharness/kubetest"
 	"github.com/spoc-project/spoc/internal/testharness/testtool"
-	"github.com/spoc-project/spoc/result"
 )
 
 // kubeClients starts a real control plane (etcd, kube-apiserver with RBAC,
@@ -133,48 +131,7 @@ func TestRunClientsAsKubernetesJobPods(t *testing.T) {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
 		t.Logf("spoc run --clients 3 on Kubernetes: %s", time.Since(began).Round(time.Millisecond))
-		var sum result.Result
-		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-			t.Fatalf("%v\n%s", err, stdout)
-		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		ids := map[string]bool{}
-		userShard := map[int]int{}
-		perShard := map[int]int{}
-		var n int64
-		if _, err := result.ReadAll(f, out, func(r *result.Record) error {
-			n++
-			if ids[r.RequestID] {
-				t.Errorf("request %s is in the merged records twice", r.RequestID)
-			}
-			ids[r.RequestID] = true
-			if s, ok := userShard[r.User]; ok && s != r.Shard {
-				t.Errorf("user %d's requests came from shards %d and %d", r.User, s, r.Shard)
-			}
-			userShard[r.User] = r.Shard
-			perShard[r.Shard]++
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if len(userShard) != 7 {
-			t.Errorf("%d users sent requests, want 7", len(userShard))
-		}
-		for s := range 3 {
-			if perShard[s] == 0 {
-				t.Errorf("shard %d sent nothing: %v", s, perShard)
-			}
-		}
-		if summarized := sum.Overall.Requests + sum.Excluded; n != summarized || n == 0 {
-			t.Errorf("%d records merged, the summary counted %d", n, summarized)
-		}
-		if got := len(sum.Client.Shards); got != 3 {
-			t.Fatalf("the summary has %d shards' client checks, want 3: %+v", got, sum.Client)
-		}
+		sum, n := checkMergedRun(t, stdout, out, 7, 3)
 		var scheduled int64
 		for _, sh := range sum.Client.Shards {
 			if !strings.HasPrefix(sh.Name, "pod spoc-run-") || sh.Health == nil || sh.Requests == 0 || sh.StartSkewMs < 0 || sh.StartSkewMs > 1000 {

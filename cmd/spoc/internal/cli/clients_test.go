@@ -151,48 +151,7 @@ func TestRunClientsMergesShardsIntoOneStream(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var sum result.Result
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ids := map[string]bool{}
-	userShard := map[int]int{}
-	perShard := map[int]int{}
-	var n int64
-	if _, err := result.ReadAll(f, out, func(r *result.Record) error {
-		n++
-		if ids[r.RequestID] {
-			t.Errorf("request %s is in the merged records twice", r.RequestID)
-		}
-		ids[r.RequestID] = true
-		if s, ok := userShard[r.User]; ok && s != r.Shard {
-			t.Errorf("user %d's requests came from shards %d and %d", r.User, s, r.Shard)
-		}
-		userShard[r.User] = r.Shard
-		perShard[r.Shard]++
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(userShard) != 7 {
-		t.Errorf("%d users sent requests, want 7", len(userShard))
-	}
-	for s := range 3 {
-		if perShard[s] == 0 {
-			t.Errorf("shard %d sent nothing: %v", s, perShard)
-		}
-	}
-	if summarized := sum.Overall.Requests + sum.Excluded; n != summarized || n == 0 {
-		t.Errorf("%d records merged, the summary counted %d", n, summarized)
-	}
-	if got := len(sum.Client.Shards); got != 3 {
-		t.Fatalf("the summary has %d shards' client checks, want 3: %+v", got, sum.Client)
-	}
+	sum, _ := checkMergedRun(t, stdout, out, 7, 3)
 	for _, sh := range sum.Client.Shards {
 		if sh.Health == nil || sh.Requests == 0 || sh.StartSkewMs < 0 || sh.StartSkewMs > 1000 {
 			t.Errorf("shard %d's check: %+v", sh.Shard, sh)
@@ -274,4 +233,56 @@ func TestRunClientsInterruptReachesEveryShard(t *testing.T) {
 	if _, err := result.ReadAll(f, out, func(*result.Record) error { n++; return nil }); err != nil || n == 0 {
 		t.Errorf("records after the interruption: %d, %v", n, err)
 	}
+}
+
+// checkMergedRun reads a split run's JSON summary (stdout) and its merged
+// records file out, and checks that every request is there once, every
+// user's requests came from one shard, every shard sent some, the summary
+// counted every record and has each shard's client check. It returns the
+// summary and the number of merged records.
+func checkMergedRun(t *testing.T, stdout, out string, users, shards int) (result.Result, int64) {
+	t.Helper()
+	var sum result.Result
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ids := map[string]bool{}
+	userShard := map[int]int{}
+	perShard := map[int]int{}
+	var n int64
+	if _, err := result.ReadAll(f, out, func(r *result.Record) error {
+		n++
+		if ids[r.RequestID] {
+			t.Errorf("request %s is in the merged records twice", r.RequestID)
+		}
+		ids[r.RequestID] = true
+		if s, ok := userShard[r.User]; ok && s != r.Shard {
+			t.Errorf("user %d's requests came from shards %d and %d", r.User, s, r.Shard)
+		}
+		userShard[r.User] = r.Shard
+		perShard[r.Shard]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(userShard) != users {
+		t.Errorf("%d users sent requests, want %d", len(userShard), users)
+	}
+	for s := range shards {
+		if perShard[s] == 0 {
+			t.Errorf("shard %d sent nothing: %v", s, perShard)
+		}
+	}
+	if summarized := sum.Overall.Requests + sum.Excluded; n != summarized || n == 0 {
+		t.Errorf("%d records merged, the summary counted %d", n, summarized)
+	}
+	if got := len(sum.Client.Shards); got != shards {
+		t.Fatalf("the summary has %d shards' client checks, want %d: %+v", got, shards, sum.Client)
+	}
+	return sum, n
 }

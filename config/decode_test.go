@@ -39,6 +39,11 @@ func TestFlowStyleErrorsEachAtTheirKey(t *testing.T) {
 			},
 		},
 		{
+			name: "gpus set, tensor parallel size left at the reference's",
+			in:   "engine: {model: gpt-oss-20b, gpus: 1}\n",
+			want: []string{"flow.yaml:1:1: engine.tensor_parallel_size: must divide gpus (1), got 4 (the reference case's default when the key is not set: set it to 1 for one GPU)"},
+		},
+		{
 			name: "a mapping where a scalar belongs",
 			in:   "engine: {gpus: {count: 4}}\n",
 			want: []string{"flow.yaml:1:16: engine.gpus: cannot unmarshal !!map into int"},

@@ -170,7 +170,15 @@ func (e *Engine) validate(p string, errs *Errors) {
 	if e.TensorParallelSize < 1 {
 		errs.Addf(p+".tensor_parallel_size", "must be at least 1, got %d", e.TensorParallelSize)
 	} else if e.GPUs >= 1 && e.GPUs%e.TensorParallelSize != 0 {
-		errs.Addf(p+".tensor_parallel_size", "must divide gpus (%d), got %d", e.GPUs, e.TensorParallelSize)
+		hint := ""
+		switch {
+		case e.TensorParallelSize != DefaultEngine().TensorParallelSize:
+		case e.GPUs == 1:
+			hint = " (the reference case's default when the key is not set: set it to 1 for one GPU)"
+		default:
+			hint = fmt.Sprintf(" (the reference case's default when the key is not set: set it to 1 for a replica per GPU, or to %d for one replica over all)", e.GPUs)
+		}
+		errs.Addf(p+".tensor_parallel_size", "must divide gpus (%d), got %d%s", e.GPUs, e.TensorParallelSize, hint)
 	}
 	if !oneOf(e.WeightFormat, WeightFormats) {
 		errs.Addf(p+".weight_format", "unknown weight format %q (one of %s)", e.WeightFormat, quoteList(WeightFormats))

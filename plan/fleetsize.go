@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
@@ -225,4 +226,48 @@ func (p *planner) sizeFleet(ctx context.Context) error {
 		p.logf("   fleet: %d replicas behind %s meet the SLA at %d users, %d fail (the division says %d)", fs.Replicas, fs.Router, fs.TargetUsers, fs.Replicas-1, fs.DivisionReplicas)
 	}
 	return p.verifyFleet(ctx, fs, corr)
+}
+
+// Lines are the fleet's sizing and its live check for a terminal: what
+// the simulated fleet needs at the target against the division, then
+// whether a small live fleet confirmed it.
+func (f *FleetSize) Lines() []string {
+	if f == nil {
+		return nil
+	}
+	var out []string
+	if f.Replicas == 0 {
+		out = append(out, fmt.Sprintf("fleet: no fleet of up to %d replicas behind %s meets the SLA at %d users (the division says %d; %s)",
+			f.MaxReplicas, f.Router, f.TargetUsers, f.DivisionReplicas, f.Provenance.Source))
+	} else {
+		out = append(out, fmt.Sprintf("fleet: %d replicas of %d GPU(s) behind %s meet the SLA at %d users, %d do not (the division says %d; %s)",
+			f.Replicas, f.GPUsPerReplica, f.Router, f.TargetUsers, f.Replicas-1, f.DivisionReplicas, f.Provenance.Source))
+	}
+	v := f.Verified
+	switch {
+	case v == nil:
+	case v.Skipped != "":
+		out = append(out, "fleet not verified live: "+v.Skipped)
+	case v.Error != "":
+		out = append(out, fmt.Sprintf("fleet NOT verified: %d replicas live failed: %s", v.Replicas, v.Error))
+	default:
+		word := "agrees with"
+		if !v.Agree {
+			word = "does NOT confirm"
+		}
+		runs := make([]string, 0, len(v.Runs))
+		for _, r := range v.Runs {
+			runs = append(runs, fmt.Sprintf("%d users predicted %s, live %s", r.Users, runWord(r.PredictedPass, r.PredictedUnjudged), runWord(r.LivePass, r.LiveUnjudged)))
+		}
+		out = append(out, fmt.Sprintf("fleet check: %d replicas live behind %s %s the simulation (%s)", v.Replicas, v.Router, word, strings.Join(runs, "; ")))
+	}
+	return out
+}
+
+// runWord is a judged run's verdictWord, or "unjudged".
+func runWord(pass, unjudged bool) string {
+	if unjudged {
+		return "unjudged"
+	}
+	return verdictWord(pass)
 }

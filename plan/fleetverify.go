@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 )
@@ -30,8 +31,9 @@ type FleetVerify struct {
 	// Runs are the live runs, at PredictedCeiling then at
 	// PredictedFirstFailing.
 	Runs []FleetVerifyRun `json:"runs"`
-	// Agree is set when every live run was judged and its verdict is the
-	// predicted one.
+	// Agree is set when at least one load ran, and at every load run both
+	// the simulated and the live run were judged (enough samples, at least
+	// one request completed) with the same verdict.
 	Agree bool `json:"agree"`
 	// EngineSeconds is the live fleet's wall time (servers up), added to
 	// the plan's live engine time.
@@ -39,22 +41,36 @@ type FleetVerify struct {
 	// Skipped, when set, says why no fleet was verified (the runs are
 	// then empty).
 	Skipped string `json:"skipped,omitempty"`
+	// Error, when set, is why the verification stopped (a replica or the
+	// router that failed): the plan's own answer stands, the fleet size is
+	// not verified, and Runs holds the loads run before it.
+	Error string `json:"error,omitempty"`
 }
 
 // FleetVerifyRun is one live run of the verification fleet beside its
 // simulated prediction at the same load.
 type FleetVerifyRun struct {
-	Users         int  `json:"users"`
-	PredictedPass bool `json:"predicted_pass"`
+	Users int `json:"users"`
+	// Aim says which count of the simulated walk Users is: "ceiling",
+	// "unconfirmed" (the largest count the walk passed on too few samples
+	// to judge, above its judged ceiling) or "first failing".
+	Aim           string `json:"aim"`
+	PredictedPass bool   `json:"predicted_pass"`
+	// PredictedUnjudged is set when the simulated run had too few samples
+	// to judge a clause: it predicts nothing to confirm.
+	PredictedUnjudged bool `json:"predicted_unjudged,omitempty"`
 	// PredictedFailed is the simulated run's first failing clause.
-	PredictedFailed string     `json:"predicted_failed_clause,omitempty"`
-	Predicted       Latencies  `json:"predicted"`
-	LivePass        bool       `json:"live_pass"`
-	LiveUnjudged    bool       `json:"live_unjudged,omitempty"`
-	LiveFailed      string     `json:"live_failed_clause,omitempty"`
-	Measured        Latencies  `json:"measured"`
-	Records         string     `json:"records"`
-	Provenance      Provenance `json:"provenance"`
+	PredictedFailed string    `json:"predicted_failed_clause,omitempty"`
+	Predicted       Latencies `json:"predicted"`
+	LivePass        bool      `json:"live_pass"`
+	LiveUnjudged    bool      `json:"live_unjudged,omitempty"`
+	// LiveRequests is the live run's completed requests in its window;
+	// a run that completed none is unjudged.
+	LiveRequests int64      `json:"live_requests"`
+	LiveFailed   string     `json:"live_failed_clause,omitempty"`
+	Measured     Latencies  `json:"measured"`
+	Records      string     `json:"records"`
+	Provenance   Provenance `json:"provenance"`
 }
 
 // maxVerifyReplicas is the largest fleet a plan verifies live: two or
@@ -67,6 +83,21 @@ const maxVerifyReplicas = 3
 // at least two, with Setup.FleetLauncher and engine time left in the
 // budget. It records why it did not otherwise.
 func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Correction) error {
+	err := p.runFleetVerify(ctx, fs, corr)
+	if err == nil || ctx.Err() != nil || fs.Verified == nil {
+		return err
+	}
+	// the plan measured its answer; a fleet that failed to verify is said
+	// (summary, report, stdout), not a reason to lose that answer
+	v := fs.Verified
+	v.Error, v.Agree = err.Error(), false
+	p.logf("   fleet NOT verified: %v", err)
+	return nil
+}
+
+// runFleetVerify is verifyFleet's work; an error after fs.Verified is set
+// is the verification's, recorded there.
+func (p *planner) runFleetVerify(ctx context.Context, fs *FleetSize, corr *sim.Correction) error {
 	if p.s.Virtual || p.s.FleetLauncher == nil || fs.Replicas < 2 || p.s.Fidelity.VerifyFleet < 0 {
 		return nil
 	}
@@ -96,18 +127,18 @@ func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Corr
 	}
 	simEv, err := fleetEvaluator(p.s.Setup, base, r, p.o.Logger)
 	if err != nil {
-		return fmt.Errorf("verify the fleet: %w", err)
+		return err
 	}
 	params := p.sum.Capacity.Config
 	walk, err := capacity.SweepConfig(ctx, simEv, params, w.At, capacity.CandidateSweepOptions(p.s.Setup), nil)
 	if err != nil {
-		return fmt.Errorf("verify the fleet: simulated sweep of %d replicas: %w", r, err)
+		return fmt.Errorf("simulated sweep of %d replicas: %w", r, err)
 	}
 	v.PredictedCeiling, v.PredictedFirstFailing = walk.Ceiling, walk.FirstFailing
 	p.logf("   fleet: %d replicas behind %s, simulated: ceiling %d users, first failing %d; verifying live", r, fs.Router, walk.Ceiling, walk.FirstFailing)
 	launcher, err := p.s.FleetLauncher(r)
 	if err != nil {
-		return fmt.Errorf("verify the fleet: %w", err)
+		return err
 	}
 	ls := p.s.Setup
 	ls.Launcher, ls.Virtual = launcher, false
@@ -115,7 +146,7 @@ func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Corr
 	ls.Deployment.Sim.GPUs = r * tp
 	liveEv, err := capacity.NewEvaluator(ls, p.o.Logger)
 	if err != nil {
-		return fmt.Errorf("verify the fleet: %w", err)
+		return err
 	}
 	p.watchRuns(liveEv)
 	defer func() {
@@ -130,34 +161,44 @@ func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Corr
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	v.Agree = true
-	// the ceiling, or the unconfirmed count when the short walk judged
-	// none (SweepResult.AimUsers), then the first failing one
-	for _, u := range []int{walk.AimUsers(), walk.FirstFailing} {
+	// the ceiling, or the unconfirmed count when the walk passed one on
+	// too few samples above it (SweepResult.AimUsers), then the first
+	// failing one
+	aim := "ceiling"
+	if walk.AimUsers() != walk.Ceiling {
+		aim = "unconfirmed"
+	}
+	for i, u := range []int{walk.AimUsers(), walk.FirstFailing} {
 		if u <= 0 || len(v.Runs) > 0 && u == v.Runs[0].Users {
 			continue
+		}
+		if i == 1 {
+			aim = "first failing"
 		}
 		load := w.At(u)
 		pred, err := simEv.Evaluate(ctx, params, load, capacity.Outputs{})
 		if err != nil {
-			return fmt.Errorf("verify the fleet: simulated %d users: %w", u, err)
+			return fmt.Errorf("simulated %d users: %w", u, err)
 		}
 		rec := filepath.Join("fleet-verify", fmt.Sprintf("fleet-%d-%dusers.jsonl", r, u))
 		live, err := evaluateTo(ctx, liveEv, params, load, filepath.Join(p.s.OutDir, rec))
 		if err != nil {
-			return fmt.Errorf("verify the fleet: %d replicas live at %d users: %w", r, u, err)
+			return fmt.Errorf("%d replicas live at %d users: %w", r, u, err)
 		}
-		run := FleetVerifyRun{Users: u, PredictedPass: pred.Pass, PredictedFailed: pred.Failed, Predicted: latencies(pred), LivePass: live.Pass,
+		run := FleetVerifyRun{Users: u, Aim: aim, PredictedPass: pred.Pass, PredictedFailed: pred.Failed, Predicted: latencies(pred), LivePass: live.Pass,
 			LiveFailed: live.Failed, Measured: latencies(live), Records: rec, Provenance: live.Provenance}
-		// a run with too few samples to judge a clause confirms nothing
-		run.LiveUnjudged = live.Verdict.Outcome() == result.VerdictInsufficient
-		if run.LivePass != run.PredictedPass || run.LiveUnjudged {
-			v.Agree = false
+		if live.Summary != nil {
+			run.LiveRequests = live.Summary.Overall.Requests
 		}
+		// a run with too few samples to judge a clause, on either side,
+		// confirms nothing; nor does a live run that completed no request
+		run.PredictedUnjudged = pred.Verdict.Outcome() == result.VerdictInsufficient
+		run.LiveUnjudged = live.Verdict.Outcome() == result.VerdictInsufficient || run.LiveRequests == 0
 		v.Runs = append(v.Runs, run)
-		p.logf("   fleet verify %d replicas %3d users: predicted %s, live %s (prefix-cache hit rate %.0f%%)",
-			r, u, verifyWord(pred), verifyWord(live), 100*run.Measured.PrefixCacheHitRate)
+		p.logf("   fleet verify %d replicas %3d users (simulated %s): predicted %s, live %s (%d requests, prefix-cache hit rate %.0f%%, simulated %.0f%%)",
+			r, u, aim, verifyWord(pred), verifyWord(live), run.LiveRequests, 100*run.Measured.PrefixCacheHitRate, 100*run.Predicted.PrefixCacheHitRate)
 	}
+	v.Agree = fleetAgrees(v.Runs)
 	return nil
 }
 
@@ -170,4 +211,33 @@ func verifyWord(ev *capacity.Evaluation) string {
 	}
 	l := latencies(ev)
 	return fmt.Sprintf("%s (TTFT p95 %.0f ms, ITL p95 %.1f ms)", w, l.TTFTP95Ms, l.ITLP95Ms)
+}
+
+// fleetAgrees reports whether runs confirm the simulated fleet: at least
+// one, each judged on both sides with the same verdict.
+func fleetAgrees(runs []FleetVerifyRun) bool {
+	for _, r := range runs {
+		if r.PredictedUnjudged || r.LiveUnjudged || r.LivePass != r.PredictedPass {
+			return false
+		}
+	}
+	return len(runs) > 0
+}
+
+// checkFleetLauncher checks, before the plan spends engine time, the
+// launcher of the small fleet the plan will verify (FleetVerify): a
+// missing HAProxy found after an hour of live runs would lose nothing but
+// the check, yet says nothing until then.
+func checkFleetLauncher(s Setup) error {
+	if s.Virtual || s.FleetLauncher == nil || s.Fidelity.VerifyFleet < 0 || s.Demand.Users <= 0 {
+		return nil
+	}
+	l, err := s.FleetLauncher(max(s.Fidelity.VerifyFleet, 2))
+	if err != nil {
+		return fmt.Errorf("the fleet this plan verifies (plan.verify_fleet: -1 turns it off): %w", err)
+	}
+	if err := engine.Check(l); err != nil {
+		return fmt.Errorf("the fleet this plan verifies (plan.verify_fleet: -1 turns it off): %w", err)
+	}
+	return nil
 }

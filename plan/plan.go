@@ -149,6 +149,9 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	if err := engine.Check(s.Launcher); err != nil {
 		return nil, err
 	}
+	if err := checkFleetLauncher(s); err != nil {
+		return nil, err
+	}
 	if err := checkWritable(s.OutDir); err != nil {
 		return nil, err
 	}

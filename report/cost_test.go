@@ -129,8 +129,8 @@ func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
 		Provenance: plan.Provenance{Source: "simulated", Engine: "sim"},
 		Verified: &plan.FleetVerify{Replicas: 3, Router: "round-robin", PredictedCeiling: 27, PredictedFirstFailing: 30, Agree: true, EngineSeconds: 412,
 			Runs: []plan.FleetVerifyRun{
-				{Users: 27, PredictedPass: true, Predicted: plan.Latencies{TTFTP95Ms: 1800}, LivePass: true, Measured: plan.Latencies{TTFTP95Ms: 1700, PrefixCacheHitRate: 0.41}, Records: "fleet-verify/fleet-3-27users.jsonl"},
-				{Users: 30, Predicted: plan.Latencies{TTFTP95Ms: 3400}, LiveFailed: "overall ttft p95 3.6s > 3s", Measured: plan.Latencies{TTFTP95Ms: 3600, PrefixCacheHitRate: 0.39}, Records: "fleet-verify/fleet-3-30users.jsonl"},
+				{Users: 27, Aim: "ceiling", LiveRequests: 410, PredictedPass: true, Predicted: plan.Latencies{TTFTP95Ms: 1800, PrefixCacheHitRate: 0.45}, LivePass: true, Measured: plan.Latencies{TTFTP95Ms: 1700, PrefixCacheHitRate: 0.41}, Records: "fleet-verify/fleet-3-27users.jsonl"},
+				{Users: 30, Aim: "first failing", LiveRequests: 433, Predicted: plan.Latencies{TTFTP95Ms: 3400}, LiveFailed: "overall ttft p95 3.6s > 3s", Measured: plan.Latencies{TTFTP95Ms: 3600, PrefixCacheHitRate: 0.39}, Records: "fleet-verify/fleet-3-30users.jsonl"},
 			}}}
 	d.Cost = cost
 	var buf bytes.Buffer
@@ -138,8 +138,9 @@ func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := render(t, d)
-	for _, want := range []string{"Verified live: 3 replicas behind round-robin", "simulated ceiling 27 users (first failing 30)", "agrees with the simulated one",
-		"27 users: predicted meets the SLA", "live meets the SLA (TTFT p95 1.70 s, prefix-cache hit rate 41.0%", "30 users: predicted fails", "live fails: overall ttft p95 3.6s"} {
+	for _, want := range []string{"Verified live: 3 replicas behind round-robin", "simulated ceiling 27 users (first failing 30)",
+		"run live at 27 (the simulated ceiling) and 30 (the simulated first failing count) users", "agrees with the simulated one at every load run",
+		"27 users: predicted meets the SLA (TTFT p95 1.80 s, prefix-cache hit rate 45.0%)", "live meets the SLA (410 requests, TTFT p95 1.70 s, prefix-cache hit rate 41.0%", "30 users: predicted fails", "live fails: overall ttft p95 3.6s"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -147,9 +148,26 @@ func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
 			t.Errorf("summary.md lacks %q", want)
 		}
 	}
-	cost.Fleet.Verified.Agree = false
-	if html := render(t, d); !strings.Contains(html, "does NOT agree") {
+	// the text follows the runs: a verdict that differs, a run judged on
+	// neither side, a verification that failed
+	runs := cost.Fleet.Verified.Runs
+	runs[1].LivePass, runs[1].LiveFailed = true, ""
+	if html := render(t, d); !strings.Contains(html, "Live fleet check: 3 replicas") || !strings.Contains(html, "does NOT agree with the simulated one at 30 users") {
 		t.Error("a disagreeing verification is not said")
+	}
+	runs[1].LivePass, runs[1].LiveFailed = false, "overall ttft p95 3.6s > 3s"
+	runs[0].Aim, runs[0].PredictedUnjudged = "unconfirmed", true
+	if html := render(t, d); !strings.Contains(html, "nothing confirmed: too few samples to judge at 27 users") || strings.Contains(html, "Verified live:") ||
+		!strings.Contains(html, "27 (the largest count the simulated walk passed, on too few samples to judge)") || !strings.Contains(html, "27 users: predicted unjudged (too few samples)") {
+		t.Error("a verification whose simulated run was unjudged reads as verified")
+	}
+	runs[0].PredictedUnjudged, runs[0].LiveRequests, runs[0].LiveUnjudged = false, 0, true
+	if html := render(t, d); !strings.Contains(html, "nothing confirmed") || !strings.Contains(html, "live unjudged (too few samples) (0 requests") {
+		t.Error("a live run that completed no request reads as judged")
+	}
+	cost.Fleet.Verified.Error = "2 replicas live at 30 users: the server is gone"
+	if html := render(t, d); !strings.Contains(html, "the verification FAILED (2 replicas live at 30 users: the server is gone)") {
+		t.Error("a failed verification is not said")
 	}
 	cost.Fleet.Verified = &plan.FleetVerify{Replicas: 2, Router: "round-robin", Skipped: "plan.budget: 30s of engine time left"}
 	if html := render(t, d); !strings.Contains(html, "Not verified live on 2 replicas behind round-robin: plan.budget") {

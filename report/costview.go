@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
@@ -120,12 +121,34 @@ func fleetVerifyText(v *plan.FleetVerify) (string, []string) {
 	if v.Skipped != "" {
 		return fmt.Sprintf("Not verified live on %d replicas behind %s: %s.", v.Replicas, v.Router, v.Skipped), nil
 	}
-	verdict := "the live fleet agrees with the simulated one on each side of its ceiling"
-	if !v.Agree {
-		verdict = "the live fleet does NOT agree with the simulated one: the fleet size above rests on a router model this deployment did not confirm"
+	loads := make([]string, 0, len(v.Runs))
+	var unjudged, mismatch []string
+	for _, r := range v.Runs {
+		loads = append(loads, fmt.Sprintf("%d (%s)", r.Users, aimWords(r.Aim)))
+		switch {
+		case r.PredictedUnjudged || r.LiveUnjudged:
+			unjudged = append(unjudged, strconv.Itoa(r.Users))
+		case r.PredictedPass != r.LivePass:
+			mismatch = append(mismatch, strconv.Itoa(r.Users))
+		}
 	}
-	text := fmt.Sprintf("Verified live: %d replicas behind %s (the HAProxy spoc started), simulated ceiling %d users (first failing %d), run live at both: %s (%.0f s of engine time).",
-		v.Replicas, v.Router, v.PredictedCeiling, v.PredictedFirstFailing, verdict, v.EngineSeconds)
+	verdict, title := "", "Live fleet check:"
+	switch {
+	case v.Error != "":
+		verdict = "the verification FAILED (" + v.Error + "), so the fleet size above is not verified"
+	case len(mismatch) > 0:
+		verdict = "the live fleet does NOT agree with the simulated one at " + strings.Join(mismatch, " and ") +
+			" users: the fleet size above rests on a router model this deployment did not confirm"
+	case len(unjudged) > 0:
+		verdict = "nothing confirmed: too few samples to judge at " + strings.Join(unjudged, " and ") +
+			" users, so the fleet size above is not verified (longer windows judge more)"
+	case len(v.Runs) == 0:
+		verdict = "no load was run, so the fleet size above is not verified"
+	default:
+		verdict, title = "the live fleet agrees with the simulated one at every load run", "Verified live:"
+	}
+	text := fmt.Sprintf("%s %d replicas behind %s (the HAProxy spoc started), simulated ceiling %d users (first failing %d); run live at %s users: %s (%.0f s of engine time).",
+		title, v.Replicas, v.Router, v.PredictedCeiling, v.PredictedFirstFailing, strings.Join(loads, " and "), verdict, v.EngineSeconds)
 	word := func(pass, unjudged bool, failed string) string {
 		switch {
 		case unjudged:
@@ -139,14 +162,28 @@ func fleetVerifyText(v *plan.FleetVerify) (string, []string) {
 	}
 	runs := make([]string, 0, len(v.Runs))
 	for _, r := range v.Runs {
-		pred := word(r.PredictedPass, false, r.PredictedFailed)
+		pred := word(r.PredictedPass, r.PredictedUnjudged, r.PredictedFailed)
 		if r.Predicted.TTFTP95Ms > 0 {
-			pred += fmt.Sprintf(" (TTFT p95 %s)", fmtMs(r.Predicted.TTFTP95Ms))
+			pred += fmt.Sprintf(" (TTFT p95 %s, prefix-cache hit rate %s)", fmtMs(r.Predicted.TTFTP95Ms), fmtPct(r.Predicted.PrefixCacheHitRate))
 		}
-		runs = append(runs, fmt.Sprintf("%d users: predicted %s, live %s (TTFT p95 %s, prefix-cache hit rate %s; %s)", r.Users,
-			pred, word(r.LivePass, r.LiveUnjudged, r.LiveFailed), fmtMs(r.Measured.TTFTP95Ms), fmtPct(r.Measured.PrefixCacheHitRate), r.Records))
+		runs = append(runs, fmt.Sprintf("%d users: predicted %s; live %s (%d requests, TTFT p95 %s, prefix-cache hit rate %s; %s)", r.Users,
+			pred, word(r.LivePass, r.LiveUnjudged, r.LiveFailed), r.LiveRequests, fmtMs(r.Measured.TTFTP95Ms), fmtPct(r.Measured.PrefixCacheHitRate), r.Records))
 	}
 	return text, runs
+}
+
+// aimWords says which count of the simulated walk a verification run
+// aimed at (plan.FleetVerifyRun.Aim).
+func aimWords(aim string) string {
+	switch aim {
+	case "ceiling":
+		return "the simulated ceiling"
+	case "unconfirmed":
+		return "the largest count the simulated walk passed, on too few samples to judge"
+	case "first failing":
+		return "the simulated first failing count"
+	}
+	return aim
 }
 
 // ceilingSpan is the ceiling with its interval: "156 (132–174)" for the

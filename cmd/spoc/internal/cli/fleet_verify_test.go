@@ -42,6 +42,10 @@ func TestPlanVerifiesASmallLiveFleet(t *testing.T) {
 	if v.PredictedCeiling <= 0 || len(v.Runs) != 2 || v.Runs[0].Users < v.PredictedCeiling || v.Runs[1].Users != v.PredictedFirstFailing {
 		t.Fatalf("verified fleet: predicted %d (first failing %d), runs %+v: want a live run at each", v.PredictedCeiling, v.PredictedFirstFailing, v.Runs)
 	}
+	// each run says which count of the simulated walk it aimed at
+	if a := v.Runs[0].Aim; !(a == "ceiling" && v.Runs[0].Users == v.PredictedCeiling || a == "unconfirmed" && v.Runs[0].Users > v.PredictedCeiling) || v.Runs[1].Aim != "first failing" {
+		t.Errorf("runs aimed at %q (%d users) and %q (%d users), simulated ceiling %d", a, v.Runs[0].Users, v.Runs[1].Aim, v.Runs[1].Users, v.PredictedCeiling)
+	}
 	agree := true
 	for _, r := range v.Runs {
 		if r.Provenance.Source != "live" {
@@ -51,8 +55,12 @@ func TestPlanVerifiesASmallLiveFleet(t *testing.T) {
 		if err != nil || strings.Count(string(b), "\n") < r.Users {
 			t.Errorf("fleet run at %d users: records %s: %d lines, %v", r.Users, r.Records, strings.Count(string(b), "\n"), err)
 		}
-		agree = agree && r.LivePass == r.PredictedPass && !r.LiveUnjudged
+		if r.LiveRequests == 0 && !r.LiveUnjudged {
+			t.Errorf("fleet run at %d users completed no request yet reads as judged", r.Users)
+		}
+		agree = agree && r.LivePass == r.PredictedPass && !r.LiveUnjudged && !r.PredictedUnjudged
 	}
+	agree = agree && len(v.Runs) > 0
 	if v.Agree != agree {
 		t.Errorf("agree %v, but the runs say %v: %+v", v.Agree, agree, v.Runs)
 	}
@@ -71,10 +79,41 @@ func TestPlanVerifiesASmallLiveFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(html), "Verified live: 2 replicas behind round-robin") {
-		t.Error("report.html does not show the verified fleet")
+	head := "Live fleet check: 2 replicas behind round-robin"
+	if v.Agree {
+		head = "Verified live: 2 replicas behind round-robin"
+	}
+	if !strings.Contains(string(html), head) {
+		t.Errorf("report.html does not show the fleet check as %q", head)
+	}
+	// the terminal says it too: a plan's stdout is what gets pasted
+	if !strings.Contains(stdout, "fleet: ") || !strings.Contains(stdout, "fleet check: 2 replicas live behind round-robin") {
+		t.Errorf("stdout lacks the fleet's size and live check:\n%s", stdout)
 	}
 	if !strings.Contains(stderr, "fleet verify 2 replicas") {
 		t.Errorf("no progress line for the fleet's live runs:\n%s", stderr)
+	}
+}
+
+// A plan that will verify a fleet checks the router's binary before it
+// spends engine time: a wrong fleet.haproxy found after the whole live
+// plan would stop it at its last step.
+func TestPlanChecksTheFleetRouterBeforeItStarts(t *testing.T) {
+	spoc := spocBinary(t)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-haproxy")
+	cfg := multiPlanConfig(t, dir, spoc, "  target_users: 150\nfleet:\n  router: round-robin\n  haproxy: "+missing+"\n")
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runSpoc(t, spoc, "plan", "-c", cfg, "--out", out)
+	if code == 0 {
+		t.Fatalf("plan with a missing HAProxy exit 0\n%s", stdout)
+	}
+	for _, want := range []string{missing, "fleet.haproxy", "plan.verify_fleet: -1"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if logs, _ := filepath.Glob(filepath.Join(out, "servers", "server-*")); len(logs) != 0 {
+		t.Errorf("a server was started before the check: %v", logs)
 	}
 }

@@ -146,6 +146,11 @@ func writePlanResult(w io.Writer, d *plan.Summary, out string) {
 		}
 		fmt.Fprintln(w)
 	}
+	if d.Cost != nil {
+		for _, line := range d.Cost.Fleet.Lines() {
+			fmt.Fprintln(w, line)
+		}
+	}
 	if d.Day != nil {
 		for _, line := range d.Day.Lines() {
 			fmt.Fprintln(w, line)

@@ -64,13 +64,16 @@ type FleetVerifyRun struct {
 	Predicted       Latencies `json:"predicted"`
 	LivePass        bool      `json:"live_pass"`
 	LiveUnjudged    bool      `json:"live_unjudged,omitempty"`
-	// LiveRequests is the live run's completed requests in its window;
-	// a run that completed none is unjudged.
-	LiveRequests int64      `json:"live_requests"`
-	LiveFailed   string     `json:"live_failed_clause,omitempty"`
-	Measured     Latencies  `json:"measured"`
-	Records      string     `json:"records"`
-	Provenance   Provenance `json:"provenance"`
+	// LiveRequests and PredictedRequests are the live and the simulated
+	// run's requests completed (result.Stats.OK) in the window; a live run
+	// that completed none is unjudged, and a run's prefix-cache hit rate
+	// is over its completed requests only.
+	LiveRequests      int64      `json:"live_requests"`
+	PredictedRequests int64      `json:"predicted_requests"`
+	LiveFailed        string     `json:"live_failed_clause,omitempty"`
+	Measured          Latencies  `json:"measured"`
+	Records           string     `json:"records"`
+	Provenance        Provenance `json:"provenance"`
 }
 
 // maxVerifyReplicas is the largest fleet a plan verifies live: two or
@@ -188,15 +191,18 @@ func (p *planner) runFleetVerify(ctx context.Context, fs *FleetSize, corr *sim.C
 		run := FleetVerifyRun{Users: u, Aim: aim, PredictedPass: pred.Pass, PredictedFailed: pred.Failed, Predicted: latencies(pred), LivePass: live.Pass,
 			LiveFailed: live.Failed, Measured: latencies(live), Records: rec, Provenance: live.Provenance}
 		if live.Summary != nil {
-			run.LiveRequests = live.Summary.Overall.Requests
+			run.LiveRequests = live.Summary.Overall.OK
+		}
+		if pred.Summary != nil {
+			run.PredictedRequests = pred.Summary.Overall.OK
 		}
 		// a run with too few samples to judge a clause, on either side,
 		// confirms nothing; nor does a live run that completed no request
 		run.PredictedUnjudged = pred.Verdict.Outcome() == result.VerdictInsufficient
 		run.LiveUnjudged = live.Verdict.Outcome() == result.VerdictInsufficient || run.LiveRequests == 0
 		v.Runs = append(v.Runs, run)
-		p.logf("   fleet verify %d replicas %3d users (simulated %s): predicted %s, live %s (%d requests, prefix-cache hit rate %.0f%%, simulated %.0f%%)",
-			r, u, aim, verifyWord(pred), verifyWord(live), run.LiveRequests, 100*run.Measured.PrefixCacheHitRate, 100*run.Predicted.PrefixCacheHitRate)
+		p.logf("   fleet verify %d replicas %3d users (simulated %s): predicted %s, live %s (requests completed %d live, %d simulated; prefix-cache hit rate %.0f%% live, %.0f%% simulated)",
+			r, u, aim, verifyWord(pred), verifyWord(live), run.LiveRequests, run.PredictedRequests, 100*run.Measured.PrefixCacheHitRate, 100*run.Predicted.PrefixCacheHitRate)
 	}
 	v.Agree = fleetAgrees(v.Runs)
 	return nil

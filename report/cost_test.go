@@ -129,7 +129,7 @@ func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
 		Provenance: plan.Provenance{Source: "simulated", Engine: "sim"},
 		Verified: &plan.FleetVerify{Replicas: 3, Router: "round-robin", PredictedCeiling: 27, PredictedFirstFailing: 30, Agree: true, EngineSeconds: 412,
 			Runs: []plan.FleetVerifyRun{
-				{Users: 27, Aim: "ceiling", LiveRequests: 410, PredictedPass: true, Predicted: plan.Latencies{TTFTP95Ms: 1800, PrefixCacheHitRate: 0.45}, LivePass: true, Measured: plan.Latencies{TTFTP95Ms: 1700, PrefixCacheHitRate: 0.41}, Records: "fleet-verify/fleet-3-27users.jsonl"},
+				{Users: 27, Aim: "ceiling", LiveRequests: 410, PredictedRequests: 400, PredictedPass: true, Predicted: plan.Latencies{TTFTP95Ms: 1800, PrefixCacheHitRate: 0.45}, LivePass: true, Measured: plan.Latencies{TTFTP95Ms: 1700, PrefixCacheHitRate: 0.41}, Records: "fleet-verify/fleet-3-27users.jsonl"},
 				{Users: 30, Aim: "first failing", LiveRequests: 433, Predicted: plan.Latencies{TTFTP95Ms: 3400}, LiveFailed: "overall ttft p95 3.6s > 3s", Measured: plan.Latencies{TTFTP95Ms: 3600, PrefixCacheHitRate: 0.39}, Records: "fleet-verify/fleet-3-30users.jsonl"},
 			}}}
 	d.Cost = cost
@@ -140,7 +140,8 @@ func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
 	html := render(t, d)
 	for _, want := range []string{"Verified live: 3 replicas behind round-robin", "simulated ceiling 27 users (first failing 30)",
 		"run live at 27 (the simulated ceiling) and 30 (the simulated first failing count) users", "agrees with the simulated one at every load run",
-		"27 users: predicted meets the SLA (TTFT p95 1.80 s, prefix-cache hit rate 45.0%)", "live meets the SLA (410 requests, TTFT p95 1.70 s, prefix-cache hit rate 41.0%", "30 users: predicted fails", "live fails: overall ttft p95 3.6s"} {
+		"27 users: predicted meets the SLA (400 requests completed, TTFT p95 1.80 s, prefix-cache hit rate 45.0%)", "live meets the SLA (410 requests completed, TTFT p95 1.70 s, prefix-cache hit rate 41.0%",
+		"30 users: predicted fails (0 requests completed, TTFT p95 3.40 s, no prefix-cache hit rate: no request completed)", "30 users: predicted fails", "live fails: overall ttft p95 3.6s"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -162,7 +163,7 @@ func TestCostSectionShowsTheVerifiedFleet(t *testing.T) {
 		t.Error("a verification whose simulated run was unjudged reads as verified")
 	}
 	runs[0].PredictedUnjudged, runs[0].LiveRequests, runs[0].LiveUnjudged = false, 0, true
-	if html := render(t, d); !strings.Contains(html, "nothing confirmed") || !strings.Contains(html, "live unjudged (too few samples) (0 requests") {
+	if html := render(t, d); !strings.Contains(html, "nothing confirmed") || !strings.Contains(html, "live unjudged (too few samples) (0 requests completed") {
 		t.Error("a live run that completed no request reads as judged")
 	}
 	cost.Fleet.Verified.Error = "2 replicas live at 30 users: the server is gone"

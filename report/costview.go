@@ -164,12 +164,22 @@ func fleetVerifyText(v *plan.FleetVerify) (string, []string) {
 	for _, r := range v.Runs {
 		pred := word(r.PredictedPass, r.PredictedUnjudged, r.PredictedFailed)
 		if r.Predicted.TTFTP95Ms > 0 {
-			pred += fmt.Sprintf(" (TTFT p95 %s, prefix-cache hit rate %s)", fmtMs(r.Predicted.TTFTP95Ms), fmtPct(r.Predicted.PrefixCacheHitRate))
+			pred += fmt.Sprintf(" (%d requests completed, TTFT p95 %s, %s)", r.PredictedRequests, fmtMs(r.Predicted.TTFTP95Ms), hitRateText(r.PredictedRequests, r.Predicted.PrefixCacheHitRate))
 		}
-		runs = append(runs, fmt.Sprintf("%d users: predicted %s; live %s (%d requests, TTFT p95 %s, prefix-cache hit rate %s; %s)", r.Users,
-			pred, word(r.LivePass, r.LiveUnjudged, r.LiveFailed), r.LiveRequests, fmtMs(r.Measured.TTFTP95Ms), fmtPct(r.Measured.PrefixCacheHitRate), r.Records))
+		runs = append(runs, fmt.Sprintf("%d users: predicted %s; live %s (%d requests completed, TTFT p95 %s, %s; %s)", r.Users,
+			pred, word(r.LivePass, r.LiveUnjudged, r.LiveFailed), r.LiveRequests, fmtMs(r.Measured.TTFTP95Ms), hitRateText(r.LiveRequests, r.Measured.PrefixCacheHitRate), r.Records))
 	}
 	return text, runs
+}
+
+// hitRateText is a run's prefix-cache hit rate, over its completed
+// requests: a run that completed none has no rate (0 % would read as a
+// cold cache).
+func hitRateText(completed int64, rate float64) string {
+	if completed == 0 {
+		return "no prefix-cache hit rate: no request completed"
+	}
+	return "prefix-cache hit rate " + fmtPct(rate)
 }
 
 // aimWords says which count of the simulated walk a verification run

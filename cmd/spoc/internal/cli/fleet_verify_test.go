@@ -86,6 +86,10 @@ func TestPlanVerifiesASmallLiveFleet(t *testing.T) {
 	if !strings.Contains(string(html), head) {
 		t.Errorf("report.html does not show the fleet check as %q", head)
 	}
+	for _, r := range v.Runs {
+		t.Logf("%d users (%s): predicted pass %v unjudged %v, %d completed, hit rate %.2f; live pass %v unjudged %v, %d completed, hit rate %.2f",
+			r.Users, r.Aim, r.PredictedPass, r.PredictedUnjudged, r.PredictedRequests, r.Predicted.PrefixCacheHitRate, r.LivePass, r.LiveUnjudged, r.LiveRequests, r.Measured.PrefixCacheHitRate)
+	}
 	// the terminal says it too: a plan's stdout is what gets pasted
 	if !strings.Contains(stdout, "fleet: ") || !strings.Contains(stdout, "fleet check: 2 replicas live behind round-robin") {
 		t.Errorf("stdout lacks the fleet's size and live check:\n%s", stdout)

@@ -237,7 +237,7 @@ func (f *FleetSize) Lines() []string {
 	}
 	var out []string
 	if f.Replicas == 0 {
-		out = append(out, fmt.Sprintf("fleet: no fleet of up to %d replicas behind %s meets the SLA at %d users (the division says %d; %s)",
+		out = append(out, fmt.Sprintf("fleet: no fleet of up to %d replicas behind %s meets the SLA at %d users, where the division says %d: the router, not the size, is what fails (docs/fleet.md; %s)",
 			f.MaxReplicas, f.Router, f.TargetUsers, f.DivisionReplicas, f.Provenance.Source))
 	} else {
 		out = append(out, fmt.Sprintf("fleet: %d replicas of %d GPU(s) behind %s meet the SLA at %d users, %d do not (the division says %d; %s)",

@@ -100,3 +100,24 @@ func TestFieldErrorFormats(t *testing.T) {
 		}
 	}
 }
+
+// A misspelt router or engine kind names the nearest one, as a misspelt key
+// does, at the key.
+func TestMisspeltRouterAndKindSuggestTheName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"fleet:\n  router: session-afinity\n", `k.yaml:2:3: fleet.router: unknown router "session-afinity" (did you mean "session-affinity"?)`},
+		{"engine:\n  kind: proces\n", `k.yaml:2:3: engine.kind: unknown engine "proces" (did you mean "process"?)`},
+		{"fleet:\n  router: nginx\n", `k.yaml:2:3: fleet.router: unknown router "nginx" (one of`},
+	} {
+		_, err := Load(strings.NewReader(tc.in), "k.yaml")
+		if err == nil {
+			t.Fatalf("%q loaded without error", tc.in)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q:\n got: %s\nwant: %s", tc.in, err, tc.want)
+		}
+		if strings.HasPrefix(tc.in, "fleet:\n  router: nginx") && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("nginx is near no router, yet: %s", err)
+		}
+	}
+}

@@ -159,7 +159,7 @@ var WeightFormats = []string{"w4a16", "fp4", "bf16", "fp8"}
 
 func (e *Engine) validate(p string, errs *Errors) {
 	if !oneOf(e.Kind, EngineKinds) {
-		errs.Addf(p+".kind", "unknown engine %q (one of %s)", e.Kind, quoteList(EngineKinds))
+		errs.Addf(p+".kind", "unknown engine %q%s (one of %s)", e.Kind, suggest(e.Kind, EngineKinds), quoteList(EngineKinds))
 	}
 	if strings.TrimSpace(e.Model) == "" {
 		errs.Addf(p+".model", "must name a model")

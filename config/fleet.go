@@ -57,7 +57,7 @@ func (f Fleet) Sim() sim.Fleet {
 
 func (f *Fleet) validate(p string, e Engine, errs *Errors) {
 	if f.Router != "" && !oneOf(f.Router, sim.RouterPolicies) {
-		errs.Addf(p+".router", "unknown router %q (one of %s)", f.Router, quoteList(sim.RouterPolicies))
+		errs.Addf(p+".router", "unknown router %q%s (one of %s)", f.Router, suggest(f.Router, sim.RouterPolicies), quoteList(sim.RouterPolicies))
 	}
 	if e.Kind == EngineProcess && (f.Router == sim.RouterPrefixAware || f.Router == sim.RouterKubernetesService) {
 		errs.Addf(p+".router", "%q cannot front engine.kind process: spoc starts HAProxy there (%s) or uses vLLM's own data parallelism (%q), and writes no router of its own; "+

@@ -98,6 +98,7 @@ type Engine struct {
 	waiting deque
 	skipped []*Request
 	hits    []int32
+	filled  []filledBlock // the step's blocks to cache (Complete)
 
 	planned bool
 	stepped bool // a step has been planned (step describes the last one)

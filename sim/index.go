@@ -3,15 +3,22 @@ package sim
 import "math/bits"
 
 // blockIndex maps block hashes (nonzero) to block ids: an open-addressing
-// table with linear probing and backward-shift deletion, so the constant
-// churn of a prefix cache (every eviction deletes, every full block inserts)
-// leaves no tombstones and probes stay short. It holds at most the number of
-// blocks it was sized for, at a load factor of at most one half.
+// table with linear probing that never deletes. An evicted block's entry
+// stays behind, stale, until its hash is cached again (the entry is
+// reused) or the block pool compacts and rebuilds the table from its
+// records (blockPool.compact): a deletion is a probe into a table far larger
+// than any cache, one of the misses a prefix cache's churn is made of, and
+// a rebuild walks the records in order instead. So the table answers only
+// "where was h last put": the pool checks the block still holds h. It is
+// sized for the most entries the pool can leave in it between rebuilds at
+// a load factor of at most one half.
 type blockIndex struct {
 	slots []indexSlot
 	mask  uint64
 	shift uint
-	n     int
+	n     int // occupied slots, stale entries included
+
+	touched uint64 // keeps the loads of blockPool.cacheAll's first pass
 }
 
 // indexSlot keeps a key beside its value: a hit reads one cache line.
@@ -34,6 +41,7 @@ func newBlockIndex(capacity int) *blockIndex {
 
 func (x *blockIndex) slot(h uint64) uint64 { return (h * 0x9e3779b97f4a7c15) >> x.shift }
 
+// get returns the value last put under h.
 func (x *blockIndex) get(h uint64) (int32, bool) {
 	for i := x.slot(h); ; i = (i + 1) & x.mask {
 		switch x.slots[i].key {
@@ -45,45 +53,24 @@ func (x *blockIndex) get(h uint64) (int32, bool) {
 	}
 }
 
-// put inserts h → b unless h is present; it reports whether it inserted.
-func (x *blockIndex) put(h uint64, b int32) bool {
+// entry returns h's slot, claiming an empty one when h is absent; fresh
+// says which. The caller stores the value.
+func (x *blockIndex) entry(h uint64) (slot *indexSlot, fresh bool) {
 	for i := x.slot(h); ; i = (i + 1) & x.mask {
-		switch x.slots[i].key {
+		s := &x.slots[i]
+		switch s.key {
 		case h:
-			return false
+			return s, false
 		case 0:
-			x.slots[i] = indexSlot{h, b}
+			s.key = h
 			x.n++
-			return true
+			return s, true
 		}
 	}
 }
 
-// del removes h if present, shifting later entries of its probe run back.
-func (x *blockIndex) del(h uint64) {
-	i := x.slot(h)
-	for {
-		k := x.slots[i].key
-		if k == 0 {
-			return
-		}
-		if k == h {
-			break
-		}
-		i = (i + 1) & x.mask
-	}
-	x.n--
-	for j := (i + 1) & x.mask; ; j = (j + 1) & x.mask {
-		k := x.slots[j].key
-		if k == 0 {
-			break
-		}
-		// Move k back to the hole at i if its home slot is not in (i, j].
-		home := x.slot(k)
-		if (j-home)&x.mask >= (j-i)&x.mask {
-			x.slots[i] = x.slots[j]
-			i = j
-		}
-	}
-	x.slots[i] = indexSlot{}
+// reset empties the table.
+func (x *blockIndex) reset() {
+	clear(x.slots)
+	x.n = 0
 }

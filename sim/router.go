@@ -536,7 +536,7 @@ func (e *Engine) cachedPrefixBlocks(hashes []uint64, limit int) int {
 	}
 	limit = min(limit, len(hashes))
 	for i, h := range hashes[:limit] {
-		if _, ok := e.pool.index.get(h); !ok {
+		if _, ok := e.pool.cached(h); !ok {
 			return i
 		}
 	}

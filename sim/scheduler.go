@@ -182,7 +182,7 @@ func (e *Engine) Complete(end float64) []*Request {
 		full := r.computed / bs
 		for r.cachedBlocks < full {
 			if r.cachedBlocks < len(r.BlockHashes) {
-				e.pool.cache(r.blocks[r.cachedBlocks], r.BlockHashes[r.cachedBlocks])
+				e.filled = append(e.filled, filledBlock{r.blocks[r.cachedBlocks], r.BlockHashes[r.cachedBlocks]})
 			}
 			r.cachedBlocks++
 		}
@@ -204,6 +204,11 @@ func (e *Engine) Complete(end float64) []*Request {
 		}
 		e.out = append(e.out, r)
 	}
+	// The step's full blocks enter the index in the order they filled, after
+	// the finished requests released theirs: nothing here evicts, so a
+	// released block keeps its id and its turn to be cached.
+	e.pool.cacheAll(e.filled)
+	e.filled = e.filled[:0]
 	if anyFinished {
 		k := 0
 		for _, r := range e.running {
@@ -241,6 +246,9 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	if fresh > e.pool.numFree-evictableHits {
 		return false
 	}
+	if fresh > e.pool.room() {
+		e.compactPool(r, hits)
+	}
 	for _, b := range hits {
 		e.pool.touch(b)
 		r.blocks = append(r.blocks, b)
@@ -254,6 +262,22 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 		r.slide = append(r.slide, e.pool.allocate())
 	}
 	return true
+}
+
+// compactPool compacts the block pool, rewriting the ids held by the
+// running requests, by r (about to be given blocks) and in hits.
+func (e *Engine) compactPool(r *Request, hits []int32) {
+	e.pool.compact(func(rewrite func([]int32)) {
+		for _, x := range e.running {
+			rewrite(x.blocks)
+			rewrite(x.slide)
+		}
+		if !r.running {
+			rewrite(r.blocks)
+			rewrite(r.slide)
+		}
+		rewrite(hits)
+	})
 }
 
 // preempt frees a running request's blocks and puts it back at the front of

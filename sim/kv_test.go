@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// refPool is the block pool as it was before slots and compaction: one
+// record per physical block, the index a Go map that forgets a hash when
+// its block is evicted. FuzzBlockPoolMatchesTheReference holds the pool to
+// it.
+type refPool struct {
+	refs       []int32
+	hash       []uint64
+	prev, next []int32
+	inFree     []bool
+	head, tail int32
+	numFree    int
+	index      map[uint64]int32
+	evictions  int64
+}
+
+func newRefPool(n int) *refPool {
+	p := &refPool{refs: make([]int32, n), hash: make([]uint64, n), prev: make([]int32, n), next: make([]int32, n),
+		inFree: make([]bool, n), head: noBlock, tail: noBlock, index: map[uint64]int32{}}
+	for b := range n {
+		p.pushTail(int32(b))
+	}
+	return p
+}
+
+func (p *refPool) pushTail(b int32) {
+	p.prev[b], p.next[b] = p.tail, noBlock
+	if p.tail != noBlock {
+		p.next[p.tail] = b
+	} else {
+		p.head = b
+	}
+	p.tail = b
+	p.inFree[b] = true
+	p.numFree++
+}
+
+func (p *refPool) unlink(b int32) {
+	pr, nx := p.prev[b], p.next[b]
+	if pr != noBlock {
+		p.next[pr] = nx
+	} else {
+		p.head = nx
+	}
+	if nx != noBlock {
+		p.prev[nx] = pr
+	} else {
+		p.tail = pr
+	}
+	p.inFree[b] = false
+	p.numFree--
+}
+
+func (p *refPool) allocate() int32 {
+	b := p.head
+	p.unlink(b)
+	if h := p.hash[b]; h != 0 {
+		delete(p.index, h)
+		p.hash[b] = 0
+		p.evictions++
+	}
+	p.refs[b] = 1
+	return b
+}
+
+func (p *refPool) touch(b int32) {
+	if p.refs[b] == 0 && p.inFree[b] {
+		p.unlink(b)
+	}
+	p.refs[b]++
+}
+
+func (p *refPool) release(b int32) {
+	p.refs[b]--
+	if p.refs[b] == 0 {
+		p.pushTail(b)
+	}
+}
+
+func (p *refPool) lookup(hashes []uint64, limit int) []int32 {
+	var dst []int32
+	for _, h := range hashes[:min(limit, len(hashes))] {
+		b, ok := p.index[h]
+		if !ok {
+			break
+		}
+		dst = append(dst, b)
+	}
+	return dst
+}
+
+func (p *refPool) cache(b int32, h uint64) {
+	if p.hash[b] != 0 {
+		return
+	}
+	if _, ok := p.index[h]; !ok {
+		p.index[h] = b
+		p.hash[b] = h
+	}
+}
+
+func (p *refPool) reset() bool {
+	if p.numFree != len(p.refs) {
+		return false
+	}
+	for b, h := range p.hash {
+		if h != 0 {
+			delete(p.index, h)
+			p.hash[b] = 0
+		}
+	}
+	return true
+}
+
+// poolReq is one request of the property test, held in both pools.
+type poolReq struct {
+	hashes    []uint64
+	got, want []int32 // its blocks in the pool under test and in the reference
+	hint      []int32 // its previous turn's blocks in the pool under test
+}
+
+// FuzzBlockPoolMatchesTheReference drives the pool and refPool with the
+// same requests — sessions whose turns extend their history over prefixes
+// shared between sessions, prompts computed twice in one step, requests
+// that give up, cache resets — on a cache small enough to compact every
+// few requests, and checks after every operation that both agree on every
+// prefix hit, every hash a held block carries, every reference count, the
+// free count and the evictions, and that a previous turn's ids passed as
+// hints (stale after a compaction) never change a lookup.
+func FuzzBlockPoolMatchesTheReference(f *testing.F) {
+	f.Add(uint64(1), uint16(400), uint8(48))
+	f.Add(uint64(2), uint16(2000), uint8(120))
+	f.Add(uint64(3), uint16(3000), uint8(90))
+	f.Fuzz(func(t *testing.T, seed uint64, ops uint16, size uint8) {
+		const maxLen = 16
+		n := int(size)%100 + maxLen + 1
+		rng := rand.New(rand.NewPCG(seed, 7))
+		p, ref := newBlockPool(n, true), newRefPool(n)
+		sessions := make([]*poolReq, 10)
+		gen := make([]int, len(sessions))
+		var held []*poolReq
+		chain := func(doc, length int) []uint64 {
+			shared := 1 + doc%5
+			hs := make([]uint64, length)
+			for i := range hs {
+				owner := doc
+				if i < shared {
+					owner = 0 // a prefix every session shares
+				}
+				hs[i] = uint64(owner)<<32 | uint64(i) + 1
+			}
+			return hs
+		}
+		compactions, requests, hitBlocks := 0, 0, 0
+		for op := range int(ops) {
+			switch k := rng.IntN(10); {
+			case k < 5: // a session's next turn, or a new session
+				s := rng.IntN(len(sessions))
+				r := sessions[s]
+				if r != nil && len(r.got) > 0 {
+					break // its turn is still running
+				}
+				if r == nil || len(r.hashes) >= maxLen || rng.IntN(8) == 0 {
+					// A new session, on new content, with the old one's
+					// blocks for a (wrong) hint.
+					gen[s]++
+					nr := &poolReq{}
+					if r != nil {
+						nr.hint = r.hint
+					}
+					r, sessions[s] = nr, nr
+				}
+				r.hashes = chain(s+1+len(sessions)*gen[s], min(maxLen, len(r.hashes)+1+rng.IntN(5)))
+				limit := len(r.hashes) - rng.IntN(2)
+				hits := p.lookup(nil, r.hashes, limit, r.hint)
+				want := ref.lookup(r.hashes, limit)
+				hitBlocks += len(hits)
+				if len(hits) != len(want) {
+					t.Fatalf("op %d: %d hits, the reference %d", op, len(hits), len(want))
+				}
+				fresh, evictable := len(r.hashes)-len(hits), 0
+				for _, b := range hits {
+					if p.blocks[b].refs == 0 {
+						evictable++
+					}
+				}
+				if fresh > p.numFree-evictable {
+					break
+				}
+				if fresh > p.room() {
+					compactions++
+					p.compact(func(rewrite func([]int32)) {
+						for _, x := range held {
+							rewrite(x.got)
+						}
+						rewrite(hits)
+					})
+				}
+				for i, b := range hits {
+					p.touch(b)
+					ref.touch(want[i])
+				}
+				r.got, r.want = hits, want
+				for len(r.got) < len(r.hashes) {
+					r.got = append(r.got, p.allocate())
+					r.want = append(r.want, ref.allocate())
+				}
+				for i := len(hits); i < len(r.hashes); i++ {
+					if rng.IntN(6) > 0 { // some blocks stay uncomputed
+						p.cache(r.got[i], r.hashes[i])
+						ref.cache(r.want[i], r.hashes[i])
+					}
+				}
+				held = append(held, r)
+				requests++
+			case k < 9 && len(held) > 0: // a request finishes
+				i := rng.IntN(len(held))
+				r := held[i]
+				held = append(held[:i], held[i+1:]...)
+				p.freeBlocks(r.got)
+				for j := len(r.want) - 1; j >= 0; j-- {
+					ref.release(r.want[j])
+				}
+				r.hint = r.got // the engine keeps the array: the next turn's hint
+				r.got, r.want = nil, nil
+			case k == 9:
+				if a, b := p.resetPrefixCache(), ref.reset(); a != b {
+					t.Fatalf("op %d: reset %v, the reference %v", op, a, b)
+				}
+			}
+			if p.numFree != ref.numFree || p.evictions != ref.evictions || p.size() != n {
+				t.Fatalf("op %d: free %d evictions %d size %d, the reference free %d evictions %d size %d",
+					op, p.numFree, p.evictions, p.size(), ref.numFree, ref.evictions, n)
+			}
+			for _, r := range held {
+				for j, b := range r.got {
+					if m := p.blocks[b]; m.hash != ref.hash[r.want[j]] || m.refs != ref.refs[r.want[j]] {
+						t.Fatalf("op %d: block %d holds hash %x refs %d, the reference %x refs %d",
+							op, j, m.hash, m.refs, ref.hash[r.want[j]], ref.refs[r.want[j]])
+					}
+				}
+			}
+			for h, b := range ref.index {
+				got, ok := p.cached(h)
+				if !ok || p.blocks[got].hash != ref.hash[b] || p.blocks[got].refs != ref.refs[b] || p.blocks[got].inFree != ref.inFree[b] {
+					t.Fatalf("op %d: hash %x not cached as the reference has it", op, h)
+				}
+			}
+		}
+		// The free queues hold the same blocks in the same order.
+		g, w := p.head, ref.head
+		for g != noBlock && w != noBlock {
+			if p.blocks[g].hash != ref.hash[w] {
+				t.Fatalf("free queues differ: hash %x, the reference %x", p.blocks[g].hash, ref.hash[w])
+			}
+			g, w = p.blocks[g].next, ref.next[w]
+		}
+		if g != w {
+			t.Fatal("free queues differ in length")
+		}
+		t.Logf("%d blocks: %d requests, %d prefix hits, %d evictions, %d compactions", n, requests, hitBlocks, p.evictions, compactions)
+		if ops > 1000 && (compactions == 0 || p.evictions == 0 || hitBlocks == 0) {
+			t.Fatalf("%d operations on %d blocks: %d compactions, %d evictions, %d hits: the test exercises nothing", ops, n, compactions, p.evictions, hitBlocks)
+		}
+	})
+}

@@ -10,7 +10,7 @@ package sim
 // head of the queue and a fresh block is needed. All state lives in flat
 // slices indexed by block id, so no operation allocates.
 //
-// A block id names a slot of an arena twice the cache's size, not a
+// A block id names a slot of an arena three times the cache's size, not a
 // physical block: a freshly allocated block takes the next unused slot, and
 // the evicted block's slot dies. So the blocks a request computes in one
 // go lie next to each other, and every later walk over them — the prefix
@@ -53,7 +53,11 @@ const noBlock = -1
 
 // arenaFactor is the arena's size in cache sizes: a compaction every
 // (arenaFactor − 1) × numBlocks allocations.
-const arenaFactor = 2
+const arenaFactor = 3
+
+// indexFactor is how many entries, in cache sizes, the index holds before
+// the pool rebuilds it without the stale ones (at most half its slots).
+const indexFactor = 2
 
 func newBlockPool(numBlocks int, caching bool) *blockPool {
 	p := &blockPool{
@@ -65,7 +69,7 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 		caching: caching,
 	}
 	if caching {
-		p.index = newBlockIndex(len(p.blocks))
+		p.index = newBlockIndex(indexFactor * numBlocks)
 	}
 	for b := range numBlocks {
 		p.pushTail(int32(b))
@@ -268,6 +272,9 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 func (p *blockPool) cache(b int32, h uint64) {
 	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
 		return
+	}
+	if p.index.n >= indexFactor*p.live {
+		p.rebuildIndex()
 	}
 	s, fresh := p.index.entry(h)
 	if !fresh && p.blocks[s.val].hash == h {

@@ -19,7 +19,7 @@ type Plan struct {
 	EngineStartup   Duration           `yaml:"engine_startup,omitempty" doc:"Start-up time of one engine server for spoc plan --estimate (0: --estimate measures it by starting the engine once)."`
 	RunOverhead     Duration           `yaml:"run_overhead,omitempty" doc:"Engine time one live run takes beyond its windows on your engine (prefix-cache reset, requests in flight at the window's end), for --estimate and plan.budget; 0: the 0.5 s measured on spoc sim serve, an assumption on a real vLLM. Measure it as a live plan's engine seconds less its runs' windows, over its runs."`
 	VerifyTopK      int                `yaml:"verify_top_k,omitempty" doc:"How many configurations of a multi plan's calibrated search are run live at and around their predicted ceilings; live keeps the one that passed the most users (docs/fidelity.md). 0: 2."`
-	VerifyFleet     int                `yaml:"verify_fleet,omitempty" doc:"Replicas of the small live fleet a plan of one replica on the process engine runs behind fleet.router (HAProxy) at the simulated fleet's ceiling and first failing count, to check the fleet it sizes for target_users (docs/fleet.md). 0: the sized fleet's replicas, at most 3; -1: not verified."`
+	VerifyFleet     int                `yaml:"verify_fleet,omitempty" doc:"Replicas of the small live fleet a plan of one replica on the process engine runs behind fleet.router (HAProxy) at the simulated fleet's ceiling and first failing count, to check the fleet it sizes for target_users (docs/fleet.md). 0: the sized fleet's replicas, at most 3 (3 when no size meets the target); -1: not verified."`
 }
 
 // DefaultHeadroom is the fraction of the ceiling a deployment is sized to

@@ -83,7 +83,7 @@ const maxVerifyReplicas = 3
 
 // verifyFleet runs the small live fleet of fs's router (FleetVerify) when
 // the plan can start one: a live plan of one replica whose sized fleet has
-// at least two, with Setup.FleetLauncher and engine time left in the
+// at least two replicas, or none (no size met the target), with Setup.FleetLauncher and engine time left in the
 // budget. It records why it did not otherwise.
 func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Correction) error {
 	err := p.runFleetVerify(ctx, fs, corr)
@@ -98,20 +98,33 @@ func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Corr
 	return nil
 }
 
+// verifyReplicas is the size of the live check for a sized fleet of sized
+// replicas (0: no size met the target) and plan.verify_fleet, or 0 for no
+// check. A fleet of one needs no router; no size meeting the target is the
+// strongest claim the simulated router makes, so it is checked too.
+func verifyReplicas(sized, verifyFleet int) int {
+	switch {
+	case verifyFleet < 0 || sized == 1:
+		return 0
+	case verifyFleet > 0:
+		return verifyFleet
+	case sized == 0:
+		return maxVerifyReplicas
+	}
+	return min(sized, maxVerifyReplicas)
+}
+
 // runFleetVerify is verifyFleet's work; an error after fs.Verified is set
 // is the verification's, recorded there.
 func (p *planner) runFleetVerify(ctx context.Context, fs *FleetSize, corr *sim.Correction) error {
-	if p.s.Virtual || p.s.FleetLauncher == nil || fs.Replicas < 2 || p.s.Fidelity.VerifyFleet < 0 {
+	r := verifyReplicas(fs.Replicas, p.s.Fidelity.VerifyFleet)
+	if p.s.Virtual || p.s.FleetLauncher == nil || r == 0 {
 		return nil
 	}
 	tp := max(p.s.Deployment.Sim.TensorParallelSize, 1)
 	if p.s.Deployment.GPUs/tp > 1 {
 		// the plan's own sweep measured the configured fleet
 		return nil
-	}
-	r := min(fs.Replicas, maxVerifyReplicas)
-	if n := p.s.Fidelity.VerifyFleet; n > 0 {
-		r = n
 	}
 	v := &FleetVerify{Replicas: r, Router: fs.Router}
 	fs.Verified = v

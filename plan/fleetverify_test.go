@@ -25,3 +25,24 @@ func TestFleetAgreesOnlyOnJudgedMatchingRuns(t *testing.T) {
 		}
 	}
 }
+
+// The live fleet check runs for a sized fleet (at most 3 replicas unless
+// plan.verify_fleet says), and when no size met the target; never for a
+// fleet of one or when switched off.
+func TestVerifyReplicas(t *testing.T) {
+	for _, tc := range []struct{ sized, verify, want int }{
+		{sized: 1, verify: 0, want: 0},
+		{sized: 1, verify: 2, want: 0},
+		{sized: 2, verify: 0, want: 2},
+		{sized: 6, verify: 0, want: 3},
+		{sized: 6, verify: 2, want: 2},
+		{sized: 0, verify: 0, want: 3},
+		{sized: 0, verify: 2, want: 2},
+		{sized: 6, verify: -1, want: 0},
+		{sized: 0, verify: -1, want: 0},
+	} {
+		if got := verifyReplicas(tc.sized, tc.verify); got != tc.want {
+			t.Errorf("sized %d, verify_fleet %d: %d replicas, want %d", tc.sized, tc.verify, got, tc.want)
+		}
+	}
+}

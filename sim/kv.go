@@ -29,7 +29,7 @@ type blockPool struct {
 	// one cache line.
 	blocks []blockMeta
 	used   int32 // slots handed out since the last compaction
-	live   int   // blocks in the cache: the slots in use that are not dead
+	live   int   // blocks in the cache (fixed): the slots in use that are not dead
 
 	head, tail int32
 	numFree    int

@@ -98,7 +98,8 @@ type Engine struct {
 	waiting deque
 	skipped []*Request
 	hits    []int32
-	filled  []filledBlock // the step's blocks to cache (Complete)
+	filled  []filledRun // the step's blocks to cache (Complete)
+	probe   []int32     // cachedPrefixBlocks' lookup
 
 	planned bool
 	stepped bool // a step has been planned (step describes the last one)

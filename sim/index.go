@@ -5,20 +5,18 @@ import "math/bits"
 // blockIndex maps block hashes (nonzero) to block ids: an open-addressing
 // table with linear probing that never deletes. An evicted block's entry
 // stays behind, stale, until its hash is cached again (the entry is
-// reused) or the block pool rebuilds the table from its records (when it
-// compacts, or when the entries reach indexFactor × its blocks): a deletion is a probe into a table far larger
-// than any cache, one of the misses a prefix cache's churn is made of, and
-// a rebuild walks the records in order instead. So the table answers only
-// "where was h last put": the pool checks the block still holds h. It is
-// sized for the most entries the pool can leave in it between rebuilds at
-// a load factor of at most one half.
+// reused) or the block pool rebuilds the table (when it compacts, or when
+// the table is half full): a deletion would be one more probe per
+// eviction. So the table answers only "where was h last put": the pool
+// checks the block still holds h. The pool indexes only the blocks its
+// runs of blocks do not reach (blockPool.cacheRun), a small share of the
+// cache, so the table is a fraction of the size one entry per cached
+// block took.
 type blockIndex struct {
 	slots []indexSlot
 	mask  uint64
 	shift uint
 	n     int // occupied slots, stale entries included
-
-	touched uint64 // keeps the loads of blockPool.cacheAll's first pass
 }
 
 // indexSlot keeps a key beside its value: a hit reads one cache line.
@@ -27,6 +25,8 @@ type indexSlot struct {
 	val int32
 }
 
+// newBlockIndex returns a table that holds capacity entries at a load
+// factor of at most one half.
 func newBlockIndex(capacity int) *blockIndex {
 	size := 16
 	for size < 2*capacity {
@@ -68,6 +68,9 @@ func (x *blockIndex) entry(h uint64) (slot *indexSlot, fresh bool) {
 		}
 	}
 }
+
+// full reports whether one more entry would take the table past half full.
+func (x *blockIndex) full() bool { return 2*(x.n+1) > len(x.slots) }
 
 // reset empties the table.
 func (x *blockIndex) reset() {

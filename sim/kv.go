@@ -19,7 +19,14 @@ package sim
 // of missing the cache once per block, which is what a day of long
 // sessions spent its time on. When the arena runs out the pool compacts:
 // the live blocks move down in order, the ids the engine holds are
-// rewritten, and the prefix-cache index is rebuilt. Ids mean nothing
+// rewritten, and the prefix-cache index is rebuilt.
+//
+// The index holds only the cached blocks a lookup cannot reach through
+// their chain: a block computed right after its parent's block, in the
+// next slot, is found by reading that slot (it "follows" its parent), and
+// only the first block of each such run, and a block whose parent was
+// evicted first, enter the index — a small table instead of one entry per
+// cached block, each of them a cache miss to insert. Ids mean nothing
 // outside the pool and its engine; which blocks hold which hashes, the
 // queue's order and every count are those of the one-slot-per-block pool
 // this replaces (FuzzBlockPoolMatchesTheReference).
@@ -35,6 +42,7 @@ type blockPool struct {
 	numFree    int
 	caching    bool
 	index      *blockIndex
+	indexed    int // cached blocks that do not follow their parent (in the index)
 
 	remap []int32 // compaction's old slot → new slot
 
@@ -47,6 +55,9 @@ type blockMeta struct {
 	refs       int32  // dead slot: -1
 	prev, next int32  // free-queue links; -1 at the ends
 	inFree     bool
+	// follows: the block holds a hash whose parent's block is the previous
+	// slot, and is not in the index.
+	follows bool
 }
 
 const noBlock = -1
@@ -55,9 +66,8 @@ const noBlock = -1
 // (arenaFactor − 1) × numBlocks allocations.
 const arenaFactor = 3
 
-// indexFactor is how many entries, in cache sizes, the index holds before
-// the pool rebuilds it without the stale ones (at most half its slots).
-const indexFactor = 2
+// minIndex is the fewest entries the index is sized for.
+const minIndex = 64
 
 func newBlockPool(numBlocks int, caching bool) *blockPool {
 	p := &blockPool{
@@ -69,7 +79,7 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 		caching: caching,
 	}
 	if caching {
-		p.index = newBlockIndex(indexFactor * numBlocks)
+		p.index = newBlockIndex(minIndex)
 	}
 	for b := range numBlocks {
 		p.pushTail(int32(b))
@@ -133,8 +143,16 @@ func (p *blockPool) allocate() int32 {
 	m := &p.blocks[b]
 	if m.hash != 0 {
 		p.evictions++
+		if !m.follows {
+			p.indexed--
+		}
 	}
 	*m = blockMeta{refs: -1}
+	if c := b + 1; int(c) < len(p.blocks) && p.blocks[c].follows {
+		// Its chain no longer reaches it.
+		p.blocks[c].follows = false
+		p.insert(c, p.blocks[c].hash)
+	}
 	nb := p.used
 	p.used++
 	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock}
@@ -189,24 +207,56 @@ func (p *blockPool) compact(held func(rewrite func([]int32))) {
 	}
 }
 
-// rebuildIndex indexes every block that holds a hash, and nothing else.
+// rebuildIndex indexes every block that holds a hash and does not follow
+// its parent, and nothing else.
 func (p *blockPool) rebuildIndex() {
-	p.index.reset()
+	p.index = newBlockIndex(max(minIndex, 2*p.indexed))
+	p.indexed = 0
 	for b := range p.used {
-		if h := p.blocks[b].hash; h != 0 {
-			s, _ := p.index.entry(h)
+		if m := &p.blocks[b]; m.hash != 0 && !m.follows {
+			s, _ := p.index.entry(m.hash)
 			s.val = b
+			p.indexed++
 		}
 	}
 }
 
-// cached returns the block that holds h in the prefix cache.
-func (p *blockPool) cached(h uint64) (int32, bool) {
+// insert indexes block b under h, rebuilding the table without its stale
+// entries, and twice the size of the live ones, when it is half full.
+func (p *blockPool) insert(b int32, h uint64) {
+	if p.index.full() {
+		old := p.index.slots
+		p.index = newBlockIndex(max(minIndex, 2*(p.indexed+1)))
+		for _, e := range old {
+			if e.key != 0 && p.blocks[e.val].hash == e.key && !p.blocks[e.val].follows {
+				s, _ := p.index.entry(e.key)
+				s.val = e.val
+			}
+		}
+	}
+	s, _ := p.index.entry(h)
+	s.val = b
+	p.indexed++
+}
+
+// indexedBlock returns the block the index holds under h, if it still
+// holds h: then it is the only block that does.
+func (p *blockPool) indexedBlock(h uint64) (int32, bool) {
 	b, ok := p.index.get(h)
 	if !ok || p.blocks[b].hash != h {
 		return 0, false
 	}
 	return b, true
+}
+
+// next returns the block after b if it holds h: the block computed after
+// b in the same run, which the index does not hold.
+func (p *blockPool) next(b int32, h uint64) (int32, bool) {
+	c := b + 1
+	if b < 0 || int(c) >= len(p.blocks) || p.blocks[c].hash != h {
+		return 0, false
+	}
+	return c, true
 }
 
 // touch adds a reference to a cached block found by a prefix lookup.
@@ -236,13 +286,12 @@ func (p *blockPool) freeBlocks(blocks []int32) {
 }
 
 // lookup returns the cached blocks for the longest prefix of hashes, at most
-// limit blocks, appending them to dst without touching them. hint[i], where
-// present, is a guess of the block that holds hashes[i] (the blocks the
-// same request held for its previous turn, whose prompt is this prompt's
-// prefix); a guess is taken only when that block is indexed under that
-// very hash, which is the block the index would return, so hints change
-// nothing but the cost (a hit reads the block's record instead of probing
-// the index).
+// limit blocks, appending them to dst without touching them. A block is
+// looked for after the previous hit's block first (its run), then at
+// hint[i], where present: a guess of the block that holds hashes[i] (the
+// blocks the same request held for its previous turn, whose prompt is this
+// prompt's prefix), then in the index. No two blocks hold one hash, so
+// where it is found changes nothing but the cost.
 func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32) []int32 {
 	if !p.caching {
 		return dst
@@ -250,66 +299,110 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 	if limit > len(hashes) {
 		limit = len(hashes)
 	}
+	prev := int32(noBlock)
 	for i, h := range hashes[:limit] {
+		if b, ok := p.next(prev, h); ok {
+			dst = append(dst, b)
+			prev = b
+			continue
+		}
 		if i < len(hint) {
 			if b := hint[i]; b >= 0 && int(b) < len(p.blocks) && p.blocks[b].hash == h {
 				dst = append(dst, b)
+				prev = b
 				continue
 			}
 		}
-		b, ok := p.cached(h)
+		b, ok := p.indexedBlock(h)
 		if !ok {
 			break
 		}
 		dst = append(dst, b)
+		prev = b
 	}
 	return dst
 }
 
-// cache registers a full, computed block under its chained hash. A hash that
-// is already indexed keeps its first block (the duplicate stays private), as
-// when two requests computed the same prefix in the same step.
-func (p *blockPool) cache(b int32, h uint64) {
-	if !p.caching || h == 0 || p.blocks[b].hash != 0 {
-		return
+// holder returns the block that holds hashes[i] in the prefix cache, or
+// noBlock, where blocks[j] is the block a request keeps for hashes[j] (j ≤ i):
+// that block itself, the indexed one, or the one after the holder of
+// hashes[i−1].
+func (p *blockPool) holder(blocks []int32, hashes []uint64, i int) int32 {
+	if b := blocks[i]; p.blocks[b].hash == hashes[i] {
+		return b
 	}
-	if p.index.n >= indexFactor*p.live {
-		p.rebuildIndex()
+	if b, ok := p.indexedBlock(hashes[i]); ok {
+		return b
 	}
-	s, fresh := p.index.entry(h)
-	if !fresh && p.blocks[s.val].hash == h {
-		return // indexed: the first block keeps it
+	if i == 0 {
+		return noBlock
 	}
-	s.val = b
-	p.blocks[b].hash = h
+	if b, ok := p.next(p.holder(blocks, hashes, i-1), hashes[i]); ok {
+		return b
+	}
+	return noBlock
 }
 
-// filledBlock is a block that a step filled, and its chained hash.
-type filledBlock struct {
-	b int32
-	h uint64
-}
-
-// cacheAll caches each block in order, as cache does. The index slots of
-// a step's blocks lie far apart in a table far larger than any cache; they
-// are read once first, in a loop whose loads do not wait on each other, so
-// that their misses overlap instead of each probe waiting for its own.
-func (p *blockPool) cacheAll(blocks []filledBlock) {
-	if !p.caching {
+// cacheRun registers blocks[from:to], full and computed, under their
+// chained hashes hashes[from:to]: the blocks one request holds for
+// hashes[j] are blocks[j] (j < to). A hash that is already cached keeps
+// its first block (the duplicate stays private), as when two requests
+// computed the same prefix in the same step. A block in the slot after
+// its parent's block follows it; any other enters the index.
+func (p *blockPool) cacheRun(blocks []int32, hashes []uint64, from, to int) {
+	if !p.caching || from >= to {
 		return
 	}
-	const batch = 256
-	for len(blocks) > 0 {
-		n := min(len(blocks), batch)
-		var keys uint64
-		for _, f := range blocks[:n] {
-			keys ^= p.index.slots[p.index.slot(f.h)].key
+	prev := int32(noBlock)
+	if from > 0 {
+		prev = p.holder(blocks, hashes, from-1)
+	}
+	for i := from; i < to; i++ {
+		b, h := blocks[i], hashes[i]
+		m := &p.blocks[b]
+		switch {
+		case h == 0:
+			prev = noBlock
+			continue
+		case m.hash != 0:
+			prev = noBlock
+			if m.hash == h {
+				prev = b
+			}
+			continue
 		}
-		p.index.touched ^= keys
-		for _, f := range blocks[:n] {
-			p.cache(f.b, f.h)
+		if prev != b-1 {
+			if c, ok := p.next(prev, h); ok {
+				prev = c // cached: the first block keeps it
+				continue
+			}
 		}
-		blocks = blocks[n:]
+		if c, ok := p.indexedBlock(h); ok {
+			prev = c
+			continue
+		}
+		m.hash = h
+		if prev >= 0 && prev == b-1 {
+			m.follows = true
+		} else {
+			p.insert(b, h)
+		}
+		prev = b
+	}
+}
+
+// filledRun is blocks a step filled: blocks[from:to] of one request, whose
+// blocks and chained hashes are blocks and hashes.
+type filledRun struct {
+	blocks   []int32
+	hashes   []uint64
+	from, to int
+}
+
+// cacheAll caches each run in order, as cacheRun does.
+func (p *blockPool) cacheAll(runs []filledRun) {
+	for _, r := range runs {
+		p.cacheRun(r.blocks, r.hashes, r.from, r.to)
 	}
 }
 
@@ -326,7 +419,9 @@ func (p *blockPool) resetPrefixCache() bool {
 	}
 	for b := range p.used {
 		p.blocks[b].hash = 0
+		p.blocks[b].follows = false
 	}
 	p.index.reset()
+	p.indexed = 0
 	return true
 }

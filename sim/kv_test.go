@@ -128,11 +128,13 @@ type poolReq struct {
 // FuzzBlockPoolMatchesTheReference drives the pool and refPool with the
 // same requests — sessions whose turns extend their history over prefixes
 // shared between sessions, prompts computed twice in one step, requests
-// that give up, cache resets — on a cache small enough to compact every
-// few requests, and checks after every operation that both agree on every
-// prefix hit, every hash a held block carries, every reference count, the
-// free count and the evictions, and that a previous turn's ids passed as
-// hints (stale after a compaction) never change a lookup.
+// that give up, releases in either order, cache resets — on a cache small
+// enough to compact every few requests, and checks after every operation
+// that both agree on every prefix hit, every hash a held block carries,
+// every reference count, the free count and the evictions, that every
+// cached hash is held once and found (indexed, or following its parent's
+// block), and that a previous turn's ids passed as hints (stale after a
+// compaction) never change a lookup.
 func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 	f.Add(uint64(1), uint16(400), uint8(48))
 	f.Add(uint64(2), uint16(2000), uint8(120))
@@ -211,11 +213,15 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					r.got = append(r.got, p.allocate())
 					r.want = append(r.want, ref.allocate())
 				}
-				for i := len(hits); i < len(r.hashes); i++ {
-					if rng.IntN(6) > 0 { // some blocks stay uncomputed
-						p.cache(r.got[i], r.hashes[i])
-						ref.cache(r.want[i], r.hashes[i])
+				// Runs of computed blocks; some blocks stay uncomputed.
+				for i := len(hits); i < len(r.hashes); {
+					j := i
+					for j < len(r.hashes) && rng.IntN(6) > 0 {
+						ref.cache(r.want[j], r.hashes[j])
+						j++
 					}
+					p.cacheRun(r.got, r.hashes, i, j)
+					i = j + 1
 				}
 				held = append(held, r)
 				requests++
@@ -223,9 +229,19 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				i := rng.IntN(len(held))
 				r := held[i]
 				held = append(held[:i], held[i+1:]...)
-				p.freeBlocks(r.got)
-				for j := len(r.want) - 1; j >= 0; j-- {
-					ref.release(r.want[j])
+				if rng.IntN(4) > 0 {
+					p.freeBlocks(r.got)
+					for j := len(r.want) - 1; j >= 0; j-- {
+						ref.release(r.want[j])
+					}
+				} else {
+					// First block first, as the engine never does: a
+					// parent then goes before its child in the free queue,
+					// which leaves the child cached without its parent.
+					for j := range r.want {
+						p.release(r.got[j])
+						ref.release(r.want[j])
+					}
 				}
 				r.hint = r.got // the engine keeps the array: the next turn's hint
 				r.got, r.want = nil, nil
@@ -246,9 +262,36 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					}
 				}
 			}
+			// Every cached hash is held by one block, in the state the
+			// reference's block has, and that block is indexed or follows
+			// its parent's block.
+			holders := map[uint64]int32{}
+			for b := range p.used {
+				m := p.blocks[b]
+				if m.hash == 0 {
+					if m.follows {
+						t.Fatalf("op %d: block %d follows without a hash", op, b)
+					}
+					continue
+				}
+				if _, dup := holders[m.hash]; dup {
+					t.Fatalf("op %d: hash %x held twice", op, m.hash)
+				}
+				holders[m.hash] = b
+				if m.follows {
+					if b == 0 || p.blocks[b-1].hash == 0 {
+						t.Fatalf("op %d: block %d follows a block without a hash", op, b)
+					}
+				} else if got, ok := p.indexedBlock(m.hash); !ok || got != b {
+					t.Fatalf("op %d: block %d neither follows nor is indexed", op, b)
+				}
+			}
+			if len(holders) != len(ref.index) {
+				t.Fatalf("op %d: %d hashes cached, the reference %d", op, len(holders), len(ref.index))
+			}
 			for h, b := range ref.index {
-				got, ok := p.cached(h)
-				if !ok || p.blocks[got].hash != ref.hash[b] || p.blocks[got].refs != ref.refs[b] || p.blocks[got].inFree != ref.inFree[b] {
+				got, ok := holders[h]
+				if !ok || p.blocks[got].refs != ref.refs[b] || p.blocks[got].inFree != ref.inFree[b] {
 					t.Fatalf("op %d: hash %x not cached as the reference has it", op, h)
 				}
 			}

@@ -534,11 +534,6 @@ func (e *Engine) cachedPrefixBlocks(hashes []uint64, limit int) int {
 	if !e.pool.caching {
 		return 0
 	}
-	limit = min(limit, len(hashes))
-	for i, h := range hashes[:limit] {
-		if _, ok := e.pool.cached(h); !ok {
-			return i
-		}
-	}
-	return limit
+	e.probe = e.pool.lookup(e.probe[:0], hashes, limit, nil)
+	return len(e.probe)
 }

@@ -180,12 +180,12 @@ func (e *Engine) Complete(end float64) []*Request {
 		r.computed += r.newTokens
 		r.newTokens = 0
 		full := r.computed / bs
-		for r.cachedBlocks < full {
-			if r.cachedBlocks < len(r.BlockHashes) {
-				e.filled = append(e.filled, filledBlock{r.blocks[r.cachedBlocks], r.BlockHashes[r.cachedBlocks]})
-			}
-			r.cachedBlocks++
+		if to := min(full, len(r.BlockHashes)); r.cachedBlocks < to {
+			// r.blocks' ids stay valid when r finishes below: releasing
+			// evicts nothing.
+			e.filled = append(e.filled, filledRun{r.blocks, r.BlockHashes, r.cachedBlocks, to})
 		}
+		r.cachedBlocks = max(r.cachedBlocks, full)
 		if r.computed < r.numTokens() {
 			continue // a prefill chunk that did not reach the end of the prompt
 		}
@@ -208,6 +208,7 @@ func (e *Engine) Complete(end float64) []*Request {
 	// the finished requests released theirs: nothing here evicts, so a
 	// released block keeps its id and its turn to be cached.
 	e.pool.cacheAll(e.filled)
+	clear(e.filled)
 	e.filled = e.filled[:0]
 	if anyFinished {
 		k := 0

@@ -1,5 +1,7 @@
 package capacity
 
+import "strconv"
+
 // Margin is the binding clause of a sweep — the SLA clause that failed
 // first at the first failing count — with its value at the ceiling and
 // there: how close the ceiling ran to its limit, and by how much the next
@@ -70,4 +72,21 @@ func sweepMargin(res *SweepResult) *Margin {
 	}
 	m.Headroom = (m.Limit - m.AtCeiling) / m.Limit
 	return m
+}
+
+// Format prints one of the margin's values in the clause's unit: a
+// latency in milliseconds below a second (an ITL limit of 60 ms reads
+// "60 ms", not "0.06 s"), in seconds from there; the error rate as a
+// percentage.
+func (m *Margin) Format(v float64) string {
+	switch {
+	case m.Clause == "error_rate":
+		return strconv.FormatFloat(100*v, 'g', 3, 64) + " %"
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " s"
+	case v >= 0.01:
+		return strconv.FormatFloat(1000*v, 'f', 0, 64) + " ms"
+	default:
+		return strconv.FormatFloat(1000*v, 'f', 1, 64) + " ms"
+	}
 }

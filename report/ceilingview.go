@@ -68,8 +68,8 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 	}
 	if m := c.BindingMargin; m != nil {
 		v.Margin = fmt.Sprintf("%s %s was %s at the ceiling against its limit of %s (%s of the limit unused); at %d users it was %s.",
-			m.Scope, m.Clause, clauseValue(m.Clause, m.AtCeiling), clauseValue(m.Clause, m.Limit), fmtPct(m.Headroom),
-			c.FirstFailingUsers, clauseValue(m.Clause, m.AtFirstFailing))
+			m.Scope, m.Clause, m.Format(m.AtCeiling), m.Format(m.Limit), fmtPct(m.Headroom),
+			c.FirstFailingUsers, m.Format(m.AtFirstFailing))
 	}
 	if tv := d.TunedVsDefault; tv != nil {
 		t := &tunedView{Verdict: tv.Verdict, WithinNoise: tv.WithinNoise, Same: tv.Same}
@@ -177,15 +177,6 @@ func seedCeilings(iv *capacity.Interval) string {
 		parts[i] = fmt.Sprint(s.Ceiling)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// clauseValue prints a clause's value: seconds for a latency, a percentage
-// for the error rate.
-func clauseValue(clause string, v float64) string {
-	if clause == "error_rate" {
-		return fmtPct(v)
-	}
-	return fmt.Sprintf("%.2f s", v)
 }
 
 // writeCeilingMarkdown writes the interval, the margin and the tuned vs

@@ -151,7 +151,7 @@ func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
 		fmt.Fprintf(w, "interval: none (%s)\n", res.NoInterval)
 	}
 	if m := res.Margin; m != nil {
-		fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, fmtClause(m.Clause, m.AtCeiling), 100*m.Headroom, fmtClause(m.Clause, m.Limit))
+		fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, m.Format(m.AtCeiling), 100*m.Headroom, m.Format(m.Limit))
 	}
 	fmt.Fprintf(w, "source: %s\n", provenanceLine(res.Provenance()))
 	if res.FirstFailing > 0 {
@@ -169,15 +169,6 @@ func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
 	if repeats > 1 {
 		fmt.Fprintf(w, "repeats: %d per level, largest throughput spread %.1f%%\n", repeats, 100*res.Spread)
 	}
-}
-
-// fmtClause prints a clause's value: seconds for a latency, a percentage
-// for the error rate.
-func fmtClause(clause string, v float64) string {
-	if clause == "error_rate" {
-		return fmt.Sprintf("%.2f %%", 100*v)
-	}
-	return fmt.Sprintf("%.2fs", v)
 }
 
 // parseParams reads k=v,k=v with ints, floats and booleans typed.

@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/spoc-project/spoc/internal/testharness/kubetest"
@@ -574,7 +573,7 @@ func get(t *testing.T, url string) string {
 // managedObjects lists the Deployments, ReplicaSets, Pods and Services
 // carrying spoc's managed-by label in ns: what a test expects gone once
 // spoc has cleaned up.
-func managedObjects(ctx context.Context, t *testing.T, client kubernetes.Interface, ns string) []string {
+func managedObjects(ctx context.Context, t *testing.T, client *kubetest.Clients, ns string) []string {
 	t.Helper()
 	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
 	var left []string

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Defaults of Options.
@@ -34,7 +34,9 @@ type CommandFunc func(pod *corev1.Pod, c *corev1.Container, ip string) ([]string
 // Options configure an Agent.
 type Options struct {
 	// Client reaches the API server.
-	Client kubernetes.Interface
+	Client interface {
+		CoreV1() corev1client.CoreV1Interface
+	}
 	// Node is the Node's name (DefaultNode when empty); Labels are added
 	// to its kubernetes.io/hostname and kubernetes.io/os labels.
 	Node   string

@@ -37,7 +37,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/spoc-project/spoc/internal/testharness/kubenode"
@@ -126,7 +125,7 @@ type Cluster struct {
 	Kubeconfig string
 	Kubectl    string
 	// Client is an administrator's client.
-	Client kubernetes.Interface
+	Client *Clients
 	// Dir holds the components' logs (etcd.log, kube-apiserver.log,
 	// kube-controller-manager.log) and the node's container logs (node/).
 	Dir string
@@ -213,7 +212,7 @@ func Start(ctx context.Context, b Binaries, opts Options) (c *Cluster, err error
 		"--service-account-private-key-file", filepath.Join(dir, "sa.key")); err != nil {
 		return c, err
 	}
-	cs, err := kubernetes.NewForConfig(&rest.Config{
+	cs, err := NewClients(&rest.Config{
 		Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS: 100, Burst: 200,
 	})

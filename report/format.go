@@ -182,7 +182,7 @@ func provenanceText(p plan.Provenance) string {
 	if p.Engine != "" {
 		fmt.Fprintf(&b, ": %s engine", p.Engine)
 	}
-	if p.Launch != "" {
+	if p.Launch != "" && p.Launch != p.Endpoint { // an external server's launch is its address
 		fmt.Fprintf(&b, " (%s)", p.Launch)
 	}
 	if p.Endpoint != "" {

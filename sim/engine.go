@@ -243,6 +243,7 @@ func (e *Engine) freeRequest(r *Request) {
 	e.pool.freeBlocks(r.blocks)
 	e.pool.freeBlocks(r.slide)
 	r.blocks, r.slide = r.blocks[:0], r.slide[:0]
+	r.res = reservation{} // its unused slots stay dead
 	r.cachedBlocks = 0
 }
 

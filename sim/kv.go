@@ -11,9 +11,10 @@ package sim
 // slices indexed by block id, so no operation allocates.
 //
 // A block id names a slot of an arena three times the cache's size, not a
-// physical block: a freshly allocated block takes the next unused slot, and
-// the evicted block's slot dies. So the blocks a request computes in one
-// go lie next to each other, and every later walk over them — the prefix
+// physical block: a freshly allocated block takes the next unused slot, or
+// the next slot of the run its request reserved (reserve), and the evicted
+// block's slot dies. So the blocks a request computes lie next to each
+// other, over all its steps, and every later walk over them — the prefix
 // hits of the session's next turn, their release last block first, their
 // eviction from the head of the free queue — reads memory in order instead
 // of missing the cache once per block, which is what a day of long
@@ -138,6 +139,45 @@ func (p *blockPool) room() int { return len(p.blocks) - int(p.used) }
 // cached contents, and returns it in the next unused slot. The caller has
 // checked numFree and room. The evicted hash's index entry goes stale.
 func (p *blockPool) allocate() int32 {
+	p.evictHead()
+	nb := p.used
+	p.used++
+	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock}
+	return nb
+}
+
+// reservation is slots set aside by reserve: [next, end) are still unused.
+type reservation struct{ next, end int32 }
+
+func (r reservation) left() int { return int(r.end - r.next) }
+
+// reserve sets n unused slots aside, to be filled in order by allocateIn,
+// and returns them: the blocks one request takes over many steps (its
+// prefill chunks, a block every block-size decode steps) then lie next to
+// each other, as one chunk's blocks do, instead of each between other
+// requests' blocks, and every later walk over the request's history reads
+// them in order. A slot set aside and never filled stays dead; the next
+// compaction ends every reservation. The caller has checked room.
+func (p *blockPool) reserve(n int) reservation {
+	r := reservation{next: p.used, end: p.used + int32(n)}
+	p.used += int32(n)
+	return r
+}
+
+// allocateIn is allocate, returning the block in the next slot of res
+// instead of the next unused one. The caller has checked numFree and
+// res.left.
+func (p *blockPool) allocateIn(res *reservation) int32 {
+	p.evictHead()
+	nb := res.next
+	res.next++
+	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock}
+	return nb
+}
+
+// evictHead takes the block at the head of the free queue and kills its
+// slot, evicting its cached contents.
+func (p *blockPool) evictHead() {
 	b := p.head
 	p.unlink(b)
 	m := &p.blocks[b]
@@ -153,10 +193,6 @@ func (p *blockPool) allocate() int32 {
 		p.blocks[c].follows = false
 		p.insert(c, p.blocks[c].hash)
 	}
-	nb := p.used
-	p.used++
-	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock}
-	return nb
 }
 
 // compact moves the live blocks to the arena's first slots in order,

@@ -128,7 +128,8 @@ type poolReq struct {
 // FuzzBlockPoolMatchesTheReference drives the pool and refPool with the
 // same requests — sessions whose turns extend their history over prefixes
 // shared between sessions, prompts computed twice in one step, requests
-// that give up, releases in either order, cache resets — on a cache small
+// that give up, releases in either order, cache resets, blocks taken from
+// reservations with slots left unused — on a cache small
 // enough to compact every few requests, and checks after every operation
 // that both agree on every prefix hit, every hash a held block carries,
 // every reference count, the free count and the evictions, that every
@@ -209,8 +210,18 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					ref.touch(want[i])
 				}
 				r.got, r.want = hits, want
+				// Half the requests take their blocks from a reservation,
+				// some of it left unused, as the engine's requests do.
+				var res reservation
+				if extra := rng.IntN(3); rng.IntN(2) == 0 && fresh+extra <= p.room() {
+					res = p.reserve(fresh + extra)
+				}
 				for len(r.got) < len(r.hashes) {
-					r.got = append(r.got, p.allocate())
+					if res.left() > 0 {
+						r.got = append(r.got, p.allocateIn(&res))
+					} else {
+						r.got = append(r.got, p.allocate())
+					}
 					r.want = append(r.want, ref.allocate())
 				}
 				// Runs of computed blocks; some blocks stay uncomputed.

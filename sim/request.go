@@ -42,6 +42,7 @@ type Request struct {
 	cachedBlocks int
 	blocks       []int32
 	slide        []int32
+	res          reservation // the slots set aside for r's later blocks
 	running      bool
 	finished     bool
 

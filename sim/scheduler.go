@@ -237,7 +237,9 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	total := r.computed + len(hits)*bs + n
 	needFull := (total + bs - 1) / bs
 	needSlide := min(needFull, e.slideMax)
-	fresh := needFull - len(r.blocks) - len(hits) + needSlide - len(r.slide)
+	freshFull := needFull - len(r.blocks) - len(hits)
+	freshSlide := needSlide - len(r.slide)
+	fresh := freshFull + freshSlide
 	evictableHits := 0
 	for _, b := range hits {
 		if e.pool.blocks[b].refs == 0 {
@@ -247,7 +249,7 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	if fresh > e.pool.numFree-evictableHits {
 		return false
 	}
-	if fresh > e.pool.room() {
+	if max(0, freshFull-r.res.left())+freshSlide > e.pool.room() {
 		e.compactPool(r, hits)
 	}
 	for _, b := range hits {
@@ -256,7 +258,20 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	}
 	r.computed += len(hits) * bs
 	r.cachedBlocks += len(hits)
+	if freshFull > 0 && r.res.left() == 0 {
+		// Every full block r will take from here to its last token, in one
+		// run of slots (blockPool.reserve); more than that only when its
+		// output is cut short.
+		last := (r.PromptTokens + r.OutputTokens - 1 + bs - 1) / bs
+		if want := last - len(r.blocks); want > freshFull && want+freshSlide <= e.pool.room() {
+			r.res = e.pool.reserve(want)
+		}
+	}
 	for len(r.blocks) < needFull {
+		if r.res.left() > 0 {
+			r.blocks = append(r.blocks, e.pool.allocateIn(&r.res))
+			continue
+		}
 		r.blocks = append(r.blocks, e.pool.allocate())
 	}
 	for len(r.slide) < needSlide {
@@ -266,16 +281,19 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 }
 
 // compactPool compacts the block pool, rewriting the ids held by the
-// running requests, by r (about to be given blocks) and in hits.
+// running requests, by r (about to be given blocks) and in hits, and ends
+// their reservations.
 func (e *Engine) compactPool(r *Request, hits []int32) {
 	e.pool.compact(func(rewrite func([]int32)) {
 		for _, x := range e.running {
 			rewrite(x.blocks)
 			rewrite(x.slide)
+			x.res = reservation{}
 		}
 		if !r.running {
 			rewrite(r.blocks)
 			rewrite(r.slide)
+			r.res = reservation{}
 		}
 		rewrite(hits)
 	})

@@ -388,3 +388,31 @@ func TestResetPrefixCache(t *testing.T) {
 		t.Errorf("KV usage %v after every request finished, want 0", e.KVUsage())
 	}
 }
+
+// A request's blocks lie in consecutive slots over all its steps — its
+// prefill chunks and a block every block-size decodes — even while other
+// requests take blocks in the same steps (Engine.allocate reserves them),
+// so that walks over a session's history read the pool in order; and the
+// blocks it computed follow one another, so none of them enters the index.
+func TestRequestBlocksAreConsecutiveAcrossSteps(t *testing.T) {
+	e := newTestEngine(t, func(c *EngineConfig) { c.KVBlocks = 200; c.MaxModelLen = 256 })
+	a, b := req(1, 1, 30, 40, 4), req(2, 2, 30, 40, 4)
+	mustAdd(t, e, a, b)
+	for now := 0.0; !a.Finished() || !b.Finished(); {
+		_, dur := plan(t, e, now)
+		if dur == 0 {
+			t.Fatal("the engine stopped before both requests finished")
+		}
+		for _, r := range []*Request{a, b} {
+			for i := 1; i < len(r.blocks); i++ {
+				if r.blocks[i] != r.blocks[i-1]+1 {
+					t.Fatalf("request %d: blocks %v are not consecutive", r.ID, r.blocks)
+				}
+			}
+		}
+		now += dur
+	}
+	if e.pool.indexed != 2 {
+		t.Errorf("%d blocks indexed, want the first of each request's run", e.pool.indexed)
+	}
+}

@@ -45,6 +45,31 @@ type Provenance struct {
 	Version string `json:"engine_version,omitempty"`
 }
 
+// String says where the number came from in one phrase, the same
+// wherever spoc prints it (the CLI's "source:" lines, summary.md, the
+// report): "live on the process engine at http://127.0.0.1:41000, server
+// version 0.11.2 (vllm serve …)". An external server's launch is its
+// address, printed once; an empty provenance is "not recorded".
+func (p Provenance) String() string {
+	if p.Source == "" {
+		return "not recorded"
+	}
+	s := p.Source
+	if p.Engine != "" {
+		s += " on the " + p.Engine + " engine"
+	}
+	if p.Endpoint != "" {
+		s += " at " + p.Endpoint
+	}
+	if p.Version != "" {
+		s += ", server version " + p.Version
+	}
+	if p.Launch != "" && p.Launch != p.Endpoint {
+		s += " (" + p.Launch + ")"
+	}
+	return s
+}
+
 // launcherProvenance describes l without a server; virtual is set when
 // evaluations run in the simulator's virtual time.
 func launcherProvenance(l engine.Launcher, virtual bool) Provenance {

@@ -54,7 +54,7 @@ func newCostView(c *plan.Cost) *costView {
 	}
 	v := &costView{Users: c.TargetUsers, Headroom: fmtPct(c.Headroom), Notes: c.Notes}
 	for _, r := range c.Rows {
-		row := costRowView{Option: r.Option, Source: provenanceText(r.Provenance), Extrapolates: r.Extrapolates, GPUsPerDeployment: r.GPUsPerDeployment,
+		row := costRowView{Option: r.Option, Source: r.Provenance.String(), Extrapolates: r.Extrapolates, GPUsPerDeployment: r.GPUsPerDeployment,
 			Ceiling:     ceilingSpan(r),
 			Deployments: deploymentsText(r),
 			GPUs:        deploymentSpan(r.GPUsMax, r.GPUsMin),
@@ -74,7 +74,7 @@ func newCostView(c *plan.Cost) *costView {
 		v.FleetVerify, v.FleetVerifyRuns = fleetVerifyText(c.Fleet.Verified)
 	}
 	if len(c.Rows) > 0 {
-		v.Provenance = "The chosen deployment's ceiling: " + provenanceText(c.Rows[0].Provenance) + "."
+		v.Provenance = "The chosen deployment's ceiling: " + c.Rows[0].Provenance.String() + "."
 	}
 	if len(c.Rows) > 1 {
 		v.Provenance += " The other rows are the compare phase's: always simulated, the chosen configuration on hardware the plan did not run on."
@@ -94,7 +94,7 @@ func fleetText(f *plan.FleetSize) (string, []string) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Simulated as a fleet (%s) behind the %s router at %d users, the sweep's windows, each replica %d GPU(s): ",
-		provenanceText(f.Provenance), f.Router, f.TargetUsers, f.GPUsPerReplica)
+		f.Provenance.String(), f.Router, f.TargetUsers, f.GPUsPerReplica)
 	switch {
 	case f.Replicas == 0:
 		fmt.Fprintf(&b, "no fleet of up to %d replicas meets the SLA, where the division says %d replicas: the router, not the size, is what fails (docs/fleet.md).", f.MaxReplicas, f.DivisionReplicas)

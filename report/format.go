@@ -168,28 +168,3 @@ func commandLines(cmd string) string {
 	}
 	return strings.ReplaceAll(cmd, " --", " \\\n    --")
 }
-
-// provenanceText says in one line where a number came from: "live: process
-// engine (vllm serve …) at http://…, vLLM 0.11.2" or "simulated: sim
-// engine (simulated …)". An empty provenance (a summary written before
-// spoc recorded one) says so.
-func provenanceText(p plan.Provenance) string {
-	if p.Source == "" {
-		return "not recorded"
-	}
-	var b strings.Builder
-	b.WriteString(p.Source)
-	if p.Engine != "" {
-		fmt.Fprintf(&b, ": %s engine", p.Engine)
-	}
-	if p.Launch != "" && p.Launch != p.Endpoint { // an external server's launch is its address
-		fmt.Fprintf(&b, " (%s)", p.Launch)
-	}
-	if p.Endpoint != "" {
-		fmt.Fprintf(&b, " at %s", p.Endpoint)
-	}
-	if p.Version != "" {
-		fmt.Fprintf(&b, ", server version %s", p.Version)
-	}
-	return b.String()
-}

@@ -57,14 +57,14 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"objname":     objectiveName,
 	"cmdlines":    commandLines,
 	"chosenLabel": func(c plan.Capacity) string { return choice(c) },
-	"provenance":  provenanceText,
+	"provenance":  plan.Provenance.String,
 	"trialsProvenance": func(s *plan.Search) string {
 		if s == nil {
 			return ""
 		}
 		for _, m := range s.Trials {
 			if m.Provenance != nil {
-				return provenanceText(*m.Provenance)
+				return m.Provenance.String()
 			}
 		}
 		return ""

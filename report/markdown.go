@@ -40,7 +40,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString(", simulated (virtual time)")
 	}
 	b.WriteString(".\n\n")
-	fmt.Fprintf(&b, "Measured: %s.\n\n", mdEscape(provenanceText(c.Provenance)))
+	fmt.Fprintf(&b, "Measured: %s.\n\n", mdEscape(c.Provenance.String()))
 	if c.FirstFailingUsers > 0 {
 		fmt.Fprintf(&b, "Above it, at %d users, the SLA fails first on: %s.\n\n", c.FirstFailingUsers, mdEscape(c.FailedClause))
 	}

@@ -130,7 +130,7 @@ func writePlanResult(w io.Writer, d *plan.Summary, out string) {
 	if d.Capacity.FirstFailingUsers > 0 {
 		fmt.Fprintf(w, " (at %d users: %s)", d.Capacity.FirstFailingUsers, d.Capacity.FailedClause)
 	}
-	fmt.Fprintf(w, "\nsource: %s\n", ceilingSource(d.Capacity.Provenance))
+	fmt.Fprintf(w, "\nsource: %s\n", d.Capacity.Provenance.String())
 	if d.Capacity.ServeCommand == "" && d.Capacity.ServerFlags != "" {
 		fmt.Fprintf(w, "configuration: %s\n", d.Capacity.ServerFlags)
 	} else {
@@ -196,20 +196,4 @@ func planFailed(ctx context.Context, stderr io.Writer, out string, created, remo
 		}
 	}
 	return fmt.Errorf("plan failed, no capacity established (%s): %w", previous, err)
-}
-
-// ceilingSource says where the ceiling's sweep ran, so that a pasted
-// stdout keeps it: simulated or live, which engine, where.
-func ceilingSource(p plan.Provenance) string {
-	if p.Source == "" {
-		return "not recorded"
-	}
-	s := p.Source
-	if p.Engine != "" {
-		s += " on the " + p.Engine + " engine"
-	}
-	if p.Endpoint != "" {
-		s += " at " + p.Endpoint
-	}
-	return s
 }

@@ -154,7 +154,7 @@ func writeRunResult(w io.Writer, ev *capacity.Evaluation, asJSON bool) error {
 	if ev.NoServerMetrics != "" {
 		fmt.Fprintf(w, "telemetry: %s\n", ev.NoServerMetrics)
 	}
-	_, err := fmt.Fprintf(w, "source: %s\n", provenanceLine(ev.Provenance))
+	_, err := fmt.Fprintf(w, "source: %s\n", ev.Provenance.String())
 	return err
 }
 
@@ -233,19 +233,4 @@ func roundDur(d time.Duration) string {
 	default:
 		return d.Round(100 * time.Microsecond).String()
 	}
-}
-
-// provenanceLine says where a run's numbers come from, for text output.
-func provenanceLine(p capacity.Provenance) string {
-	s := p.Source + " on the " + p.Engine + " engine"
-	if p.Endpoint != "" {
-		s += " at " + p.Endpoint
-	}
-	if p.Version != "" {
-		s += ", server version " + p.Version
-	}
-	if p.Launch != "" && p.Launch != p.Endpoint {
-		s += " (" + p.Launch + ")"
-	}
-	return s
 }

@@ -41,7 +41,7 @@ clause. A truncated last line (a killed run) is skipped with a warning.`,
 				return err
 			}
 			if res.Provenance != nil && !asJSON {
-				fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", provenanceLine(*res.Provenance))
+				fmt.Fprintf(cmd.OutOrStdout(), "source: %s\n", res.Provenance.String())
 			}
 			if check && !res.Summary.SLA.Pass {
 				return &ExitError{Code: ExitSLANotMet}

@@ -153,7 +153,7 @@ func writeSweepResult(w io.Writer, res *capacity.SweepResult, repeats int) {
 	if m := res.Margin; m != nil {
 		fmt.Fprintf(w, "binding clause: %s %s: %s at the ceiling, %.0f %% below its limit %s\n", m.Scope, m.Clause, m.Format(m.AtCeiling), 100*m.Headroom, m.Format(m.Limit))
 	}
-	fmt.Fprintf(w, "source: %s\n", provenanceLine(res.Provenance()))
+	fmt.Fprintf(w, "source: %s\n", res.Provenance().String())
 	if res.FirstFailing > 0 {
 		fmt.Fprintf(w, "first failing: %d users: %s\n", res.FirstFailing, res.FailedClause)
 	} else {

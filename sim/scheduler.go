@@ -235,6 +235,9 @@ func (e *Engine) Complete(end float64) []*Request {
 func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	bs := e.p.BlockSize
 	total := r.computed + len(hits)*bs + n
+	if len(hits) == 0 && total <= len(r.blocks)*bs && (len(r.slide) >= e.slideMax || total <= len(r.slide)*bs) {
+		return true // a decode within its blocks: the step of nearly every running request
+	}
 	needFull := (total + bs - 1) / bs
 	needSlide := min(needFull, e.slideMax)
 	freshFull := needFull - len(r.blocks) - len(hits)

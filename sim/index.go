@@ -17,6 +17,12 @@ type blockIndex struct {
 	mask  uint64
 	shift uint
 	n     int // occupied slots, stale entries included
+	// seen has a bit set for every key ever put (one hash, 8 bits per
+	// slot): most gets are for a hash the table does not hold — the
+	// duplicate check of every block a step caches — and a clear bit
+	// answers them from a few kilobytes instead of a probe sequence.
+	seen      []uint64
+	seenShift uint
 }
 
 // indexSlot keeps a key beside its value: a hit reads one cache line.
@@ -33,16 +39,27 @@ func newBlockIndex(capacity int) *blockIndex {
 		size <<= 1
 	}
 	return &blockIndex{
-		slots: make([]indexSlot, size),
-		mask:  uint64(size - 1),
-		shift: uint(64 - bits.TrailingZeros(uint(size))),
+		slots:     make([]indexSlot, size),
+		mask:      uint64(size - 1),
+		shift:     uint(64 - bits.TrailingZeros(uint(size))),
+		seen:      make([]uint64, size/8),
+		seenShift: uint(64 - bits.TrailingZeros(uint(size*8))),
 	}
+}
+
+// seenBit returns h's word and bit in seen.
+func (x *blockIndex) seenBit(h uint64) (int, uint64) {
+	v := (h * 0xc2b2ae3d27d4eb4f) >> x.seenShift
+	return int(v >> 6), 1 << (v & 63)
 }
 
 func (x *blockIndex) slot(h uint64) uint64 { return (h * 0x9e3779b97f4a7c15) >> x.shift }
 
 // get returns the value last put under h.
 func (x *blockIndex) get(h uint64) (int32, bool) {
+	if w, bit := x.seenBit(h); x.seen[w]&bit == 0 {
+		return 0, false
+	}
 	for i := x.slot(h); ; i = (i + 1) & x.mask {
 		switch x.slots[i].key {
 		case h:
@@ -64,6 +81,8 @@ func (x *blockIndex) entry(h uint64) (slot *indexSlot, fresh bool) {
 		case 0:
 			s.key = h
 			x.n++
+			w, bit := x.seenBit(h)
+			x.seen[w] |= bit
 			return s, true
 		}
 	}
@@ -75,5 +94,6 @@ func (x *blockIndex) full() bool { return 2*(x.n+1) > len(x.slots) }
 // reset empties the table.
 func (x *blockIndex) reset() {
 	clear(x.slots)
+	clear(x.seen)
 	x.n = 0
 }

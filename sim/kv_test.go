@@ -324,3 +324,36 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 		}
 	})
 }
+
+// The index finds every key put and none other, through its filter of
+// seen keys, and forgets them all on reset.
+func TestBlockIndexFindsWhatWasPut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	x := newBlockIndex(1000)
+	put := map[uint64]int32{}
+	for i := range 1000 {
+		h := rng.Uint64() | 1
+		s, _ := x.entry(h)
+		s.val = int32(i)
+		put[h] = int32(i)
+	}
+	for h, v := range put {
+		if got, ok := x.get(h); !ok || got != v {
+			t.Fatalf("get(%x) = %d, %v; want %d", h, got, ok, v)
+		}
+	}
+	for range 100000 {
+		h := rng.Uint64() | 1
+		if _, was := put[h]; !was {
+			if _, ok := x.get(h); ok {
+				t.Fatalf("get(%x) found a key never put", h)
+			}
+		}
+	}
+	x.reset()
+	for h := range put {
+		if _, ok := x.get(h); ok {
+			t.Fatalf("get(%x) found a key after reset", h)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Precision is how far a sweep refines its estimate of the capacity
@@ -175,9 +176,36 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 	}
 	ref.Stopped = StoppedMaxRuns
 	if res.Estimate == nil {
-		res.NoEstimate = fmt.Sprintf("%d runs on fresh seeds did not bracket the capacity", ref.Runs)
+		res.NoEstimate = noEstimateReason(res.Runs, ref.Runs)
 	}
 	return nil
+}
+
+// noEstimateReason says why runs runs on fresh seeds gave no estimate,
+// naming the runs the estimator could not use and why (a client that
+// could not keep the schedule is the usual one on a small machine).
+func noEstimateReason(all []KneeRun, runs int) string {
+	s := fmt.Sprintf("%d runs on fresh seeds did not bracket the capacity", runs)
+	if runs == 1 {
+		s = "1 run on a fresh seed did not bracket the capacity"
+	}
+	var reasons []string
+	n := map[string]int{}
+	for _, r := range all[len(all)-runs:] {
+		if r.Excluded != "" {
+			if n[r.Excluded] == 0 {
+				reasons = append(reasons, r.Excluded)
+			}
+			n[r.Excluded]++
+		}
+	}
+	for i, e := range reasons {
+		reasons[i] = fmt.Sprintf("%d %s", n[e], e)
+	}
+	if len(reasons) > 0 {
+		s += " (not counted: " + strings.Join(reasons, ", ") + ")"
+	}
+	return s
 }
 
 // counted is how many runs the estimator uses (not excluded).

@@ -168,3 +168,16 @@ func TestRefineCoversASteepKnee(t *testing.T) {
 		t.Errorf("%d of %d pairs of refinements hold each other's estimate (%.0f %%): want about 83 %%", mutual, pairs, 100*c)
 	}
 }
+
+// A sweep that ends without an estimate says which of its runs the
+// estimator could not use and why: a plan whose client could not keep the
+// schedule said only "4 runs on fresh seeds did not bracket the capacity".
+func TestNoEstimateNamesTheExcludedRuns(t *testing.T) {
+	runs := []KneeRun{{Users: 64}, {Users: 128, Excluded: ExcludedClientBound}, {Users: 96}, {Users: 112, Excluded: ExcludedClientBound}, {Users: 104, Excluded: ExcludedSettling}}
+	if got, want := noEstimateReason(runs, 4), "4 runs on fresh seeds did not bracket the capacity (not counted: 2 client-bound, 1 still settling)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := noEstimateReason(runs[:1], 1), "1 run on a fresh seed did not bracket the capacity"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

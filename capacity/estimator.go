@@ -54,6 +54,10 @@ type KneeRun struct {
 	// is in): a run the client bound or whose window was still settling
 	// measured something other than the deployment's steady state.
 	Excluded string `json:"excluded,omitempty"`
+	// Uncounted is, for a run that failed on something the fit does not
+	// count — a scope where nothing completed, no request at all, the
+	// error rate — that violation's message.
+	Uncounted string `json:"uncounted,omitempty"`
 }
 
 // CapacityEstimate is the capacity of one configuration: the user count at
@@ -179,6 +183,16 @@ func EstimateCapacity(runs []KneeRun, confidence float64) (*CapacityEstimate, er
 	}
 	if best == nil {
 		return nil, fmt.Errorf("%w: no clause's share over its limit came within %.0f %% of its allowance and grew with users", ErrNoCrossing, 100*nearShare)
+	}
+	// a run that failed below the crossing on what the fit cannot count
+	// contradicts it: the estimate would state a capacity at which
+	// runs failed (seen live with 30 s windows: every run at 32 and 52
+	// users failed because P2's long prompts completed nothing, and the
+	// P0 clause alone put the capacity at 41, "at least 32")
+	for _, r := range runs {
+		if r.Uncounted != "" && float64(r.Users) <= best.Users {
+			return nil, fmt.Errorf("%w: a run at %d users failed on what the fit cannot count (%s), below the %.0f users its clauses place", ErrNoCrossing, r.Users, r.Uncounted, best.Users)
+		}
 	}
 	est.Users, est.Binding, est.Dispersion = best.Users, best.Clause, best.Dispersion
 	// Several clauses may bind within each other's uncertainty: the

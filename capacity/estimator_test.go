@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -269,5 +270,34 @@ func TestEstimateCapacityOnlyBracketsASaturatedGap(t *testing.T) {
 	}
 	if math.Abs(a.Users-b.Users) > 0.01 || math.Abs(a.Lo-b.Lo) > 0.01 {
 		t.Errorf("runs far under the limit moved the estimate: %.2f [%.2f] → %.2f [%.2f]", a.Users, a.Lo, b.Users, b.Lo)
+	}
+}
+
+// Runs that failed below the crossing on what the fit does not count (a
+// profile that completed nothing in the window) give no estimate rather
+// than a capacity at which they failed. Seen live with 30 s windows: every
+// run at 32 and 52 users failed on P2 completing nothing, and P0's clause
+// alone said 41 users, "at least 32".
+func TestEstimateCapacityRefusesAFitItsRunsContradict(t *testing.T) {
+	mk := func(users int, over int64, uncounted string) KneeRun {
+		return KneeRun{Users: users, Uncounted: uncounted, Clauses: []ClauseCount{{Scope: "P0", Clause: "ttft p95", Allowance: 0.05, Samples: 300, Over: over}}}
+	}
+	ok := []KneeRun{mk(32, 6, ""), mk(52, 40, ""), mk(32, 9, "")}
+	est, err := EstimateCapacity(ok, 0.95)
+	if err != nil {
+		t.Fatalf("the same shares without the uncounted failures: %v", err)
+	}
+	if est.Users <= 32 || est.Users >= 52 {
+		t.Fatalf("capacity %.1f, want between 32 and 52", est.Users)
+	}
+	const msg = "P2: no request sent in the measured window completed"
+	bad := []KneeRun{mk(32, 6, msg), mk(52, 40, msg), mk(32, 9, msg)}
+	if _, err := EstimateCapacity(bad, 0.95); !errors.Is(err, ErrNoCrossing) || !strings.Contains(err.Error(), "a run at 32 users failed on what the fit cannot count ("+msg+")") {
+		t.Errorf("runs at 32 users that failed on P2: err %v, want ErrNoCrossing naming the run and its failure", err)
+	}
+	// above the crossing such a failure agrees with the fit
+	above := []KneeRun{mk(32, 6, ""), mk(52, 40, msg), mk(32, 9, "")}
+	if _, err := EstimateCapacity(above, 0.95); err != nil {
+		t.Errorf("an uncounted failure above the crossing: %v", err)
 	}
 }

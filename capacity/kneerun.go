@@ -47,6 +47,12 @@ func (ev *Evaluation) KneeRun(seed int) KneeRun {
 			}
 		}
 	}
+	for _, x := range ev.Verdict.Violations {
+		if x.Clause == result.ClauseOverloaded || x.Clause == result.ClauseRequests || x.Clause == result.ClauseErrorRate {
+			k.Uncounted = x.Message
+			break
+		}
+	}
 	if !overloaded && !math.IsInf(worst, -1) {
 		k.Margin = InfFloat(worst)
 	}

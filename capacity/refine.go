@@ -120,6 +120,7 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 			delta = math.Max(math.Min(designLogit/b, maxDesignShare*center), step)
 		}
 	}
+	var noCrossing error // the last fit's reason for no estimate
 	for j := 0; j < maxRuns; j++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -147,6 +148,7 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 			o.RunProgress(k, est)
 		}
 		if errors.Is(err, ErrNoCrossing) {
+			noCrossing = err
 			// widen the design until the runs straddle the crossing
 			delta = math.Min(2*delta, center/2)
 			continue
@@ -176,18 +178,23 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 	}
 	ref.Stopped = StoppedMaxRuns
 	if res.Estimate == nil {
-		res.NoEstimate = noEstimateReason(res.Runs, ref.Runs)
+		res.NoEstimate = noEstimateReason(res.Runs, ref.Runs, noCrossing)
 	}
 	return nil
 }
 
-// noEstimateReason says why runs runs on fresh seeds gave no estimate,
-// naming the runs the estimator could not use and why (a client that
+// noEstimateReason says why runs runs on fresh seeds gave no estimate —
+// the last fit's reason, fit, when the estimator ran — naming the runs it
+// could not use and why (a client that
 // could not keep the schedule is the usual one on a small machine).
-func noEstimateReason(all []KneeRun, runs int) string {
+func noEstimateReason(all []KneeRun, runs int, fit error) string {
 	s := fmt.Sprintf("%d runs on fresh seeds did not bracket the capacity", runs)
 	if runs == 1 {
 		s = "1 run on a fresh seed did not bracket the capacity"
+	}
+	if fit != nil {
+		s = strings.TrimPrefix(fit.Error(), ErrNoCrossing.Error()+": ")
+		s = fmt.Sprintf("%d runs on fresh seeds: %s", runs, s)
 	}
 	var reasons []string
 	n := map[string]int{}
@@ -203,7 +210,7 @@ func noEstimateReason(all []KneeRun, runs int) string {
 		reasons[i] = fmt.Sprintf("%d %s", n[e], e)
 	}
 	if len(reasons) > 0 {
-		s += " (not counted: " + strings.Join(reasons, ", ") + ")"
+		s += "; not counted: " + strings.Join(reasons, ", ")
 	}
 	return s
 }

@@ -174,10 +174,10 @@ func TestRefineCoversASteepKnee(t *testing.T) {
 // schedule said only "4 runs on fresh seeds did not bracket the capacity".
 func TestNoEstimateNamesTheExcludedRuns(t *testing.T) {
 	runs := []KneeRun{{Users: 64}, {Users: 128, Excluded: ExcludedClientBound}, {Users: 96}, {Users: 112, Excluded: ExcludedClientBound}, {Users: 104, Excluded: ExcludedSettling}}
-	if got, want := noEstimateReason(runs, 4), "4 runs on fresh seeds did not bracket the capacity (not counted: 2 client-bound, 1 still settling)"; got != want {
+	if got, want := noEstimateReason(runs, 4, nil), "4 runs on fresh seeds did not bracket the capacity; not counted: 2 client-bound, 1 still settling"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got, want := noEstimateReason(runs[:1], 1), "1 run on a fresh seed did not bracket the capacity"; got != want {
+	if got, want := noEstimateReason(runs[:1], 1, nil), "1 run on a fresh seed did not bracket the capacity"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -179,7 +179,7 @@ func TestLivePlanRunsEveryPhaseOnTheServer(t *testing.T) {
 	}
 	isLive("capacity", s.Capacity.Provenance)
 	// stdout, pasted alone, still says where the ceiling was measured
-	if !regexp.MustCompile(`(?m)^source: live on the process engine at http://127\.0\.0\.1:\d+$`).MatchString(stdout) {
+	if !regexp.MustCompile(`(?m)^source: live on the process engine at http://127\.0\.0\.1:\d+, server version [^\n]*vllm-faithful[^\n]* \([^\n]*spoc sim serve --vllm-faithful \{\{\.Model\}\} --port \{\{\.Port\}\}[^\n]*\)$`).MatchString(stdout) {
 		t.Errorf("stdout does not say the ceiling was measured live:\n%s", stdout)
 	}
 	for _, p := range s.Sweep {

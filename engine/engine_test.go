@@ -89,7 +89,7 @@ func TestDescribe(t *testing.T) {
 		want string
 	}{
 		{p, "vllm serve {{.Model}} --port {{.Port}}"},
-		{newTestSim(t), "simulated openai/gpt-oss-120b on 4× H100-SXM (tensor parallel 4)"},
+		{newTestSim(t), "openai/gpt-oss-120b on 4× H100-SXM, tensor parallel 4"},
 		{k, "kubernetes namespace spoc (context gpu), 1×4 nvidia.com/gpu"},
 		{e, "http://gpu-box:8000"},
 	} {

@@ -224,8 +224,9 @@ func (s *Sim) flavor() Flavor {
 	return VLLM()
 }
 
-// Describe names the simulated deployment.
+// Describe names the simulated deployment; the provenance it goes into
+// already says "simulated".
 func (s *Sim) Describe() string {
 	d := s.base
-	return fmt.Sprintf("simulated %s on %d× %s (tensor parallel %d)", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, max(d.TensorParallelSize, 1))
+	return fmt.Sprintf("%s on %d× %s, tensor parallel %d", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, max(d.TensorParallelSize, 1))
 }

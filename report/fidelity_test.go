@@ -37,7 +37,7 @@ func TestFidelitySectionRenders(t *testing.T) {
 	html := render(t, d)
 	for _, want := range []string{`<section id="fidelity">`, "Fidelity: multi", "compute ×1.234, memory ×1.456", "held-back probe", "8.3%", "built-in model 41",
 		"ITL p95 7.1 ms", "ITL p95 9.5 ms", "pass (ITL p95 21.3 ms", "fail (ITL p95 26.4 ms", "<td>no</td>", "<td class=\"l\">probe</td><td>23.4</td><td>2</td>",
-		"predicted ceiling of 80 users", "top 2 configurations", "Final ceiling: 78 users, measured live", "kept trial #3", "no: held at its start",
+		"predicted ceiling of 80 users", "top 2 configurations", "Final ceiling: 78 users (live", "kept trial #3", "no: held at its start",
 		"max-num-seqs=64", "not seen by the fit", "ITL p95: predicted vs measured", "TTFT p95: predicted vs measured", "predicted = measured",
 		"probe 2, 80 users, max-num-seqs=64: measured 19.2 ms, predicted 20.1 ms",
 		"<td>62.0% / 64.5%</td>", "<td>none reported / 0.0%</td>", "90 / 700 ms (still settling)", "prefix-cache hits live / simulated"} {
@@ -57,7 +57,7 @@ func TestFidelitySectionRenders(t *testing.T) {
 	}
 	for _, want := range []string{"## Fidelity: multi", "| compute | ×1.234 | yes |", "| step_seconds | +0.00 ms | no: held at its start |",
 		"| 2 | 80 | max-num-seqs=64 | 90 / 700 ms (still settling) |", "| 62.0% / 64.5% |", "| 0 | trial #3 | 80 | pass (ITL p95 21.3 ms, TTFT p95 800 ms) | fail (ITL p95 26.4 ms, TTFT p95 900 ms) | no |",
-		"| probe | 23.4 | 2 |", "Final ceiling: 78 users, measured live", "8.3% on the held-back probe"} {
+		"| probe | 23.4 | 2 |", "Final ceiling: 78 users (live", "8.3% on the held-back probe"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
 		}

@@ -100,7 +100,7 @@ func newFidelityView(f *plan.FidelityReport) *fidelityView {
 			max(f.VerifyTopK, 1), f.PredictedCeiling, f.LiveEngineSeconds, f.GPUHours, f.SimulatedSeconds)
 	}
 	if f.FinalCeiling > 0 {
-		v.Final = fmt.Sprintf("Final ceiling: %d users, measured %s.", f.FinalCeiling, f.FinalProvenance.String())
+		v.Final = fmt.Sprintf("Final ceiling: %d users (%s).", f.FinalCeiling, f.FinalProvenance.String())
 		if f.KeptTrial != nil {
 			v.Final += fmt.Sprintf(" Live verification kept %s.", trialText(*f.KeptTrial))
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spoc-project/spoc/engine"
 	"github.com/spoc-project/spoc/flagcatalog"
 	"github.com/spoc-project/spoc/sglang"
+	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/telemetry"
 	"github.com/spoc-project/spoc/vllm"
 )
@@ -282,6 +283,16 @@ func (e *Engine) validateFlags(p string, space []Param, cat *flagcatalog.Catalog
 		}
 		if err := f.Check(e.Params[k]); err != nil {
 			errs.Addf(p+".params."+k, "%v", err)
+			continue
+		}
+		if cat == vllm.Catalogue && sim.IsParam(k) {
+			// a value vLLM's type allows but no server runs with
+			// (max-num-seqs: -8), which the engine would refuse only
+			// once the plan started
+			d := sim.DefaultEngineParams()
+			if err := d.Apply(map[string]any{k: e.Params[k]}); err != nil {
+				errs.Addf(p+".params."+k, "%s", strings.TrimPrefix(err.Error(), "engine params: "))
+			}
 		}
 	}
 	for i, sp := range space {

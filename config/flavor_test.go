@@ -374,6 +374,8 @@ func TestVLLMFlagCatalogue(t *testing.T) {
 			[]string{"engine.params.disable-radix-cache", "--enable-prefix-caching (inverted)"}},
 		{"bad value", "  params: {gpu-memory-utilization: high}\n",
 			[]string{"engine.params.gpu-memory-utilization", "takes a number"}},
+		{"value no server runs with", "  params:\n    max-num-seqs: -8\n",
+			[]string{"v.yaml:10:", "engine.params.max-num-seqs", "max-num-seqs must be at least 1, got -8"}},
 		{"misspelt flag in search.space", "search:\n  space:\n    - {name: max-num-batched-token, type: int, low: 1024, high: 8192}\n",
 			[]string{"v.yaml:11:", "search.space[0].name", `did you mean "max-num-batched-tokens"`}},
 	} {

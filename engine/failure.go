@@ -126,12 +126,14 @@ var logPatterns = []logPattern{
 	{"valueerror:", ReasonRejected},     // EngineArgs / SchedulerConfig checks
 	{"kv cache size:", ReasonKVCache},   // spoc sim serve: weights leave no KV cache
 	{"engine params:", ReasonRejected},  // spoc sim serve: impossible flag value
+	{"(engine.params.", ReasonRejected}, // spoc sim serve: a value its config check refuses
 }
 
 // notRejected are argparse errors that mean the command itself is wrong for
 // this server version (a flag it does not know): a setup problem, not a bad
 // parameter value, so every trial would "fail" the same way.
-var notRejected = []string{"unrecognized arguments", "no such option"}
+var notRejected = []string{"unrecognized arguments", "no such option",
+	"unknown vllm flag", "unknown sglang flag", "(did you mean --"} // spoc sim serve's config check
 
 // Classify returns the reason a server exited early judging by its log, and
 // the deciding line. A KV-cache shortage beats a plain out-of-memory error

@@ -26,6 +26,8 @@ func TestClassify(t *testing.T) {
 		{"OOM beats reject", "ValueError: something\ntorch.OutOfMemoryError: CUDA out of memory", ReasonOutOfMemory, "torch.OutOfMemoryError: CUDA out of memory"},
 		{"argparse invalid choice", "usage: vllm serve\nvllm serve: error: argument --block-size: invalid choice: 7", ReasonRejected, "vllm serve: error: argument --block-size: invalid choice: 7"},
 		{"pydantic", "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig", ReasonRejected, "pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig"},
+		{"spoc sim serve's config check", "spoc: --block-size (engine.params.block-size): block-size must be in [1, 1024], got 0", ReasonRejected, "spoc: --block-size (engine.params.block-size): block-size must be in [1, 1024], got 0"},
+		{"spoc sim serve's unknown flag is a setup problem", "spoc: config.yaml:7: engine.params.swap-space (engine.params.swap-space): unknown vLLM flag --swap-space (spoc's vLLM catalogue)", ReasonExited, "spoc: config.yaml:7: engine.params.swap-space (engine.params.swap-space): unknown vLLM flag --swap-space (spoc's vLLM catalogue)"},
 		{"unknown flag is a setup problem", "ValueError: x\nvllm serve: error: unrecognized arguments: --async-scheduling", ReasonExited, "vllm serve: error: unrecognized arguments: --async-scheduling"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,6 +112,16 @@ func EstimateText(e *capacity.CapacityEstimate) string {
 	return fmt.Sprintf("%d users ± %.1f %% (%.0f %% confidence %d–%d)", users, 100*float64(e.Precision), conf, int(math.Floor(e.Lo)), int(math.Floor(float64(e.Hi))))
 }
 
+// PrecisionText is an estimate's precision in words: "±5.8 %", or that it
+// has none when the runs do not bound the interval above (its half-width
+// is infinite).
+func PrecisionText(e *capacity.CapacityEstimate) string {
+	if !e.Bounded || math.IsInf(float64(e.Precision), 0) || math.IsNaN(float64(e.Precision)) {
+		return "none (the interval is open above)"
+	}
+	return fmt.Sprintf("±%.1f %%", 100*float64(e.Precision))
+}
+
 // tunedCandidate is a study trial's candidate sweep.
 type tunedCandidate struct {
 	trial  int

@@ -67,8 +67,8 @@ func (p *planner) sweep(ctx context.Context, ev *capacity.Evaluator, opts capaci
 	c.Estimate, c.NoEstimate, c.Refinement = res.Estimate, res.NoEstimate, res.Refinement
 	c.Runs, c.EngineSeconds = res.RunsMade, res.EngineSeconds
 	if r := res.Refinement; r != nil && !r.Reached && res.Estimate != nil {
-		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The capacity's precision target (±%.0f %%) was not reached: %s after %d runs on fresh workload seeds, at ±%.1f %%. Raise sweep.max_runs (or plan.budget) to measure it further.",
-			100*r.Target, r.Stopped, r.Runs, 100*float64(res.Estimate.Precision)))
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("The capacity's precision target (±%.0f %%) was not reached: %s after %d runs on fresh workload seeds, precision %s. Raise sweep.max_runs (or plan.budget) to measure it further.",
+			100*r.Target, r.Stopped, r.Runs, PrecisionText(res.Estimate)))
 	}
 	if res.NoEstimate != "" && opts.Precision.Target > 0 {
 		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("No capacity estimate: %s; the capacity stated is the walk's ceiling on workload.seed.", res.NoEstimate))

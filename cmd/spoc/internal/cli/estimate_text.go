@@ -41,22 +41,14 @@ func writeEstimate(w io.Writer, c capacityLines) bool {
 		if !r.Reached {
 			reached = "not reached: " + r.Stopped
 		}
-		fmt.Fprintf(w, "precision: ±%.1f %%, target ±%.0f %% %s; %d runs (%d on fresh workload seeds), %s %s\n",
-			100*finite(float64(e.Precision)), 100*r.Target, reached, c.runs, r.Runs, minutes(c.engineSeconds), kind)
+		fmt.Fprintf(w, "precision: %s, target ±%.0f %% %s; %d runs (%d on fresh workload seeds), %s %s\n",
+			plan.PrecisionText(e), 100*r.Target, reached, c.runs, r.Runs, minutes(c.engineSeconds), kind)
 	}
 	if sp := e.SeedSpread; sp != nil {
 		fmt.Fprintf(w, "spread over workload seeds: one run's verdict turns between %.0f and %.0f users (central %.0f %% of seeds): headroom must cover it\n",
 			math.Floor(sp.Lo), math.Ceil(sp.Hi), 100*e.Confidence)
 	}
 	return true
-}
-
-// finite is x, or NaN printed as such when x is infinite.
-func finite(x float64) float64 {
-	if math.IsInf(x, 0) {
-		return math.NaN()
-	}
-	return x
 }
 
 // minutes prints seconds as "41 min" (or "50 s" below a minute).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoc-project/spoc/internal/words"
 	"log/slog"
 	"math"
 	"slices"
@@ -379,7 +380,7 @@ func (p *planner) simulateDay(ctx context.Context) error {
 	}
 	ceiling := float64(p.sum.Capacity.Users) / float64(replicas)
 	headroom := p.s.Demand.Headroom
-	p.logf("   day: measuring the mean session duration, then %d polic(ies) over a %.1f h day (simulated)", len(d.Policies), d.Length.Hours())
+	p.logf("   day: measuring the mean session duration, then %s over a %.1f h day (simulated)", words.Count(len(d.Policies), "policy", "policies"), d.Length.Hours())
 	ds, err := SimulateDay(ctx, p.s.Setup, p.sum.Capacity.Config, *d, ceiling, headroom, p.s.Demand.PricePerGPUHour[dep.GPU], p.o.Logger)
 	if err != nil {
 		return err
@@ -393,8 +394,8 @@ func (p *planner) simulateDay(ctx context.Context) error {
 
 // Lines are the day's headline: one line per policy.
 func (s *DaySummary) Lines() []string {
-	out := []string{fmt.Sprintf("day: %.1f h simulated, peak %.0f users (mean session %.0f s), static fleet %d replicas of %d GPU(s), start-up %.0f s",
-		s.LengthSeconds/3600, s.PeakUsers, s.MeanSessionSeconds, s.StaticReplicas, s.GPUsPerReplica, s.StartupSeconds)}
+	out := []string{fmt.Sprintf("day: %.1f h simulated, peak %.0f users (mean session %.0f s), static fleet %s of %s, start-up %.0f s",
+		s.LengthSeconds/3600, s.PeakUsers, s.MeanSessionSeconds, words.Plural(s.StaticReplicas, "replica"), words.Plural(s.GPUsPerReplica, "GPU"), s.StartupSeconds)}
 	for _, r := range s.Rows {
 		a := r.Attainment[0]
 		line := fmt.Sprintf("day %-26s %5.1f %% of requests, %5.1f %% of minutes within the SLA; %6.1f GPU-hours (%.2f× static), peak %d replicas",

@@ -31,7 +31,7 @@ const (
 	// CauseErrors: the minute's latencies are within the limits and its
 	// error rate is not (at the day's end: the requests cancelled when the
 	// window closed).
-	CauseErrors = "errors"
+	CauseErrors = "error rate"
 )
 
 // WorstMinute is one of a policy's worst minutes and what explains it.

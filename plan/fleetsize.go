@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"github.com/spoc-project/spoc/internal/words"
 	"log/slog"
 	"strings"
 
@@ -240,8 +241,8 @@ func (f *FleetSize) Lines() []string {
 		out = append(out, fmt.Sprintf("fleet: no fleet of up to %d replicas behind %s meets the SLA at %d users, where the division says %d: the router, not the size, is what fails (docs/fleet.md; %s)",
 			f.MaxReplicas, f.Router, f.TargetUsers, f.DivisionReplicas, f.Provenance.Source))
 	} else {
-		out = append(out, fmt.Sprintf("fleet: %d replicas of %d GPU(s) behind %s meet the SLA at %d users, %d do not (the division says %d; %s)",
-			f.Replicas, f.GPUsPerReplica, f.Router, f.TargetUsers, f.Replicas-1, f.DivisionReplicas, f.Provenance.Source))
+		out = append(out, fmt.Sprintf("fleet: %s of %s behind %s meet the SLA at %d users, %d do not (the division says %d; %s)",
+			words.Plural(f.Replicas, "replica"), words.Plural(f.GPUsPerReplica, "GPU"), f.Router, f.TargetUsers, f.Replicas-1, f.DivisionReplicas, f.Provenance.Source))
 	}
 	v := f.Verified
 	switch {

@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"fmt"
+	"github.com/spoc-project/spoc/internal/words"
 	"html/template"
 	"io"
 	"sort"
@@ -93,8 +94,8 @@ func fleetText(f *plan.FleetSize) (string, []string) {
 		return "", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Simulated as a fleet (%s) behind the %s router at %d users, the sweep's windows, each replica %d GPU(s): ",
-		f.Provenance.String(), f.Router, f.TargetUsers, f.GPUsPerReplica)
+	fmt.Fprintf(&b, "Simulated as a fleet (%s) behind the %s router at %d users, the sweep's windows, each replica %s: ",
+		f.Provenance.String(), f.Router, f.TargetUsers, words.Plural(f.GPUsPerReplica, "GPU"))
 	switch {
 	case f.Replicas == 0:
 		fmt.Fprintf(&b, "no fleet of up to %d replicas meets the SLA, where the division says %d replicas: the router, not the size, is what fails (docs/fleet.md).", f.MaxReplicas, f.DivisionReplicas)

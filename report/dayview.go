@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"fmt"
+	"github.com/spoc-project/spoc/internal/words"
 	"html/template"
 	"math"
 	"strings"
@@ -55,8 +56,8 @@ func newDayView(sum *plan.Summary) *dayView {
 	if d == nil || len(d.Rows) == 0 {
 		return nil
 	}
-	v := &dayView{Lead: fmt.Sprintf("%.1f hours simulated on replicas of %d GPU(s) behind the plan's router; peak %.0f users (users become arrivals by Little's law with the measured mean session of %.0f s); the static fleet is %d replicas (peak users over %.0f %% of %.1f users per replica); a replica starts %.0f s after the decision. %s",
-		d.LengthSeconds/3600, d.GPUsPerReplica, d.PeakUsers, d.MeanSessionSeconds, d.StaticReplicas, 100*d.Headroom, d.CeilingPerReplica, d.StartupSeconds, d.Provenance.String())}
+	v := &dayView{Lead: fmt.Sprintf("%.1f hours simulated on replicas of %s behind the plan's router; peak %.0f users (users become arrivals by Little's law with the measured mean session of %.0f s); the static fleet is %s (peak users over %.0f %% of %.1f users per replica); a replica starts %.0f s after the decision. %s",
+		d.LengthSeconds/3600, words.Plural(d.GPUsPerReplica, "GPU"), d.PeakUsers, d.MeanSessionSeconds, words.Plural(d.StaticReplicas, "replica"), 100*d.Headroom, d.CeilingPerReplica, d.StartupSeconds, d.Provenance.String())}
 	perReplica := d.Headroom * d.CeilingPerReplica
 	users := Series{Name: "users", Color: "#444", Dashed: true}
 	for m, u := range d.Users {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spoc-project/spoc/internal/words"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -111,8 +112,8 @@ func writeSimRun(w io.Writer, s capacity.Setup, ev *capacity.Evaluation) error {
 		fmt.Fprintln(w, sessionsLine(ev.Sessions))
 	}
 	st, d := ev.Sim, s.Deployment
-	fmt.Fprintf(w, "\nsimulator: %s on %d× %s (TP %d, %d replica(s)), %d KV tokens per replica\n",
-		d.Model, max(d.GPUs, 1), d.GPU, d.TensorParallelSize, st.Replicas, st.KVTokens)
+	fmt.Fprintf(w, "\nsimulator: %s on %d× %s (TP %d, %s), %d KV tokens per replica\n",
+		d.Model, max(d.GPUs, 1), d.GPU, d.TensorParallelSize, words.Plural(st.Replicas, "replica"), st.KVTokens)
 	fmt.Fprintf(w, "  steps %d, preemptions %d, prefix-cache hit rate %.1f%%, KV usage mean %.1f%% peak %.1f%%, SM active %.1f%%\n",
 		st.Engine.Steps, st.Preemptions, 100*st.PrefixHitRate, 100*st.MeanKVUsage, 100*st.PeakKVUsage, 100*st.MeanSMActive)
 	_, err := fmt.Fprintf(w, "  GPU time: attention %.1f%%, MoE %.1f%%, dense GEMM %.1f%%, communication %.1f%%, overhead %.1f%%, other %.1f%%\n",

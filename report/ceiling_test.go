@@ -64,7 +64,7 @@ func TestCeilingSection(t *testing.T) {
 		`<span class="iv"`, "[124, 160]</span>",
 		"finds a ceiling in [124, 160] users with 95 % probability",
 		"ceilings 143, 130, 143, 143, 143",
-		"P2 ttft p95 was 1.93 s at the ceiling against its limit of 2.00 s",
+		"<strong>Binding clause:</strong> P2 ttft p95 was 1.93 s at the ceiling against its limit of 2.00 s",
 		`id="tuned-vs-default"`, "within noise",
 		"<td class=\"l\"><code>max-num-batched-tokens</code></td><td class=\"l\">8192</td><td class=\"l\">805</td>",
 		"<td class=\"l\"><code>async-scheduling</code></td><td class=\"l\">false (engine default)</td><td class=\"l\">true</td>",

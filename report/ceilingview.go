@@ -32,8 +32,12 @@ type ceilingView struct {
 	// Cost says what the precision took; Spread is the spread of one
 	// run's verdict over workload seeds; Walk the walk's own ceiling.
 	Cost, Spread, Walk string
-	Margin             string
-	Tuned              *tunedView
+	// Margin is the walk's binding clause at its ceiling; MarginLabel
+	// names it so: "Binding clause", or, when an estimate (whose binding
+	// clause the interval names) states the capacity, "Nearest its limit
+	// on the walk".
+	Margin, MarginLabel string
+	Tuned               *tunedView
 }
 
 type tunedView struct {
@@ -67,6 +71,10 @@ func newCeilingView(d *plan.Summary) *ceilingView {
 		v.IntervalTitle = fmt.Sprintf("%.0f %% prediction interval over %d workload seeds", 100*iv.Confidence, len(iv.Seeds))
 	}
 	if m := c.BindingMargin; m != nil {
+		v.MarginLabel = "Binding clause"
+		if c.Estimate != nil {
+			v.MarginLabel = "Nearest its limit on the walk"
+		}
 		v.Margin = fmt.Sprintf("%s %s was %s at the ceiling against its limit of %s (%s of the limit unused); at %d users it was %s.",
 			m.Scope, m.Clause, m.Format(m.AtCeiling), m.Format(m.Limit), fmtPct(m.Headroom),
 			c.FirstFailingUsers, m.Format(m.AtFirstFailing))
@@ -198,7 +206,7 @@ func writeCeilingMarkdown(w io.Writer, d *plan.Summary) {
 		fmt.Fprintf(&b, "No interval: %s.\n\n", mdEscape(v.NoInterval))
 	}
 	if v.Margin != "" {
-		fmt.Fprintf(&b, "**Binding clause:** %s\n\n", mdEscape(v.Margin))
+		fmt.Fprintf(&b, "**%s:** %s\n\n", v.MarginLabel, mdEscape(v.Margin))
 	}
 	if t := v.Tuned; t != nil {
 		fmt.Fprintf(&b, "## Tuned vs default\n\n%s\n\n", mdEscape(t.Verdict))

@@ -70,6 +70,11 @@ func TestEstimateReachesEveryOutput(t *testing.T) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
+	// the walk's clause nearest its limit is not the estimate's binding
+	// clause, so it is not labelled as such
+	if c.BindingMargin != nil && (!strings.Contains(html, "<strong>Nearest its limit on the walk:</strong>") || strings.Contains(html, "Binding clause:")) {
+		t.Error("report.html: with an estimate, the walk's margin must read \"Nearest its limit on the walk\", not \"Binding clause\"")
+	}
 	for _, want := range []string{fmt.Sprintf("**Capacity: %d %s", c.Users, prec), text, "Precision target ±10 % (sweep.precision): reached"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("summary.md lacks %q", want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spoc-project/spoc/internal/words"
 	"log/slog"
 	"math"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/words"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 	"github.com/spoc-project/spoc/workload"

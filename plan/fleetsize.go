@@ -3,12 +3,12 @@ package plan
 import (
 	"context"
 	"fmt"
-	"github.com/spoc-project/spoc/internal/words"
 	"log/slog"
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/words"
 	"github.com/spoc-project/spoc/sim"
 )
 

@@ -3,7 +3,6 @@ package report
 import (
 	_ "embed"
 	"fmt"
-	"github.com/spoc-project/spoc/internal/words"
 	"html/template"
 	"io"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spoc-project/spoc/capacity"
+	"github.com/spoc-project/spoc/internal/words"
 	"github.com/spoc-project/spoc/plan"
 )
 

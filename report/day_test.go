@@ -1,10 +1,12 @@
 package report_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/spoc-project/spoc/plan"
+	"github.com/spoc-project/spoc/report"
 	"github.com/spoc-project/spoc/result"
 	"github.com/spoc-project/spoc/sim"
 )
@@ -46,6 +48,19 @@ func TestDaySectionRenders(t *testing.T) {
 	}
 	if n := strings.Count(html[strings.Index(html, `id="day"`):], "<svg"); n < 3 {
 		t.Errorf("day section has %d charts, want 3", n)
+	}
+	// summary.md carries the same rows and worst minutes
+	var md bytes.Buffer
+	if err := report.Markdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## A day of traffic", "mean session of 877 s",
+		"| static | overall | 99.9% | 99.2% | 32.0 | 1.00× | $96 | 4 |",
+		"| target-tracking 80% | overall | 94.8% | 76.7% | 18.8 | 0.59× | – | 4 |",
+		"| target-tracking 80% | 00:31 | 4.20 s | 31 ms | scale-up lag | 1 serving, 2 starting |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("summary.md's day section lacks %q", want)
+		}
 	}
 }
 

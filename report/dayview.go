@@ -3,11 +3,11 @@ package report
 import (
 	_ "embed"
 	"fmt"
-	"github.com/spoc-project/spoc/internal/words"
 	"html/template"
 	"math"
 	"strings"
 
+	"github.com/spoc-project/spoc/internal/words"
 	"github.com/spoc-project/spoc/plan"
 )
 
@@ -182,4 +182,36 @@ func fmtStartup(sec float64) string {
 		return fmt.Sprintf("%.0f min", sec/60)
 	}
 	return fmt.Sprintf("%.0f s", sec)
+}
+
+// writeDayMarkdown writes the day section of summary.md: the same lead,
+// rows, worst minutes and start-up sensitivity as report.html, without
+// the charts.
+func writeDayMarkdown(b *strings.Builder, sum *plan.Summary) {
+	v := newDayView(sum)
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(b, "## A day of traffic\n\n%s\n\n", mdEscape(v.Lead))
+	b.WriteString("| policy | profile | requests within SLA | minutes within SLA | GPU-hours | vs static | cost | peak replicas |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range v.Rows {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(r.Policy), mdEscape(r.Profile), r.Requests, r.Minutes, r.GPUHours, r.VsStatic, r.Cost, r.Peak)
+	}
+	if len(v.Worst) > 0 {
+		b.WriteString("\nThe worst minutes and why:\n\n| policy | minute | p95 TTFT | p95 ITL | why | fleet | prefix hits | imbalance |\n|---|---:|---:|---:|---|---|---:|---:|\n")
+		for _, w := range v.Worst {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdEscape(w.Policy), w.At, w.TTFT, w.ITL, mdEscape(w.Causes), mdEscape(w.Fleet), w.Hits, w.Imbalance)
+		}
+	}
+	if s := v.Sensitivity; s != nil {
+		fmt.Fprintf(b, "\nSensitivity to start-up time (%s): %s\n\n| start-up | requests within SLA | minutes within SLA | GPU-hours | vs static | morning ramp |\n|---:|---:|---:|---:|---:|---|\n", mdEscape(s.Policy), mdEscape(s.Verdict))
+		for _, r := range s.Rows {
+			ramp := "kept"
+			if r.Missed {
+				ramp = "missed"
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", r.Startup, r.Requests, r.Minutes, r.GPUHours, r.VsStatic, ramp)
+		}
+	}
+	b.WriteString("\n")
 }

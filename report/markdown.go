@@ -204,6 +204,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString("\n")
 	}
 	writeCostMarkdown(&b, d.Cost)
+	writeDayMarkdown(&b, d)
 	writeFidelityMarkdown(&b, d.Fidelity)
 	writeCalibrationMarkdown(&b, d.Envelope)
 	if len(d.Assumptions) > 0 {

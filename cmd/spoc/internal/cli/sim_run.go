@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spoc-project/spoc/internal/words"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/config"
+	"github.com/spoc-project/spoc/internal/words"
 	"github.com/spoc-project/spoc/result"
 )
 

@@ -293,6 +293,7 @@ func (p *planner) measureOnce(ev *capacity.Evaluator, st *searchState, opts capa
 	}
 	dir := filepath.Join(p.s.OutDir, stagingRecords)
 	known := map[int]capacity.Repeat{}
+	warm := 0 // runs that started on an earlier run's cache (the server refused the reset)
 	for _, l := range st.baseline.Levels {
 		if len(l.Repeats) == 0 {
 			continue
@@ -305,11 +306,18 @@ func (p *planner) measureOnce(ev *capacity.Evaluator, st *searchState, opts capa
 			return opts, err
 		}
 		known[l.Users] = l.Repeats[0]
+		if e, ok := l.Repeats[0].Detail.(*capacity.Evaluation); ok && e.WarmCache != "" {
+			warm++
+		}
 	}
 	if len(known) > 0 {
 		opts.Known = known
-		p.logf("   measured once: the baseline's %d levels of engine.params are the sweep's (same flags, windows and workload seed, each run on a cold cache)", len(known))
-		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Measured once: the capacity sweep took the baseline's %d levels of engine.params as measured instead of running them again (same flags, windows and workload seed, each run on a cold prefix cache).", len(known)))
+		cache := "each run on a cold prefix cache"
+		if warm > 0 {
+			cache = fmt.Sprintf("%d of the %d runs on the prefix cache an earlier run left, as the sweep's own would have: the server refused the cache reset", warm, len(known))
+		}
+		p.logf("   measured once: the baseline's %d levels of engine.params are the sweep's (same flags, windows and workload seed; %s)", len(known), cache)
+		p.sum.Notes = append(p.sum.Notes, fmt.Sprintf("Measured once: the capacity sweep took the baseline's %d levels of engine.params as measured instead of running them again (same flags, windows and workload seed; %s).", len(known), cache))
 	}
 	return opts, nil
 }

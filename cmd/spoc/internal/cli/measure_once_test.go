@@ -35,8 +35,21 @@ func TestLivePlanOnAnExternalServerMeasuresOnce(t *testing.T) {
 	}
 	s := readSummary(t, out)
 	c := s.Capacity
-	if !strings.Contains(strings.Join(s.Notes, "\n"), "Measured once: the capacity sweep took the baseline's") {
+	notes := strings.Join(s.Notes, "\n")
+	if !strings.Contains(notes, "Measured once: the capacity sweep took the baseline's") {
 		t.Errorf("no note says the baseline's levels were reused: %q", s.Notes)
+	}
+	// the server runs without VLLM_SERVER_DEV_MODE, so it refuses the
+	// cache reset: the note counts the reused runs that started warm
+	// instead of calling them all cold
+	warm := 0
+	for _, p := range s.Sweep {
+		if p.WarmCache != "" {
+			warm++
+		}
+	}
+	if m := regexp.MustCompile(`(\d+) of the \d+ runs on the prefix cache an earlier run left`).FindStringSubmatch(notes); warm == 0 || m == nil || m[1] != fmt.Sprint(warm) || strings.Contains(notes, "each run on a cold prefix cache") {
+		t.Errorf("%d sweep levels started on a warm cache; the measured-once note must count them: %q", warm, s.Notes)
 	}
 	if c.Refinement == nil || c.Runs != c.Refinement.Runs {
 		t.Errorf("the sweep ran %d runs with a refinement of %+v: want only the refinement's, the walk taken from the baseline", c.Runs, c.Refinement)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/engine"
+	"github.com/spoc-project/spoc/internal/words"
 )
 
 // Estimate is the engine time each fidelity of a plan would take, before
@@ -81,9 +82,12 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 	est := &Estimate{RunOverheadSeconds: overhead.Seconds(), RunOverheadSource: overheadSource, BudgetSeconds: s.Fidelity.Budget.Seconds(), GPUs: s.Deployment.GPUs,
 		Method: "the plan's control flow run on the simulator of the configured deployment, each run counted as its windows plus run overhead, each server start as the start-up time"}
 	virtual := s.Virtual
+	fixed := !engine.Reconfigurable(s.Launcher)
 	switch {
 	case virtual:
 		est.StartupSource = "none: the simulator engine runs in virtual time"
+	case fixed:
+		est.StartupSource = "none: the external server is already running (spoc starts nothing and cannot change its flags, so the plan runs no study)"
 	case s.Fidelity.Startup > 0:
 		est.StartupSeconds, est.StartupSource = s.Fidelity.Startup.Seconds(), "configured (plan.engine_startup)"
 	default:
@@ -101,7 +105,8 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	defaultMode, _ := ResolveFidelity("", s.Deployment.Kind, virtual, engine.Reconfigurable(s.Launcher))
+	defaultMode, _ := ResolveFidelity("", s.Deployment.Kind, virtual, !fixed)
+	live := -1 // the live row, which an external server's multi row copies
 	for _, mode := range Fidelities {
 		row := EstimateRow{Fidelity: mode, Default: mode == defaultMode}
 		if virtual && mode != FidelitySimulated {
@@ -112,10 +117,22 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 			est.Rows = append(est.Rows, row)
 			continue
 		}
+		if fixed && mode == FidelityMulti && live >= 0 {
+			// ResolveFidelity: multi on an external server is the live plan
+			row = est.Rows[live]
+			row.Fidelity, row.Default, row.Note = mode, mode == defaultMode, "an external server: the same as live (nothing to search in the simulator)"
+			est.Rows = append(est.Rows, row)
+			continue
+		}
 		progressf(o.Progress, "estimate %s: running the plan's control flow on the simulator, counting the live runs it stands for (seconds to minutes of CPU, no engine time)", mode)
 		u, skippable, more, err := dryRun(ctx, s, o, simulator, mode, filepath.Join(tmp, mode))
 		if err != nil {
 			return nil, fmt.Errorf("estimate %s: %w", mode, err)
+		}
+		if fixed {
+			// the simulator standing in for the server was started; the
+			// server itself is not
+			u.Starts, skippable.Starts = 0, 0
 		}
 		row.Runs, row.Starts, row.WindowSeconds = u.Runs, u.Starts, u.WindowSeconds
 		cost := func(u capacity.WouldUse) float64 {
@@ -135,6 +152,9 @@ func EstimateEngineTime(ctx context.Context, s Setup, o Options) (*Estimate, err
 		sf.Fidelity.Startup = time.Duration(est.StartupSeconds * float64(time.Second))
 		least, _ := minimumEngineTime(sf, mode)
 		row.MinimumSeconds = least.Seconds()
+		if mode == FidelityLive {
+			live = len(est.Rows)
+		}
 		est.Rows = append(est.Rows, row)
 	}
 	return est, nil
@@ -167,7 +187,8 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 		return total, skippable, more, err
 	}
 	// progress of a dry run is not the plan's: it is discarded
-	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, dryRun: true}
+	p := &planner{s: ds, o: Options{Logger: o.Logger, Progress: io.Discard}, ev: ev, sum: &Summary{Fidelity: &FidelityReport{Mode: mode}}, dryRun: true,
+		fixedFlags: !engine.Reconfigurable(s.Launcher)}
 	steps := p.steps(ev)[1:6] // baseline … default
 	if mode == FidelityMulti {
 		if err := p.initMulti(); err != nil {
@@ -188,7 +209,7 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 			skippable.WindowSeconds += u.WindowSeconds - before.WindowSeconds
 		}
 		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %s, %s, %.0fs of windows (%.0fs elapsed)",
-			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), count(u.Runs, "run"), count(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
+			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), words.Plural(u.Runs, "run"), words.Plural(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
 	}
 	// each refined sweep: its refinement and the users its runs go to
 	type refinedSweep struct {
@@ -224,14 +245,6 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 		more.WindowSeconds += float64(left) * (l.Ramp + l.Warmup + l.Duration).Seconds()
 	}
 	return ev.WouldUse(), skippable, more, nil
-}
-
-// count is n things, in the plural unless n is 1.
-func count(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // progressf writes one progress line to w (nil: nowhere).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,56 @@ func TestEstimateCountsEachFidelity(t *testing.T) {
 	}
 	if multi.MinimumSeconds <= 0 || multi.MinimumSeconds > multi.EngineSeconds {
 		t.Errorf("multi minimum %.0f s of %.0f s", multi.MinimumSeconds, multi.EngineSeconds)
+	}
+}
+
+// An external server is already running and keeps its flags: --estimate
+// starts nothing (the server's URL answers nothing here), counts no server
+// start and no study, and prices multi as the live plan it is; the
+// capacity sweep's walk is the baseline's (measured once), so the live
+// count has the baseline, the refinement and nothing of a search.
+func TestEstimateForAnExternalServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("dry-runs a quick plan on the simulator (seconds)")
+	}
+	t.Parallel() // seconds of CPU in a plan of its own: overlaps the others
+	cfg := config.Default()
+	cfg.Engine.Kind = config.EngineExternal
+	cfg.Engine.External.URL = "http://127.0.0.1:1" // nothing listens: a start or a preflight would fail
+	s, err := cfg.Setup(config.SetupOptions{OutDir: t.TempDir(), Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress strings.Builder
+	est, err := plan.EstimateEngineTime(context.Background(), s, plan.Options{Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.StartupSeconds != 0 || !strings.HasPrefix(est.StartupSource, "none: the external server is already running") {
+		t.Errorf("start-up %.1f s (%s): want none, the server is running", est.StartupSeconds, est.StartupSource)
+	}
+	rows := map[string]plan.EstimateRow{}
+	for _, r := range est.Rows {
+		rows[r.Fidelity] = r
+	}
+	live, multi := rows[plan.FidelityLive], rows[plan.FidelityMulti]
+	if live.Starts != 0 || live.Runs == 0 || !live.Default {
+		t.Errorf("live: %+v; want runs on no server start, the default fidelity", live)
+	}
+	// no study: the tune phase counts no run
+	re := regexp.MustCompile(`estimate live: phase \d/\d (\S+) .*counted so far (\d+) runs?`)
+	counted := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(progress.String(), -1) {
+		counted[m[1]] = m[2]
+	}
+	if counted["baseline"] == "" || counted["tune"] != counted["baseline"] {
+		t.Errorf("runs counted after baseline %q, after tune %q: want no study on an external server\n%s", counted["baseline"], counted["tune"], progress.String())
+	}
+	if live.IfNoFeasibleSeconds != 0 {
+		t.Errorf("live: a no-feasible-trial branch (%.0f s) without a study", live.IfNoFeasibleSeconds)
+	}
+	if multi.Runs != live.Runs || multi.EngineSeconds != live.EngineSeconds || multi.Default || !strings.Contains(multi.Note, "the same as live") {
+		t.Errorf("multi %+v, want live's count (%+v): multi on an external server is the live plan", multi, live)
 	}
 }
 

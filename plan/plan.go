@@ -47,6 +47,10 @@ type planner struct {
 	// dryRun marks a plan run on the simulator to count what it would
 	// cost live (estimate.go): phases decide as on a live engine.
 	dryRun bool
+	// fixedFlags marks a dry run counting for an external server: the
+	// simulator standing in for it could take each trial's flags, the
+	// server cannot, so the plan decides as on the server.
+	fixedFlags bool
 	// the phase running, for progress events
 	phaseName          string
 	phaseIndex, phases int

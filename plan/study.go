@@ -72,7 +72,7 @@ func (p *planner) baselineSweep(ctx context.Context, ev *capacity.Evaluator, st 
 
 // tune runs the study of st on ev at st's load.
 func (p *planner) tune(ctx context.Context, ev *capacity.Evaluator, st *searchState) (string, error) {
-	if !engine.Reconfigurable(ev.Launcher()) {
+	if !engine.Reconfigurable(ev.Launcher()) || p.fixedFlags {
 		// A server spoc does not start keeps its own flags: there is
 		// nothing to search, and the plan measures that server as it runs.
 		p.sum.Notes = append(p.sum.Notes, "The engine is an external server: spoc cannot change its flags, so no parameter search ran and the capacity is that of the server's own configuration.")

@@ -286,9 +286,23 @@ func (p *planner) baselineRecords(users int) (io.WriteCloser, error) {
 // (Known) when the plan keeps engine.params: the baseline walked the same
 // flags with the same windows, workload seed and a cold prefix cache for
 // each run, so the capacity sweep's first walk would repeat it. Their
-// records become the sweep's. Virtual runs are cheap and run again.
+// records become the sweep's. Virtual runs are cheap and run again,
+// except in a dry run, which counts what the live plan would run: there
+// every baseline level is known, as the live baseline's records make it.
 func (p *planner) measureOnce(ev *capacity.Evaluator, st *searchState, opts capacity.SweepOptions) (capacity.SweepOptions, error) {
-	if ev.Virtual() || st.baseline == nil || p.sum.Capacity.ChosenTrial >= 0 {
+	if (ev.Virtual() && !p.dryRun) || st.baseline == nil || p.sum.Capacity.ChosenTrial >= 0 {
+		return opts, nil
+	}
+	if p.dryRun {
+		known := map[int]capacity.Repeat{}
+		for _, l := range st.baseline.Levels {
+			if len(l.Repeats) > 0 {
+				known[l.Users] = l.Repeats[0]
+			}
+		}
+		if len(known) > 0 {
+			opts.Known = known
+		}
 		return opts, nil
 	}
 	dir := filepath.Join(p.s.OutDir, stagingRecords)

@@ -17,6 +17,7 @@ type External struct {
 	ep         Endpoint
 	healthPath string
 	resetPath  string
+	devModeEnv string
 }
 
 var _ Launcher = (*External)(nil)
@@ -37,13 +38,14 @@ func NewExternal(baseURL, model, healthPath string, metricsURLs []string) (*Exte
 		},
 		healthPath: healthPath,
 		resetPath:  VLLM().ResetPath,
+		devModeEnv: VLLM().DevModeEnv,
 	}, nil
 }
 
 // WithFlavor makes the server's cache reset the flavor's route (none for
 // a generic server without one) and returns e.
 func (e *External) WithFlavor(f Flavor) *External {
-	e.resetPath = f.or().ResetPath
+	e.resetPath, e.devModeEnv = f.or().ResetPath, f.or().DevModeEnv
 	return e
 }
 
@@ -54,7 +56,7 @@ func (e *External) Kind() string { return "external" }
 // The flags describe the running server and are ignored.
 func (e *External) Start(ctx context.Context, _ Params) (Server, error) {
 	if e.healthPath == "" {
-		return &externalServer{ep: e.ep, resetPath: e.resetPath}, nil
+		return &externalServer{ep: e.ep, resetPath: e.resetPath, devModeEnv: e.devModeEnv}, nil
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	u := e.ep.BaseURL + e.healthPath
@@ -64,7 +66,7 @@ func (e *External) Start(ctx context.Context, _ Params) (Server, error) {
 		}
 		return nil, fmt.Errorf("external engine: server at %s is not healthy: %w", e.ep.BaseURL, err)
 	}
-	return &externalServer{ep: e.ep, resetPath: e.resetPath}, nil
+	return &externalServer{ep: e.ep, resetPath: e.resetPath, devModeEnv: e.devModeEnv}, nil
 }
 
 // Describe is the server's address.
@@ -72,8 +74,8 @@ func (e *External) Describe() string { return e.ep.BaseURL }
 
 // externalServer is a server spoc does not own.
 type externalServer struct {
-	ep        Endpoint
-	resetPath string
+	ep                    Endpoint
+	resetPath, devModeEnv string
 }
 
 // Endpoint returns the configured address.
@@ -82,7 +84,12 @@ func (s *externalServer) Endpoint() Endpoint { return s.ep }
 // ResetCache asks the server to empty its prefix cache; a vLLM without
 // VLLM_SERVER_DEV_MODE=1 answers ErrResetUnsupported.
 func (s *externalServer) ResetCache(ctx context.Context) error {
-	return resetAt(ctx, s.ep.BaseURL, s.resetPath)
+	err := resetAt(ctx, s.ep.BaseURL, s.resetPath)
+	if s.devModeEnv != "" && s.resetPath != "" && errors.Is(err, ErrResetUnsupported) {
+		// spoc did not start the server, so it could not open the route
+		return fmt.Errorf("%w (the server opens it only when started with %s=1)", err, s.devModeEnv)
+	}
+	return err
 }
 
 // Stop does nothing: spoc does not own the server.

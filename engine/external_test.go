@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/spoc-project/spoc/vllm"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -51,6 +53,10 @@ func TestExternalResetCache(t *testing.T) {
 		err := srv.ResetCache(ctx)
 		if (err == nil) != tc.ok || errors.Is(err, ErrResetUnsupported) != tc.unsupported {
 			t.Errorf("HTTP %d: ResetCache = %v, want ok=%v unsupported=%v", tc.code, err, tc.ok, tc.unsupported)
+		}
+		// a vLLM spoc did not start: the error says how to open the route
+		if tc.unsupported && !strings.Contains(fmt.Sprint(err), vllm.EnvServerDevMode+"=1") {
+			t.Errorf("HTTP %d: ResetCache = %v, want the hint to start the server with %s=1", tc.code, err, vllm.EnvServerDevMode)
 		}
 		if resets.Load() != before+1 {
 			t.Errorf("HTTP %d: ResetCache did not POST %s", tc.code, vllm.PathResetPrefixCache)

@@ -315,35 +315,92 @@ func (p *blockPool) release(b int32) {
 
 // freeBlocks releases a request's blocks, last block first, so that the tail
 // of a sequence (least likely to be shared) is evicted before its prefix.
+// It is release and pushTail for each block, with the queue's tail and
+// count in locals: a session's whole history is released at the end of
+// each turn, and the pool's fields reloaded through p for every block
+// were a fifth of the loop.
 func (p *blockPool) freeBlocks(blocks []int32) {
+	meta, tail, freed := p.blocks, p.tail, 0
 	for i := len(blocks) - 1; i >= 0; i-- {
-		p.release(blocks[i])
+		b := blocks[i]
+		m := &meta[b]
+		m.refs--
+		if m.refs != 0 {
+			continue
+		}
+		m.prev, m.next, m.inFree = tail, noBlock, true
+		if tail != noBlock {
+			meta[tail].next = b
+		} else {
+			p.head = b
+		}
+		tail = b
+		freed++
 	}
+	p.tail = tail
+	p.numFree += freed
+}
+
+// touchAll touches each of hits (touch) and appends it to dst: a waiting
+// request taking its prefix hits, nearly all of them its own previous
+// turn's blocks, which sit next to each other in the free queue.
+func (p *blockPool) touchAll(dst, hits []int32) []int32 {
+	meta := p.blocks
+	for _, b := range hits {
+		m := &meta[b]
+		if m.refs == 0 && m.inFree {
+			pr, nx := m.prev, m.next
+			if pr != noBlock {
+				meta[pr].next = nx
+			} else {
+				p.head = nx
+			}
+			if nx != noBlock {
+				meta[nx].prev = pr
+			} else {
+				p.tail = pr
+			}
+			m.inFree = false
+			p.numFree--
+		}
+		m.refs++
+	}
+	return append(dst, hits...)
 }
 
 // lookup returns the cached blocks for the longest prefix of hashes, at most
-// limit blocks, appending them to dst without touching them. A block is
+// limit blocks, appending them to dst without touching them, and how many
+// of them nobody holds (in the free queue: taking them shortens it). A block is
 // looked for after the previous hit's block first (its run), then at
 // hint[i], where present: a guess of the block that holds hashes[i] (the
 // blocks the same request held for its previous turn, whose prompt is this
 // prompt's prefix), then in the index. No two blocks hold one hash, so
 // where it is found changes nothing but the cost.
-func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32) []int32 {
+func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32) ([]int32, int) {
 	if !p.caching {
-		return dst
+		return dst, 0
 	}
 	if limit > len(hashes) {
 		limit = len(hashes)
 	}
+	meta := p.blocks
+	free := 0
 	prev := int32(noBlock)
 	for i, h := range hashes[:limit] {
-		if b, ok := p.next(prev, h); ok {
-			dst = append(dst, b)
-			prev = b
+		if c := prev + 1; prev >= 0 && int(c) < len(meta) && meta[c].hash == h {
+			// the next block of prev's run (next)
+			if meta[c].refs == 0 {
+				free++
+			}
+			dst = append(dst, c)
+			prev = c
 			continue
 		}
 		if i < len(hint) {
-			if b := hint[i]; b >= 0 && int(b) < len(p.blocks) && p.blocks[b].hash == h {
+			if b := hint[i]; b >= 0 && int(b) < len(meta) && meta[b].hash == h {
+				if meta[b].refs == 0 {
+					free++
+				}
 				dst = append(dst, b)
 				prev = b
 				continue
@@ -353,10 +410,13 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 		if !ok {
 			break
 		}
+		if meta[b].refs == 0 {
+			free++
+		}
 		dst = append(dst, b)
 		prev = b
 	}
-	return dst
+	return dst, free
 }
 
 // holder returns the block that holds hashes[i] in the prefix cache, or

@@ -181,7 +181,7 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				}
 				r.hashes = chain(s+1+len(sessions)*gen[s], min(maxLen, len(r.hashes)+1+rng.IntN(5)))
 				limit := len(r.hashes) - rng.IntN(2)
-				hits := p.lookup(nil, r.hashes, limit, r.hint)
+				hits, free := p.lookup(nil, r.hashes, limit, r.hint)
 				want := ref.lookup(r.hashes, limit)
 				hitBlocks += len(hits)
 				if len(hits) != len(want) {
@@ -192,6 +192,9 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					if p.blocks[b].refs == 0 {
 						evictable++
 					}
+				}
+				if free != evictable {
+					t.Fatalf("op %d: lookup counts %d of its hits unheld, %d are", op, free, evictable)
 				}
 				if fresh > p.numFree-evictable {
 					break
@@ -205,8 +208,14 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 						rewrite(hits)
 					})
 				}
-				for i, b := range hits {
-					p.touch(b)
+				if rng.IntN(2) == 0 {
+					p.touchAll(nil, hits)
+				} else {
+					for _, b := range hits {
+						p.touch(b)
+					}
+				}
+				for i := range hits {
 					ref.touch(want[i])
 				}
 				r.got, r.want = hits, want

@@ -54,7 +54,7 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 		}
 		scheduled := false
 		for {
-			if e.allocate(r, n, nil) {
+			if e.allocate(r, n, nil, 0) {
 				scheduled = true
 				break
 			}
@@ -87,11 +87,12 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 				break // FCFS: those behind arrived later still
 			}
 			e.hits = e.hits[:0]
+			free := 0
 			if r.computed == 0 && e.pool.caching {
 				// A full hit still recomputes the last token to get logits.
 				// r.blocks is empty here; its array still holds the blocks
 				// of r's previous turn (Request.Reset keeps it), the hint.
-				e.hits = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize, r.blocks[:cap(r.blocks)])
+				e.hits, free = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize, r.blocks[:cap(r.blocks)])
 			}
 			hitTokens := len(e.hits) * e.p.BlockSize
 			n := r.numTokens() - r.computed - hitTokens
@@ -103,7 +104,7 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 				continue
 			}
 			n = min(n, budget)
-			if !e.allocate(r, n, e.hits) {
+			if !e.allocate(r, n, e.hits, free) {
 				break
 			}
 			e.waiting.popFront()
@@ -232,7 +233,9 @@ func (e *Engine) Complete(end float64) []*Request {
 // allocate gives r the blocks to hold n more tokens after reusing the cached
 // blocks hits (a waiting request's prefix), or reports false and changes
 // nothing when the free queue is too short.
-func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
+//
+// evictableHits is how many of hits nobody holds (lookup's count).
+func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int) bool {
 	bs := e.p.BlockSize
 	total := r.computed + len(hits)*bs + n
 	if len(hits) == 0 && total <= len(r.blocks)*bs && (len(r.slide) >= e.slideMax || total <= len(r.slide)*bs) {
@@ -243,22 +246,13 @@ func (e *Engine) allocate(r *Request, n int, hits []int32) bool {
 	freshFull := needFull - len(r.blocks) - len(hits)
 	freshSlide := needSlide - len(r.slide)
 	fresh := freshFull + freshSlide
-	evictableHits := 0
-	for _, b := range hits {
-		if e.pool.blocks[b].refs == 0 {
-			evictableHits++
-		}
-	}
 	if fresh > e.pool.numFree-evictableHits {
 		return false
 	}
 	if max(0, freshFull-r.res.left())+freshSlide > e.pool.room() {
 		e.compactPool(r, hits)
 	}
-	for _, b := range hits {
-		e.pool.touch(b)
-		r.blocks = append(r.blocks, b)
-	}
+	r.blocks = e.pool.touchAll(r.blocks, hits)
 	r.computed += len(hits) * bs
 	r.cachedBlocks += len(hits)
 	if freshFull > 0 && r.res.left() == 0 {

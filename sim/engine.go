@@ -244,7 +244,7 @@ func (e *Engine) freeRequest(r *Request) {
 	e.pool.freeBlocks(r.slide)
 	r.blocks, r.slide = r.blocks[:0], r.slide[:0]
 	r.res = reservation{} // its unused slots stay dead
-	r.cachedBlocks = 0
+	r.cachedBlocks, r.holdsLast = 0, false
 }
 
 // cost returns the cost model for the group's clocks at now.

@@ -445,12 +445,19 @@ func (p *blockPool) holder(blocks []int32, hashes []uint64, i int) int32 {
 // its first block (the duplicate stays private), as when two requests
 // computed the same prefix in the same step. A block in the slot after
 // its parent's block follows it; any other enters the index.
-func (p *blockPool) cacheRun(blocks []int32, hashes []uint64, from, to int) {
+//
+// known says that blocks[from−1] holds hashes[from−1] in the cache, so
+// the run chains from it without reading it. cacheRun reports whether
+// blocks[to−1] holds hashes[to−1] afterwards.
+func (p *blockPool) cacheRun(blocks []int32, hashes []uint64, from, to int, known bool) bool {
 	if !p.caching || from >= to {
-		return
+		return false
 	}
 	prev := int32(noBlock)
-	if from > 0 {
+	switch {
+	case from > 0 && known:
+		prev = blocks[from-1]
+	case from > 0:
 		prev = p.holder(blocks, hashes, from-1)
 	}
 	for i := from; i < to; i++ {
@@ -485,6 +492,7 @@ func (p *blockPool) cacheRun(blocks []int32, hashes []uint64, from, to int) {
 		}
 		prev = b
 	}
+	return prev >= 0 && prev == blocks[to-1]
 }
 
 // filledRun is blocks a step filled: blocks[from:to] of one request, whose
@@ -493,12 +501,19 @@ type filledRun struct {
 	blocks   []int32
 	hashes   []uint64
 	from, to int
+	// known: blocks[from−1] holds hashes[from−1] (cacheRun); holdsLast,
+	// when set, is told whether blocks[to−1] holds hashes[to−1] after.
+	known     bool
+	holdsLast *bool
 }
 
 // cacheAll caches each run in order, as cacheRun does.
 func (p *blockPool) cacheAll(runs []filledRun) {
 	for _, r := range runs {
-		p.cacheRun(r.blocks, r.hashes, r.from, r.to)
+		ok := p.cacheRun(r.blocks, r.hashes, r.from, r.to, r.known)
+		if r.holdsLast != nil {
+			*r.holdsLast = ok
+		}
 	}
 }
 

@@ -234,13 +234,22 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					r.want = append(r.want, ref.allocate())
 				}
 				// Runs of computed blocks; some blocks stay uncomputed.
+				// The first chains from the hits, which hold their hashes
+				// (known); cacheRun says whether its last block holds its.
+				known := len(hits) > 0
 				for i := len(hits); i < len(r.hashes); {
 					j := i
 					for j < len(r.hashes) && rng.IntN(6) > 0 {
 						ref.cache(r.want[j], r.hashes[j])
 						j++
 					}
-					p.cacheRun(r.got, r.hashes, i, j)
+					if known && p.holder(r.got, r.hashes, i-1) != r.got[i-1] {
+						t.Fatalf("op %d: block %d was known to hold its hash and does not", op, i-1)
+					}
+					if p.cacheRun(r.got, r.hashes, i, j, known && rng.IntN(2) == 0) != (j > i && p.holder(r.got, r.hashes, j-1) == r.got[j-1]) {
+						t.Fatalf("op %d: cacheRun's report on block %d is wrong", op, j-1)
+					}
+					known = false // the next run starts after an uncomputed block
 					i = j + 1
 				}
 				held = append(held, r)

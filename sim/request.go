@@ -40,6 +40,11 @@ type Request struct {
 	computed     int
 	newTokens    int
 	cachedBlocks int
+	// holdsLast: blocks[cachedBlocks−1] is the block the prefix cache
+	// holds hashes[cachedBlocks−1] in (r took it as a hit or cached it
+	// first, and holds it, so it stays so), and the next run r caches
+	// chains from it without looking it up.
+	holdsLast    bool
 	blocks       []int32
 	slide        []int32
 	res          reservation // the slots set aside for r's later blocks

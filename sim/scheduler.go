@@ -184,7 +184,14 @@ func (e *Engine) Complete(end float64) []*Request {
 		if to := min(full, len(r.BlockHashes)); r.cachedBlocks < to {
 			// r.blocks' ids stay valid when r finishes below: releasing
 			// evicts nothing.
-			e.filled = append(e.filled, filledRun{r.blocks, r.BlockHashes, r.cachedBlocks, to})
+			run := filledRun{blocks: r.blocks, hashes: r.BlockHashes, from: r.cachedBlocks, to: to, known: r.holdsLast}
+			r.holdsLast = false
+			if full == to {
+				run.holdsLast = &r.holdsLast // cacheAll says
+			}
+			e.filled = append(e.filled, run)
+		} else if full > r.cachedBlocks {
+			r.holdsLast = false
 		}
 		r.cachedBlocks = max(r.cachedBlocks, full)
 		if r.computed < r.numTokens() {
@@ -255,6 +262,12 @@ func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int) bo
 	r.blocks = e.pool.touchAll(r.blocks, hits)
 	r.computed += len(hits) * bs
 	r.cachedBlocks += len(hits)
+	switch {
+	case len(hits) > 0: // a waiting request's hits: r.cachedBlocks was 0
+		r.holdsLast = true
+	case r.cachedBlocks == 0:
+		r.holdsLast = false // a finished turn's last run may have said otherwise
+	}
 	if freshFull > 0 && r.res.left() == 0 {
 		// Every full block r will take from here to its last token, in one
 		// run of slots (blockPool.reserve); more than that only when its

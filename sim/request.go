@@ -44,12 +44,12 @@ type Request struct {
 	// holds hashes[cachedBlocks−1] in (r took it as a hit or cached it
 	// first, and holds it, so it stays so), and the next run r caches
 	// chains from it without looking it up.
-	holdsLast    bool
-	blocks       []int32
-	slide        []int32
-	res          reservation // the slots set aside for r's later blocks
-	running      bool
-	finished     bool
+	holdsLast bool
+	blocks    []int32
+	slide     []int32
+	res       reservation // the slots set aside for r's later blocks
+	running   bool
+	finished  bool
 
 	// the cluster router's bookkeeping (Cluster.Assign, Release)
 	replica int32

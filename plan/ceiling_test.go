@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"math"
 	"reflect"
 	"testing"
 
+	"github.com/spoc-project/spoc/capacity"
 	"github.com/spoc-project/spoc/vllm"
 )
 
@@ -96,5 +98,21 @@ func TestChangedFlagsUseTheFlavorsDefaults(t *testing.T) {
 	}
 	if got := changedFlags(map[string]any{}, map[string]any{"seqs": 8}, nil); len(got) != 1 || got[0].DefaultIsEngineDefault {
 		t.Errorf("no defaults: %+v", got)
+	}
+}
+
+// An interval the runs leave open above has no precision to print: the
+// text says so instead of "±NaN %" or "±+Inf %".
+func TestPrecisionText(t *testing.T) {
+	for _, tc := range []struct {
+		e    capacity.CapacityEstimate
+		want string
+	}{
+		{capacity.CapacityEstimate{Users: 168, Lo: 154, Hi: 175, Bounded: true, Precision: 0.0625}, "±6.2 %"},
+		{capacity.CapacityEstimate{Users: 168, Lo: 154, Hi: capacity.InfFloat(math.Inf(1)), Precision: capacity.InfFloat(math.Inf(1))}, "none (the interval is open above)"},
+	} {
+		if got := PrecisionText(&tc.e); got != tc.want {
+			t.Errorf("PrecisionText(%+v) = %q, want %q", tc.e, got, tc.want)
+		}
 	}
 }

@@ -360,8 +360,6 @@ func newGroup(name string) *group {
 	return g
 }
 
-// appendTokenGaps appends r's per-token gaps in microseconds: each chunk's
-// gap divided by its token count, once per token.
 // requestITL is the pct-th percentile (nearest rank) of r's own token gaps,
 // which it must have.
 func (s *Summary) requestITL(r *Record, pct float64) time.Duration {
@@ -410,7 +408,13 @@ func nthSmallest(x []int64, k int) int64 {
 	return x[k]
 }
 
+// appendTokenGaps appends r's per-token gaps in microseconds: each chunk's
+// gap divided by its token count, once per token. A record of one-token
+// chunks (no token counts: every simulated record) is its gaps as they are.
 func appendTokenGaps(dst []int64, r *Record) []int64 {
+	if len(r.TokenCounts) == 0 {
+		return append(dst, r.TokenGapsUS...)
+	}
 	for i, gap := range r.TokenGapsUS {
 		n := r.ChunkTokens(i)
 		for range n {

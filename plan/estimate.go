@@ -208,8 +208,12 @@ func dryRun(ctx context.Context, s Setup, o Options, simulator *engine.Sim, mode
 			skippable.Starts += u.Starts - before.Starts
 			skippable.WindowSeconds += u.WindowSeconds - before.WindowSeconds
 		}
+		starts := words.Plural(u.Starts, "server start")
+		if p.fixedFlags {
+			starts = "no server start (the server is already running)" // EstimateEngineTime clears the simulator's
+		}
 		progressf(o.Progress, "estimate %s: phase %d/%d %-9s %4.1fs; counted so far %s, %s, %.0fs of windows (%.0fs elapsed)",
-			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), words.Plural(u.Runs, "run"), words.Plural(u.Starts, "server start"), u.WindowSeconds, time.Since(start).Seconds())
+			mode, i+1, len(steps), st.name, time.Since(t0).Seconds(), words.Plural(u.Runs, "run"), starts, u.WindowSeconds, time.Since(start).Seconds())
 	}
 	// each refined sweep: its refinement and the users its runs go to
 	type refinedSweep struct {

@@ -186,6 +186,10 @@ func TestEstimateForAnExternalServer(t *testing.T) {
 	if counted["baseline"] == "" || counted["tune"] != counted["baseline"] {
 		t.Errorf("runs counted after baseline %q, after tune %q: want no study on an external server\n%s", counted["baseline"], counted["tune"], progress.String())
 	}
+	// the progress counts no start of the simulator standing in for it
+	if regexp.MustCompile(`\d+ server starts?`).MatchString(progress.String()) {
+		t.Errorf("the progress counts server starts on an external server:\n%s", progress.String())
+	}
 	if live.IfNoFeasibleSeconds != 0 {
 		t.Errorf("live: a no-feasible-trial branch (%.0f s) without a study", live.IfNoFeasibleSeconds)
 	}

@@ -42,7 +42,9 @@ func newSimServeCmd() *cobra.Command {
 			"streams reasoning before content, chunks carry --tokens-per-chunk tokens, cached_tokens needs\n" +
 			"--enable-prompt-tokens-details, /reset_prefix_cache needs VLLM_SERVER_DEV_MODE=1, the model may be\n" +
 			"given as vllm serve's positional MODEL, the GPUs are --tensor-parallel-size × --data-parallel-size\n" +
-			"unless --gpus says otherwise, and these vLLM flags are accepted and ignored with a log line:\n" +
+			"unless --gpus says otherwise (--data-parallel-size defaults to 1 as in vLLM; --tensor-parallel-size\n" +
+			"to the configuration's, 4 without --config, where vllm serve's is 1: pass it to mirror a command\n" +
+			"line that leaves it out), and these vLLM flags are accepted and ignored with a log line:\n" +
 			wrapWords(serve.IgnoredFlagNames(), 100) + ".\n\n" +
 			"--sglang-faithful makes it stand in for an SGLang server instead (docs/simulator.md): SGLang's flag\n" +
 			"names (--model-path, --tp-size, --dp-size, --max-running-requests, --chunked-prefill-size,\n" +

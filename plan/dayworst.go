@@ -125,12 +125,25 @@ func share(part, whole int64) float64 {
 // String is the minute as the headline prints it.
 func (w WorstMinute) String() string {
 	m := int(w.Start / 60)
-	s := fmt.Sprintf("%02d:%02d TTFT p95 %.2f s, ITL p95 %.0f ms (%s; %d serving", m/60, m%60, w.TTFT, 1000*w.ITL, strings.Join(w.Causes, ", "), w.Serving)
+	return fmt.Sprintf("%02d:%02d TTFT p95 %.2f s, ITL p95 %.0f ms (%s; %s, prefix hits %.0f %% vs %.0f %% over the day, imbalance %.2f)",
+		m/60, m%60, w.TTFT, 1000*w.ITL, strings.Join(w.Causes, ", "), w.Fleet(), 100*w.HitShare, 100*w.DayHitShare, w.Imbalance)
+}
+
+// Fleet is the minute's replicas in words: those serving, how many of them
+// are cold (a subset, not more replicas), and those still starting.
+func (w WorstMinute) Fleet() string {
+	s := fmt.Sprintf("%d serving", w.Serving)
+	switch {
+	case w.Cold == 0:
+	case w.Cold == w.Serving && w.Cold == 2:
+		s += " (both cold)"
+	case w.Cold == w.Serving && w.Cold > 1:
+		s += " (all cold)"
+	default:
+		s += fmt.Sprintf(" (%d of them cold)", w.Cold)
+	}
 	if w.Starting > 0 {
 		s += fmt.Sprintf(", %d starting", w.Starting)
 	}
-	if w.Cold > 0 {
-		s += fmt.Sprintf(", %d cold", w.Cold)
-	}
-	return s + fmt.Sprintf(", prefix hits %.0f %% vs %.0f %% over the day, imbalance %.2f)", 100*w.HitShare, 100*w.DayHitShare, w.Imbalance)
+	return s
 }

@@ -62,3 +62,20 @@ func TestWorstMinutesNameTheirCauses(t *testing.T) {
 		t.Error("a run without a scaler has worst minutes")
 	}
 }
+
+// The cold replicas are some of those serving, not more of them.
+func TestWorstMinuteFleetText(t *testing.T) {
+	for _, tc := range []struct {
+		w    WorstMinute
+		want string
+	}{
+		{WorstMinute{Serving: 4, Cold: 1}, "4 serving (1 of them cold)"},
+		{WorstMinute{Serving: 2, Cold: 2}, "2 serving (both cold)"},
+		{WorstMinute{Serving: 3, Cold: 3, Starting: 1}, "3 serving (all cold), 1 starting"},
+		{WorstMinute{Serving: 1, Starting: 2}, "1 serving, 2 starting"},
+	} {
+		if got := tc.w.Fleet(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}

@@ -94,13 +94,7 @@ func newDayView(sum *plan.Summary) *dayView {
 		ttft.Series, itl.Series = append(ttft.Series, ts), append(itl.Series, is)
 		for _, w := range r.Worst {
 			m := int(w.Start / 60)
-			fleet := fmt.Sprintf("%d serving", w.Serving)
-			if w.Starting > 0 {
-				fleet += fmt.Sprintf(", %d starting", w.Starting)
-			}
-			if w.Cold > 0 {
-				fleet += fmt.Sprintf(", %d cold", w.Cold)
-			}
+			fleet := w.Fleet()
 			v.Worst = append(v.Worst, dayWorstView{Policy: r.Policy, At: fmt.Sprintf("%02d:%02d", m/60, m%60),
 				TTFT: fmt.Sprintf("%.2f s", w.TTFT), ITL: fmt.Sprintf("%.0f ms", 1000*w.ITL), Causes: strings.Join(w.Causes, ", "), Fleet: fleet,
 				Hits: fmt.Sprintf("%s (day %s)", fmtPct(w.HitShare), fmtPct(w.DayHitShare)), Imbalance: fmt.Sprintf("%.2f", w.Imbalance)})

@@ -14,7 +14,9 @@ import (
 // within their limits, its error rate at most the limit) — per profile
 // and overall. A bin without requests misses nothing. Records are binned by
 // their scheduled time; warm-up records and those outside the window are
-// left out. It keeps two float32 per request, so a simulated day of a
+// left out. A request the window's end cut off (cancelled) is judged not
+// good but is no error: its TTFT counts when it had a first token, or when
+// it had waited past the TTFT limit without one, and its gaps do not. It keeps two float32 per request, so a simulated day of a
 // million requests holds 8 MB.
 type Attainment struct {
 	judge  *Summary
@@ -50,15 +52,26 @@ func (a *Attainment) Write(r *Record) error {
 	var good bool
 	var ttft, itl time.Duration
 	okTTFT, okITL := false, false
-	if r.Status == StatusOK {
+	cut := r.Status == StatusCancelled // by the window's end: censored, not failed
+	switch {
+	case r.Status == StatusOK:
 		good, _ = a.judge.isGood(r)
 		ttft, okTTFT = r.TTFT()
 		itl, okITL = a.requestITL(r)
+	case cut && !r.FirstToken.IsZero():
+		ttft, okTTFT = r.TTFT() // its stream was cut, so its gaps are not all there
+	case cut:
+		// without a first token: a TTFT of at least its wait, known to
+		// miss when that is past the limit (as the summary's exceedance
+		// counts it), unknown otherwise
+		if c := a.judge.sla.TTFT; c.Max > 0 && r.Done.Sub(r.Scheduled) > c.Max {
+			ttft, okTTFT = r.Done.Sub(r.Scheduled), true
+		}
 	}
 	for _, p := range scopes {
 		b := a.binOf(p, k)
 		b.n++
-		if r.Status != StatusOK {
+		if r.Status != StatusOK && !cut {
 			b.errs++
 			continue
 		}

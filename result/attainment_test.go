@@ -53,3 +53,42 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A request the window's end cut off is no error: a minute of good
+// requests and one cut short stays within an SLA of 1 % errors, the cut
+// one not good; cut off after waiting past the TTFT limit with no first
+// token, it is a TTFT miss; a failed request is an error.
+func TestAttainmentCutOffRequests(t *testing.T) {
+	sla := SLA{TTFT: LatencyClause{Percentile: 95, Max: time.Second}, ITL: LatencyClause{Percentile: 95, Max: 50 * time.Millisecond}, MaxErrorRate: 0.01}
+	end := t0.Add(time.Minute)
+	cut := func(at, waited time.Duration, firstToken bool) *Record {
+		r := &Record{Profile: "P0", Scheduled: t0.Add(at), Sent: t0.Add(at), Done: t0.Add(at + waited), Status: StatusCancelled}
+		if firstToken {
+			r.FirstToken = r.Sent.Add(100 * time.Millisecond)
+			r.TokenGapsUS = []int64{900000} // cut mid-stream: a gap no ITL judges
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		last   *Record
+		within bool
+	}{
+		{"cut off queued 0.5s", cut(59500*time.Millisecond, 500*time.Millisecond, false), true},
+		{"cut off streaming", cut(50*time.Second, 10*time.Second, true), true},
+		{"cut off queued past the TTFT limit", cut(40*time.Second, 20*time.Second, false), false},
+		{"failed", &Record{Profile: "P0", Scheduled: t0.Add(58 * time.Second), Done: end, Status: StatusHTTPError, HTTPStatus: 500}, false},
+	} {
+		a := NewAttainment(sla, Window{Start: t0, End: end}, time.Minute)
+		must(t, a.Write(rec("P0", 0, 100*time.Millisecond, 10*time.Millisecond, 5)))
+		must(t, a.Write(rec("P0", time.Second, 100*time.Millisecond, 10*time.Millisecond, 5)))
+		must(t, a.Write(tc.last))
+		r := a.Rows()[0]
+		if got := r.MinuteShare == 1; got != tc.within {
+			t.Errorf("%s: minute within %v, want %v (%+v)", tc.name, got, tc.within, r)
+		}
+		if r.RequestShare == 1 {
+			t.Errorf("%s: the request cut off or failed counted good (%+v)", tc.name, r)
+		}
+	}
+}

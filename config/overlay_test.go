@@ -184,6 +184,11 @@ func TestRunTargetRules(t *testing.T) {
 	if err := cfg.UseRunTarget(); err == nil || !strings.Contains(err.Error(), "run.target: spoc run needs the server's base URL") {
 		t.Errorf("no target: %v", err)
 	}
+	ext := Default() // an external engine's URL is the target
+	ext.Engine.Kind, ext.Engine.External.URL = EngineExternal, "http://127.0.0.1:8001"
+	if err := ext.UseRunTarget(); err != nil || ext.Run.Target != "http://127.0.0.1:8001" {
+		t.Errorf("engine.external.url: %v, target %q", err, ext.Run.Target)
+	}
 	cfg.Run.Target = "http://127.0.0.1:8000"
 	if err := cfg.UseRunTarget(); err != nil || cfg.Engine.Kind != EngineExternal || cfg.Engine.External.URL != cfg.Run.Target {
 		t.Errorf("target: %v, engine %s at %q", err, cfg.Engine.Kind, cfg.Engine.External.URL)

@@ -111,10 +111,14 @@ func apiKey(env string) string {
 
 // UseRunTarget makes the engine the server at run.target: spoc run measures
 // a server spoc does not start, an evaluation on an external engine like
-// any other engine's. It fails when run.target is empty.
+// any other engine's. Without run.target, a configured external engine's
+// URL is the target; otherwise it fails.
 func (c *Config) UseRunTarget() error {
+	if c.Run.Target == "" && c.Engine.Kind == EngineExternal && c.Engine.External.URL != "" {
+		c.Run.Target = c.Engine.External.URL
+	}
 	if c.Run.Target == "" {
-		return &Errors{List: []*FieldError{{Path: "run.target", Msg: "spoc run needs the server's base URL: --target URL, or run.target in the configuration"}}}
+		return &Errors{List: []*FieldError{{Path: "run.target", Msg: "spoc run needs the server's base URL: --target URL, run.target, or engine.kind: external with engine.external.url in the configuration"}}}
 	}
 	c.Engine.Kind = EngineExternal
 	c.Engine.External.URL = c.Run.Target

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,20 @@ func TestRunFailedPreflightLeavesThePreviousRecords(t *testing.T) {
 		t.Errorf("sidecar changed to %q", got)
 	}
 	onlyFiles(t, dir, "r.jsonl", "r.jsonl.run.json")
+}
+
+// Records into a folder that does not exist: an error naming the folder
+// before the run, and nothing created.
+func TestRunRecordsInAMissingFolder(t *testing.T) {
+	srv := testserver.Start(testserver.Config{FirstTokenDelay: time.Millisecond, TokenInterval: time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	records := filepath.Join(dir, "no-such", "r.jsonl")
+	_, err := capacity.Run(context.Background(), runSetup(t, srv.URL, 500*time.Millisecond), capacity.RunOptions{Records: records})
+	if err == nil || !strings.Contains(err.Error(), "the folder "+filepath.Join(dir, "no-such")+" does not exist") {
+		t.Fatalf("records in a missing folder: %v", err)
+	}
+	onlyFiles(t, dir)
 }
 
 // A completed run replaces the records and the sidecar: summarize then

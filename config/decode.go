@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -81,7 +82,14 @@ func decodeFile(data []byte, name string) (*Config, positions, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, &FieldError{File: name, Line: yamlErrLine(err), Msg: "invalid YAML: " + trimYAMLErr(err)}
+		fe := &FieldError{File: name, Line: yamlErrLine(err), Msg: "invalid YAML: " + trimYAMLErr(err)}
+		if strings.Contains(fe.Msg, "tab character") {
+			// yaml names the line before the tab's; the tab is what to fix
+			if l, c := firstIndentTab(data); l > 0 {
+				fe.Line, fe.Column = l, c
+			}
+		}
+		return nil, nil, fe
 	}
 	if len(doc.Content) == 0 {
 		return cfg, pos, nil
@@ -142,11 +150,22 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, pos positions, errs *
 	}
 	switch t.Kind() {
 	case reflect.Struct:
+		fields := yamlFields(t)
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+			return // an empty value keeps the defaults, as yaml decodes it
+		}
 		if n.Kind != yaml.MappingNode {
-			checkValue(n, t, path, errs)
+			// yaml's own message names the Go type (config.LatencyClause)
+			names := fieldNames(fields)
+			slices.Sort(names)
+			got := "a list"
+			if n.Kind == yaml.ScalarNode {
+				got = "`" + n.Value + "`"
+			}
+			errs.List = append(errs.List, &FieldError{Path: path, Line: n.Line, Column: n.Column,
+				Msg: fmt.Sprintf("want a mapping of %s, got %s", strings.Join(names, ", "), got)})
 			return
 		}
-		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Value == "<<" {
@@ -390,6 +409,22 @@ func yamlErrLine(err error) int {
 		fmt.Sscanf(msg[i:], "line %d", &line)
 	}
 	return line
+}
+
+// firstIndentTab is the line and column (1-based) of the first tab in a
+// line's indentation, or 0, 0: YAML indents with spaces only.
+func firstIndentTab(data []byte) (line, col int) {
+	for i, l := range strings.Split(string(data), "\n") {
+		for j, r := range l {
+			if r == '\t' {
+				return i + 1, j + 1
+			}
+			if r != ' ' {
+				break
+			}
+		}
+	}
+	return 0, 0
 }
 
 func trimYAMLErr(err error) string {

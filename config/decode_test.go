@@ -121,3 +121,21 @@ func TestMisspeltRouterAndKindSuggestTheName(t *testing.T) {
 		}
 	}
 }
+
+// A scalar where a section goes names the section's keys, not a Go type;
+// a tab in the indentation is reported at the tab.
+func TestSectionTypeAndTabErrorsNameTheFix(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"sla:\n  ttft: fast\n", "p.yaml:2:9: sla.ttft: want a mapping of max, percentile, got `fast`"},
+		{"sla:\n  ttft: [1, 2]\n", "p.yaml:2:9: sla.ttft: want a mapping of max, percentile, got a list"},
+		{"plan:\n  target_users: 100\n\tquick: true\n", "p.yaml:3:1: invalid YAML: found a tab character"},
+	} {
+		_, err := Load(strings.NewReader(tc.in), "p.yaml")
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	if _, err := Load(strings.NewReader("sla:\n  ttft:\n"), "p.yaml"); err != nil {
+		t.Errorf("an empty section: %v", err)
+	}
+}

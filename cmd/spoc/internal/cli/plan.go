@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -80,7 +79,7 @@ func runPlan(cmd *cobra.Command, f *planFlags) error {
 		defer prog.Close()
 		events = prog.planEvents
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := stderrLogger(cmd.ErrOrStderr())
 	// --estimate counts for the configured engine, whatever
 	// plan.fidelity; the plan runs on its fidelity's engine
 	setup, err := cfg.Setup(config.SetupOptions{OutDir: f.out, Quick: f.quick, Compare: f.compare, Plan: !f.estimate, Logger: logger})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,7 +89,7 @@ func runLoad(cmd *cobra.Command, f *runFlags) error {
 	if w := cfg.Run.Warning(); w != "" {
 		fmt.Fprintf(stderr, "spoc: warning: %s\n", w)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := stderrLogger(stderr)
 	setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
 	if err != nil {
 		return usageError(err)

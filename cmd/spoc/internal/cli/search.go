@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -168,7 +167,7 @@ func runSearchObjective(cmd *cobra.Command, configPath string) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := stderrLogger(cmd.ErrOrStderr())
 	setup, err := cfg.Setup(config.SetupOptions{Logger: logger})
 	if err != nil {
 		return usageError(err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,7 +77,7 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := stderrLogger(stderr)
 	setup, err := cfg.Setup(config.SetupOptions{OutDir: f.out, NamePrefix: "spoc-sweep", Logger: logger})
 	if err != nil {
 		return usageError(err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +77,7 @@ func runTune(cmd *cobra.Command, f *tuneFlags) error {
 	if w := cfg.Search.Warning(); w != "" {
 		fmt.Fprintf(stderr, "spoc: warning: %s\n", w)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := stderrLogger(stderr)
 	out := f.out
 	if f.dryRun {
 		out = "" // a dry run creates nothing

@@ -100,21 +100,29 @@ func capacityText(r *capacity.SweepResult) string {
 	return ceilingText(r.Ceiling, r.Interval)
 }
 
-// EstimateText is a capacity estimate in words: "168 users ± 5.8 % (95 %
+// EstimateText is a capacity estimate in words: "168 users (95 %
 // confidence 154–175)", or with an open upper end when the runs do not
 // bound it.
 func EstimateText(e *capacity.CapacityEstimate) string {
-	users := int(math.Floor(e.Users))
-	conf := 100 * e.Confidence
-	if !e.Bounded {
-		return fmt.Sprintf("%d users (%.0f %% confidence: at least %d, no upper bound from these runs)", users, conf, int(math.Floor(e.Lo)))
-	}
-	return fmt.Sprintf("%d users ± %.1f %% (%.0f %% confidence %d–%d)", users, 100*float64(e.Precision), conf, int(math.Floor(e.Lo)), int(math.Floor(float64(e.Hi))))
+	return fmt.Sprintf("%d users %s", int(math.Floor(e.Users)), IntervalText(e))
 }
 
-// PrecisionText is an estimate's precision in words: "±5.8 %", or that it
-// has none when the runs do not bound the interval above (its half-width
-// is infinite).
+// IntervalText is an estimate's interval in words: "(95 % confidence
+// 154–175)". It gives the ends, not a "±": the interval is seldom
+// centred on the estimate (its precision, half its width over the
+// estimate, is PrecisionText's).
+func IntervalText(e *capacity.CapacityEstimate) string {
+	conf := 100 * e.Confidence
+	if !e.Bounded {
+		return fmt.Sprintf("(%.0f %% confidence: at least %d, no upper bound from these runs)", conf, int(math.Floor(e.Lo)))
+	}
+	return fmt.Sprintf("(%.0f %% confidence %d–%d)", conf, int(math.Floor(e.Lo)), int(math.Floor(float64(e.Hi))))
+}
+
+// PrecisionText is an estimate's precision in words — half its interval's
+// width over the estimate, the quantity sweep.precision targets: "±5.8 %",
+// or that it has none when the runs do not bound the interval above (its
+// half-width is infinite).
 func PrecisionText(e *capacity.CapacityEstimate) string {
 	if !e.Bounded || math.IsInf(float64(e.Precision), 0) || math.IsNaN(float64(e.Precision)) {
 		return "none (the interval is open above)"

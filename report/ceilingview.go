@@ -24,8 +24,9 @@ var _ = template.Must(pageTemplate.Funcs(template.FuncMap{"ceilingView": newCeil
 // ceilingView is the ceiling's evidence, every figure formatted.
 type ceilingView struct {
 	Lo, Hi int
-	// Precision is "± 6.2 %" for an estimate (empty otherwise).
-	Precision string
+	// IntervalLabel is "95 % confidence" for an estimate, the interval's label
+	// (empty otherwise).
+	IntervalLabel string
 	// Interval explains [Lo, Hi] in a sentence; empty without one, and
 	// NoInterval says why.
 	Interval, IntervalTitle, NoInterval string
@@ -122,9 +123,10 @@ func estimateView(v *ceilingView, c plan.Capacity, e *capacity.CapacityEstimate)
 		e.Binding, plan.EstimateText(e), e.Runs, e.Levels, e.Method)
 	v.IntervalTitle = fmt.Sprintf("%.0f %% confidence interval of the capacity", 100*e.Confidence)
 	if e.Bounded {
-		v.Precision = fmt.Sprintf("± %.1f %%", 100*float64(e.Precision))
+		// the interval's ends follow; a "±" would read as centred
+		v.IntervalLabel = fmt.Sprintf("%.0f %% confidence", 100*e.Confidence)
 	} else {
-		v.Precision = "unbounded above"
+		v.IntervalLabel = "unbounded above"
 	}
 	if r := c.Refinement; r != nil {
 		reached := "reached"

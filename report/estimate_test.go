@@ -64,8 +64,9 @@ func TestEstimateReachesEveryOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := plan.EstimateText(e)
-	prec := fmt.Sprintf("± %.1f %%", 100*float64(e.Precision))
-	for _, want := range []string{text, prec + " · [", "Precision target ±10 % (sweep.precision): reached", "Spread over workload seeds:", e.Method} {
+	// the interval by its ends, never as a "±" (it is seldom centred)
+	label := fmt.Sprintf("%.0f %% confidence · [%d, %d]", 100*e.Confidence, int(math.Floor(e.Lo)), int(math.Floor(float64(e.Hi))))
+	for _, want := range []string{text, label, "Precision target ±10 % (sweep.precision): reached", "Spread over workload seeds:", e.Method} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -75,7 +76,10 @@ func TestEstimateReachesEveryOutput(t *testing.T) {
 	if c.BindingMargin != nil && (!strings.Contains(html, "<strong>Nearest its limit on the walk:</strong>") || strings.Contains(html, "Binding clause:")) {
 		t.Error("report.html: with an estimate, the walk's margin must read \"Nearest its limit on the walk\", not \"Binding clause\"")
 	}
-	for _, want := range []string{fmt.Sprintf("**Capacity: %d %s", c.Users, prec), text, "Precision target ±10 % (sweep.precision): reached"} {
+	if strings.Contains(text, "±") || strings.Contains(md.String(), fmt.Sprintf("%d ±", c.Users)) {
+		t.Errorf("the estimate reads as centred: %q", text)
+	}
+	for _, want := range []string{fmt.Sprintf("**Capacity: %d %s", c.Users, plan.IntervalText(e)), text, "Precision target ±10 % (sweep.precision): reached"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("summary.md lacks %q", want)
 		}

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	if c.Users > 0 {
 		ceiling := strconv.Itoa(c.Users)
 		if e := c.Estimate; e != nil && e.Bounded {
-			ceiling += fmt.Sprintf(" ± %.1f %% (%.0f %% confidence %.0f–%.0f)", 100*float64(e.Precision), 100*e.Confidence, math.Floor(e.Lo), math.Floor(float64(e.Hi)))
+			ceiling += " " + plan.IntervalText(e)
 		} else if iv := c.CeilingInterval; iv != nil {
 			ceiling += fmt.Sprintf(" [%d, %d]", iv.Lo, iv.Hi)
 		}

@@ -88,6 +88,17 @@ func (d *Day) validate(p string, errs *Errors) {
 	validateCurve(p+".users", len(d.Users), func(i int) Duration { return d.Users[i].At }, func(i int) float64 { return d.Users[i].Users }, "users", errs)
 	if d.Length <= 0 {
 		errs.Addf(p+".length", "must be positive")
+	} else {
+		// a point past the day's end is never reached: a typo in at or length
+		past := func(curve string, n int, at func(int) Duration) {
+			for i := range n {
+				if at(i) > d.Length {
+					errs.Addf(fmt.Sprintf("%s.%s[%d].at", p, curve, i), "%s is past the day's length (%s): the day ends before it", at(i), d.Length)
+				}
+			}
+		}
+		past("rate", len(d.Rate), func(i int) Duration { return d.Rate[i].At })
+		past("users", len(d.Users), func(i int) Duration { return d.Users[i].At })
 	}
 	if d.Compression < 0 || math.IsNaN(d.Compression) || math.IsInf(d.Compression, 0) {
 		errs.Addf(p+".compression", "must be a positive factor, got %v", d.Compression)

@@ -37,6 +37,8 @@ func TestDayBadInput(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"day:\n  length: 1h\n  users:\n    - {at: 0s, users: 50}\n    - {at: 2h, users: 100}\n    - {at: 1h, users: 10}\n  policies: [{kind: static}]\n",
 			"spoc.yaml:6:8: day.users[2].at: must be after users[1].at (2h0m0s), got 1h0m0s"},
+		{"day:\n  length: 2h\n  users:\n    - {at: 0s, users: 50}\n    - {at: 3h, users: 100}\n  policies: [{kind: static}]\n",
+			"spoc.yaml:5:8: day.users[1].at: 3h0m0s is past the day's length (2h0m0s): the day ends before it"},
 		{"day:\n  length: 1h\n  users:\n    - {at: -5m, users: 50}\n  policies: [{kind: static}]\n", "spoc.yaml:4:8: day.users[0].at: must not be negative"},
 		{"day:\n  length: 1h\n  rate: [{at: 0s, sessions_per_minute: -1}]\n  policies: [{kind: static}]\n", "day.rate[0].sessions_per_minute: must be a non-negative number"},
 		{"day:\n  length: 1h\n  policies: [{kind: static}]\n", "day: needs rate"},

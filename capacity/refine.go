@@ -42,6 +42,9 @@ type Refinement struct {
 	// Runs counts the fresh-seed runs made; Stopped says why it stopped.
 	Runs    int    `json:"runs"`
 	Stopped string `json:"stopped"`
+	// NotCounted says which of those runs the estimate could not use and
+	// why ("1 still settling"; empty when it used them all).
+	NotCounted string `json:"not_counted,omitempty"`
 }
 
 // The refinement's design: runs designLogit logit units of the binding
@@ -98,6 +101,7 @@ func refine(ctx context.Context, eval LevelFunc, o SweepOptions, res *SweepResul
 	maxRuns = max(maxRuns, minRuns)
 	ref := &Refinement{Target: p.Target}
 	res.Refinement = ref
+	defer func() { ref.NotCounted = notCounted(res.Runs[len(res.Runs)-ref.Runs:]) }()
 	switch {
 	case res.bracketLo() == 0 && res.FirstFailing == 0:
 		ref.Stopped = StoppedNoBracket
@@ -196,9 +200,18 @@ func noEstimateReason(all []KneeRun, runs int, fit error) string {
 		s = strings.TrimPrefix(fit.Error(), ErrNoCrossing.Error()+": ")
 		s = fmt.Sprintf("%d runs on fresh seeds: %s", runs, s)
 	}
+	if nc := notCounted(all[len(all)-runs:]); nc != "" {
+		s += "; not counted: " + nc
+	}
+	return s
+}
+
+// notCounted counts the runs the estimator leaves out, by reason in the
+// order they first occur: "2 client-bound, 1 still settling" ("" for none).
+func notCounted(runs []KneeRun) string {
 	var reasons []string
 	n := map[string]int{}
-	for _, r := range all[len(all)-runs:] {
+	for _, r := range runs {
 		if r.Excluded != "" {
 			if n[r.Excluded] == 0 {
 				reasons = append(reasons, r.Excluded)
@@ -209,10 +222,7 @@ func noEstimateReason(all []KneeRun, runs int, fit error) string {
 	for i, e := range reasons {
 		reasons[i] = fmt.Sprintf("%d %s", n[e], e)
 	}
-	if len(reasons) > 0 {
-		s += "; not counted: " + strings.Join(reasons, ", ")
-	}
-	return s
+	return strings.Join(reasons, ", ")
 }
 
 // counted is how many runs the estimator uses (not excluded).

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -179,5 +180,34 @@ func TestNoEstimateNamesTheExcludedRuns(t *testing.T) {
 	}
 	if got, want := noEstimateReason(runs[:1], 1, nil), "1 run on a fresh seed did not bracket the capacity"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// The refinement says which of its runs the estimate left out: here every
+// third fresh-seed run is marked still settling.
+func TestRefinementCountsWhatItLeftOut(t *testing.T) {
+	m := kneeModel{x0: 160, slope: 0.06, seedSD: 0.3, samples: 400}
+	base := kneeEval(m, 1)
+	eval := func(ctx context.Context, users, repeat int) (Repeat, error) {
+		rep, err := base(ctx, users, repeat)
+		if repeat > 0 && repeat%3 == 0 {
+			rep.Knee.Excluded = ExcludedSettling
+		}
+		return rep, err
+	}
+	opts := SweepOptions{Start: 25, Max: 4000, ResolutionUsers: 5, ResolutionFraction: 0.02, Repeats: 1,
+		Precision: Precision{Target: 0.10, MinRuns: 6, MaxRuns: 12}}
+	res, err := Sweep(context.Background(), eval, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, left := res.Refinement, 0
+	for _, k := range res.Runs[len(res.Runs)-r.Runs:] {
+		if k.Excluded != "" {
+			left++
+		}
+	}
+	if want := fmt.Sprintf("%d %s", left, ExcludedSettling); left == 0 || r.NotCounted != want {
+		t.Errorf("not counted %q, want %q (%d runs)", r.NotCounted, want, r.Runs)
 	}
 }

@@ -119,8 +119,12 @@ func estimateView(v *ceilingView, c plan.Capacity, e *capacity.CapacityEstimate)
 	if !e.Bounded {
 		v.Hi = int(math.Floor(e.Users))
 	}
-	v.Interval = fmt.Sprintf("the capacity — the user count at which %s's expected share of requests over its limit reaches the share the clause allows — is %s, from %d runs at %d user counts on fresh workload seeds (a quasi-binomial logistic fit of every run's samples over the limit, with Fieller's interval for its crossing: %s, docs/capacity.md).",
-		e.Binding, plan.EstimateText(e), e.Runs, e.Levels, e.Method)
+	left := ""
+	if r := c.Refinement; r != nil && r.NotCounted != "" {
+		left = "; not counted: " + r.NotCounted
+	}
+	v.Interval = fmt.Sprintf("the capacity — the user count at which %s's expected share of requests over its limit reaches the share the clause allows — is %s, from %d runs at %d user counts on fresh workload seeds (a quasi-binomial logistic fit of every run's samples over the limit, with Fieller's interval for its crossing: %s, docs/capacity.md%s).",
+		e.Binding, plan.EstimateText(e), e.Runs, e.Levels, e.Method, left)
 	v.IntervalTitle = fmt.Sprintf("%.0f %% confidence interval of the capacity", 100*e.Confidence)
 	if e.Bounded {
 		// the interval's ends follow; a "±" would read as centred

@@ -41,8 +41,12 @@ func writeEstimate(w io.Writer, c capacityLines) bool {
 		if !r.Reached {
 			reached = "not reached: " + r.Stopped
 		}
-		fmt.Fprintf(w, "precision: %s, target ±%.0f %% %s; %d runs (%d on fresh workload seeds), %s %s\n",
-			plan.PrecisionText(e), 100*r.Target, reached, c.runs, r.Runs, minutes(c.engineSeconds), kind)
+		fresh := fmt.Sprintf("%d on fresh workload seeds", r.Runs)
+		if r.NotCounted != "" {
+			fresh += "; not counted: " + r.NotCounted
+		}
+		fmt.Fprintf(w, "precision: %s, target ±%.0f %% %s; %d runs (%s), %s %s\n",
+			plan.PrecisionText(e), 100*r.Target, reached, c.runs, fresh, minutes(c.engineSeconds), kind)
 	}
 	if sp := e.SeedSpread; sp != nil {
 		fmt.Fprintf(w, "spread over workload seeds: one run's verdict turns between %.0f and %.0f users (central %.0f %% of seeds): headroom must cover it\n",

@@ -226,7 +226,7 @@ func TestMarkdownFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := buf.String()
-	for _, want := range []string{fmt.Sprintf("**Capacity: %d (95 %% confidence ", d.Capacity.Users), "fails first on", "```\nvllm serve", "## Workload", "## Kernels", "| W4A16 predicted |", "## Hardware comparison"} {
+	for _, want := range []string{fmt.Sprintf("**Capacity: %d (95 %% confidence ", d.Capacity.Users), "Source: simulated", "Simulated: the simulator's model of the GPUs'", "fails first on", "```\nvllm serve", "## Workload", "## Kernels", "| W4A16 predicted |", "## Hardware comparison"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary.md lacks %q", want)
 		}

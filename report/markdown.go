@@ -39,7 +39,8 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString(", simulated (virtual time)")
 	}
 	b.WriteString(".\n\n")
-	fmt.Fprintf(&b, "Measured: %s.\n\n", mdEscape(c.Provenance.String()))
+	// "Source", as the CLI says: a simulated number was not measured
+	fmt.Fprintf(&b, "Source: %s.\n\n", mdEscape(c.Provenance.String()))
 	if c.FirstFailingUsers > 0 {
 		fmt.Fprintf(&b, "Above it, at %d users, the SLA fails first on: %s.\n\n", c.FirstFailingUsers, mdEscape(c.FailedClause))
 	}
@@ -150,7 +151,11 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 		b.WriteString("\n")
 	}
 	if t := p.Telemetry; t != nil && len(t.GPUs) > 0 {
-		b.WriteString("## GPUs at the ceiling\n\n| GPU | SM active | DRAM active | SM clock MHz | temp max °C | straggler |\n|---|---:|---:|---:|---:|---|\n")
+		b.WriteString("## GPUs at the ceiling\n\n")
+		if p.SimRun {
+			b.WriteString("Simulated: the simulator's model of the GPUs' DCGM signals, not hardware readings.\n\n")
+		}
+		b.WriteString("| GPU | SM active | DRAM active | SM clock MHz | temp max °C | straggler |\n|---|---:|---:|---:|---:|---|\n")
 		for _, g := range t.GPUs {
 			flag := ""
 			if g.Straggler {

@@ -76,6 +76,10 @@ func TestEstimateReachesEveryOutput(t *testing.T) {
 	if c.BindingMargin != nil && (!strings.Contains(html, "<strong>Nearest its limit on the walk:</strong>") || strings.Contains(html, "Binding clause:")) {
 		t.Error("report.html: with an estimate, the walk's margin must read \"Nearest its limit on the walk\", not \"Binding clause\"")
 	}
+	// the walk's first failure is one seed's: not "above" the estimate
+	if c.FirstFailingUsers > 0 && (strings.Contains(md.String(), "Above it, at") || !strings.Contains(md.String(), fmt.Sprintf("The walk on workload.seed first failed at %d users", c.FirstFailingUsers))) {
+		t.Errorf("summary.md places the walk's first failure above the estimate:\n%s", md.String()[:min(600, md.Len())])
+	}
 	if strings.Contains(text, "±") || strings.Contains(md.String(), fmt.Sprintf("%d ±", c.Users)) {
 		t.Errorf("the estimate reads as centred: %q", text)
 	}

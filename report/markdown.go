@@ -41,7 +41,13 @@ func Markdown(w io.Writer, d *plan.Summary) error {
 	b.WriteString(".\n\n")
 	// "Source", as the CLI says: a simulated number was not measured
 	fmt.Fprintf(&b, "Source: %s.\n\n", mdEscape(c.Provenance.String()))
-	if c.FirstFailingUsers > 0 {
+	switch {
+	case c.FirstFailingUsers > 0 && c.Estimate != nil:
+		// the walk's first failure is one seed's, not where the estimate's
+		// runs on fresh seeds start to fail
+		fmt.Fprintf(&b, "The walk on workload.seed first failed at %d users, on %s. The capacity above is estimated from runs on fresh workload seeds instead, whose verdicts turn elsewhere; its binding clause is %s.\n\n",
+			c.FirstFailingUsers, mdEscape(c.FailedClause), mdEscape(c.Estimate.Binding))
+	case c.FirstFailingUsers > 0:
 		fmt.Fprintf(&b, "Above it, at %d users, the SLA fails first on: %s.\n\n", c.FirstFailingUsers, mdEscape(c.FailedClause))
 	}
 	writeCeilingMarkdown(&b, d)

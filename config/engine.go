@@ -30,7 +30,7 @@ type Engine struct {
 	Flavor             string         `yaml:"flavor" doc:"The server's dialect: vllm (vLLM's flags, metrics and cache-reset route; the default), sglang (SGLang's flags, metrics and /flush_cache; its own default search space) or generic (spoc passes only the command template and, per parameter, the arguments engine.generic.params maps it to: no implicit flag). docs/engines.md."`
 	Model              string         `yaml:"model" doc:"Model name: a catalog entry (gpt-oss-120b, gpt-oss-20b, llama-3.1-8b, llama-3.1-70b, qwen3-30b-a3b) or a path to a Hugging Face config.json. Also the served model name sent in requests unless served_model_name is set."`
 	ServedModelName    string         `yaml:"served_model_name,omitempty" doc:"Model name in API requests when it differs from model (e.g. openai/gpt-oss-120b)."`
-	GPU                string         `yaml:"gpu" doc:"GPU type: H100-SXM, H200-SXM, A100-80GB, B200, or a name defined in gpu_catalog."`
+	GPU                string         `yaml:"gpu" doc:"GPU type: H100-SXM, H200-SXM, A100-SXM-80GB, B200 (case-insensitive; the short names H100, H200, A100, A100-80GB are aliases), or a name defined in gpu_catalog."`
 	GPUCatalog         string         `yaml:"gpu_catalog,omitempty" doc:"Optional YAML file with extra GPU definitions."`
 	GPUs               int            `yaml:"gpus" doc:"GPUs in the deployment."`
 	TensorParallelSize int            `yaml:"tensor_parallel_size" doc:"Tensor-parallel size (vLLM --tensor-parallel-size); gpus/tensor_parallel_size data-parallel replicas."`

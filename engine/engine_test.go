@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spoc-project/spoc/sim"
 )
 
 func TestServerDirs(t *testing.T) {
@@ -84,11 +86,22 @@ func TestDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	spec := sim.ReferenceDeploymentSpec()
+	spec.GPUs = 16 // four replicas, not one engine on 16 GPUs
+	fd, err := sim.NewDeployment(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := NewSim(fd, SimOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		d    Describer
 		want string
 	}{
 		{p, "vllm serve {{.Model}} --port {{.Port}}"},
+		{fleet, "openai/gpt-oss-120b on 16× H100-SXM, 4 replicas of tensor parallel 4"},
 		{newTestSim(t), "openai/gpt-oss-120b on 4× H100-SXM, tensor parallel 4"},
 		{k, "kubernetes namespace spoc (context gpu), 1×4 nvidia.com/gpu"},
 		{e, "http://gpu-box:8000"},

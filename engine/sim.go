@@ -228,5 +228,10 @@ func (s *Sim) flavor() Flavor {
 // already says "simulated".
 func (s *Sim) Describe() string {
 	d := s.base
-	return fmt.Sprintf("%s on %d× %s, tensor parallel %d", d.Model.Name, max(d.GPUs, 1), d.GPU.Name, max(d.TensorParallelSize, 1))
+	gpus, tp := max(d.GPUs, 1), max(d.TensorParallelSize, 1)
+	if n := gpus / tp; n > 1 {
+		// a fleet: not one engine across all its GPUs
+		return fmt.Sprintf("%s on %d× %s, %d replicas of tensor parallel %d", d.Model.Name, gpus, d.GPU.Name, n, tp)
+	}
+	return fmt.Sprintf("%s on %d× %s, tensor parallel %d", d.Model.Name, gpus, d.GPU.Name, tp)
 }

@@ -161,6 +161,19 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 			return hs
 		}
 		compactions, requests, hitBlocks := 0, 0, 0
+		// sameQueues: the free queues hold the same blocks in the same order.
+		sameQueues := func(op int) {
+			g, w, queued := p.head, ref.head, 0
+			for g != noBlock && w != noBlock {
+				if m := p.blocks[g]; m.hash != ref.hash[w] || m.refs != 0 || !m.inFree {
+					t.Fatalf("op %d: free queues differ: hash %x refs %d, the reference %x", op, m.hash, m.refs, ref.hash[w])
+				}
+				g, w, queued = p.blocks[g].next, ref.next[w], queued+1
+			}
+			if g != w || queued != p.numFree {
+				t.Fatalf("op %d: free queues differ in length (%d queued, %d free)", op, queued, p.numFree)
+			}
+		}
 		for op := range int(ops) {
 			switch k := rng.IntN(10); {
 			case k < 5: // a session's next turn, or a new session
@@ -279,6 +292,7 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					t.Fatalf("op %d: reset %v, the reference %v", op, a, b)
 				}
 			}
+			sameQueues(op)
 			if p.numFree != ref.numFree || p.evictions != ref.evictions || p.size() != n {
 				t.Fatalf("op %d: free %d evictions %d size %d, the reference free %d evictions %d size %d",
 					op, p.numFree, p.evictions, p.size(), ref.numFree, ref.evictions, n)
@@ -324,17 +338,6 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					t.Fatalf("op %d: hash %x not cached as the reference has it", op, h)
 				}
 			}
-		}
-		// The free queues hold the same blocks in the same order.
-		g, w := p.head, ref.head
-		for g != noBlock && w != noBlock {
-			if p.blocks[g].hash != ref.hash[w] {
-				t.Fatalf("free queues differ: hash %x, the reference %x", p.blocks[g].hash, ref.hash[w])
-			}
-			g, w = p.blocks[g].next, ref.next[w]
-		}
-		if g != w {
-			t.Fatal("free queues differ in length")
 		}
 		t.Logf("%d blocks: %d requests, %d prefix hits, %d evictions, %d compactions", n, requests, hitBlocks, p.evictions, compactions)
 		if ops > 1000 && (compactions == 0 || p.evictions == 0 || hitBlocks == 0) {

@@ -88,14 +88,7 @@ func TestDescribe(t *testing.T) {
 	}
 	spec := sim.ReferenceDeploymentSpec()
 	spec.GPUs = 16 // four replicas, not one engine on 16 GPUs
-	fd, err := sim.NewDeployment(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleet, err := NewSim(fd, SimOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fleet := newTestSimOf(t, spec)
 	for _, tc := range []struct {
 		d    Describer
 		want string

@@ -15,7 +15,13 @@ import (
 // server folders go to s.opts.Dir (a test temporary directory).
 func newTestSim(t *testing.T) *Sim {
 	t.Helper()
-	d, err := sim.NewDeployment(sim.ReferenceDeploymentSpec())
+	return newTestSimOf(t, sim.ReferenceDeploymentSpec())
+}
+
+// newTestSimOf is a Sim of spec with its directory under t.
+func newTestSimOf(t *testing.T, spec sim.DeploymentSpec) *Sim {
+	t.Helper()
+	d, err := sim.NewDeployment(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,14 +167,7 @@ func TestSimDryRun(t *testing.T) {
 func TestSimDryRunInTheFlavorsForm(t *testing.T) {
 	spec := sim.ReferenceDeploymentSpec()
 	spec.Flavor, spec.Params = sim.FlavorSGLang, nil
-	d, err := sim.NewDeployment(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSim(d, SimOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestSimOf(t, spec)
 	got, err := s.DryRun(Params{"max-running-requests": 8, "disable-radix-cache": false})
 	if err != nil {
 		t.Fatal(err)

@@ -124,10 +124,9 @@ func createRecords(path string) (*recordsFile, error) {
 		rf.regular, rf.direct, rf.wrote.w = false, f, f
 		return rf, nil
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("records file %s: the folder %s does not exist (create it, or write the records elsewhere)", path, dir)
-		}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("records file %s: the folder %s does not exist (create it, or write the records elsewhere)", path, dir)
 	}
 	f, err := atomicfile.Create(path)
 	if err != nil {

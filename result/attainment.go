@@ -16,7 +16,8 @@ import (
 // their scheduled time; warm-up records and those outside the window are
 // left out. A request the window's end cut off (cancelled) is judged not
 // good but is no error: its TTFT counts when it had a first token, or when
-// it had waited past the TTFT limit without one, and its gaps do not. It keeps two float32 per request, so a simulated day of a
+// it had waited past the TTFT limit without one (Record.CutOffWait), and
+// its gaps do not. It keeps two float32 per request, so a simulated day of a
 // million requests holds 8 MB.
 type Attainment struct {
 	judge  *Summary
@@ -64,8 +65,8 @@ func (a *Attainment) Write(r *Record) error {
 		// without a first token: a TTFT of at least its wait, known to
 		// miss when that is past the limit (as the summary's exceedance
 		// counts it), unknown otherwise
-		if c := a.judge.sla.TTFT; c.Max > 0 && r.Done.Sub(r.Scheduled) > c.Max {
-			ttft, okTTFT = r.Done.Sub(r.Scheduled), true
+		if w, _ := r.CutOffWait(); a.judge.sla.TTFT.Max > 0 && w > a.judge.sla.TTFT.Max {
+			ttft, okTTFT = w, true
 		}
 	}
 	for _, p := range scopes {

@@ -44,8 +44,7 @@ func (x *exceedance) count(sla SLA, r *Record) {
 	if r.Status != StatusOK {
 		// a request cut off at the window's end without a first token,
 		// after waiting longer than a clause's limit, is over it
-		if r.Status == StatusCancelled && r.FirstToken.IsZero() {
-			waited := r.Done.Sub(r.Scheduled)
+		if waited, ok := r.CutOffWait(); ok {
 			for _, c := range []struct {
 				m Metric
 				c LatencyClause

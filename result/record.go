@@ -80,6 +80,16 @@ func (r *Record) TTFT() (time.Duration, bool) {
 	return r.FirstToken.Sub(r.Scheduled), true
 }
 
+// CutOffWait is how long a request the window's end cut off before its
+// first token had waited (from its scheduled send): a lower bound of its
+// TTFT and E2E. ok is false for any other record.
+func (r *Record) CutOffWait() (waited time.Duration, ok bool) {
+	if r.Status != StatusCancelled || !r.FirstToken.IsZero() {
+		return 0, false
+	}
+	return r.Done.Sub(r.Scheduled), true
+}
+
 // E2E is the time from the scheduled send to the end of the response.
 func (r *Record) E2E() time.Duration { return r.Done.Sub(r.Scheduled) }
 

@@ -73,12 +73,18 @@ uptime | tee "$OUT/uptime.txt"
 # fills it, so every measured run starts from the cache the same sessions
 # left, not the first from an empty one.
 "${CHRT[@]}" "$SPOC" "${ARGS[@]}" --duration "$WARM_DUR" --out "$OUT/warm.jsonl" > "$OUT/warm.json"
-# one throttled client: its own check should say client-bound
-( echo $BASHPID > "$CG_ROOT/c34-single/cgroup.procs"; exec "${CHRT[@]}" "$SPOC" "${ARGS[@]}" --out "$OUT/single-throttled.jsonl" ) > "$OUT/single-throttled.json"
+# The 5 unthrottled single clients with the 4 throttled shards in their
+# middle (after the second), and the throttled single client last: the
+# server's state drifts from run to run (its prefix cache, the machine), so
+# a run made before all the repeats, as the shards' run once was, is
+# compared with runs that drifted away from it.
+single() { "${CHRT[@]}" "$SPOC" "${ARGS[@]}" --out "$OUT/single-$1.jsonl" > "$OUT/single-$1.json"; }
+single 1; single 2
 # 4 throttled shards
 SPOC_CLIENT_COMMAND="$PWD/bench/clients/shard-cgroup.sh" "${CHRT[@]}" "$SPOC" "${ARGS[@]}" --clients 4 --out "$OUT/shards.jsonl" > "$OUT/shards.json"
-# 5 unthrottled single clients
-for r in 1 2 3 4 5; do "${CHRT[@]}" "$SPOC" "${ARGS[@]}" --out "$OUT/single-$r.jsonl" > "$OUT/single-$r.json"; done
+single 3; single 4; single 5
+# one throttled client: its own check should say client-bound
+( echo $BASHPID > "$CG_ROOT/c34-single/cgroup.procs"; exec "${CHRT[@]}" "$SPOC" "${ARGS[@]}" --out "$OUT/single-throttled.jsonl" ) > "$OUT/single-throttled.json"
 kill "$SRV"; SRV=
 
 # Per-token timing error: the same users and workload against the test

@@ -94,6 +94,11 @@ type Engine struct {
 	costs       map[uint64]CostModel
 	clocks      []float64
 
+	// sessions: requests come back for their session's next turn (the
+	// virtual executor's, one Request per user), so a finished turn parks
+	// its own blocks for the next one (park.go)
+	sessions bool
+
 	running []*Request
 	waiting deque
 	skipped []*Request
@@ -240,8 +245,9 @@ func (e *Engine) ResetPrefixCache() bool {
 }
 
 func (e *Engine) freeRequest(r *Request) {
-	e.pool.freeBlocks(r.blocks)
-	e.pool.freeBlocks(r.slide)
+	owner := e.ownerID(r)
+	e.pool.freeBlocks(r.blocks, owner)
+	e.pool.freeBlocks(r.slide, owner)
 	r.blocks, r.slide = r.blocks[:0], r.slide[:0]
 	r.res = reservation{} // its unused slots stay dead
 	r.cachedBlocks, r.holdsLast = 0, false
@@ -275,4 +281,44 @@ func (e *Engine) cost(now float64) (CostModel, float64) {
 	}
 	e.costs[mask] = c
 	return c, slowest
+}
+
+// trackSessions tells e that each Request it is given is one session's,
+// sent again for the session's next turn: a finished turn then parks its
+// own blocks for the next (park.go).
+func (e *Engine) trackSessions() { e.sessions = e.pool.caching && parkRuns }
+
+// ownerOf returns r's owner id in e's pool, registering r on its first
+// turn here; noOwner when e does not track sessions.
+func (e *Engine) ownerOf(r *Request) int32 {
+	if !e.sessions {
+		return noOwner
+	}
+	if r.ownerEngine != e {
+		r.owner, r.ownerEngine = e.pool.newOwner(), e
+	}
+	return r.owner
+}
+
+// ownerID is r's owner id in e's pool, or noOwner.
+func (e *Engine) ownerID(r *Request) int32 {
+	if r.ownerEngine != e {
+		return noOwner
+	}
+	return r.owner
+}
+
+// finishRequest releases a finished request's blocks: its own, held by no
+// one else, as one parked run when it can (park.go), the rest one by one.
+func (e *Engine) finishRequest(r *Request) {
+	o := e.ownerID(r)
+	if o < 0 || e.pool.owners[o].foreign != 0 || !e.pool.park(o, r.blocks, r.privateFrom, r.heldTo) {
+		e.freeRequest(r)
+		return
+	}
+	e.pool.freeBlocks(r.blocks[:r.privateFrom], o)
+	e.pool.freeBlocks(r.slide, o)
+	r.blocks, r.slide = r.blocks[:0], r.slide[:0]
+	r.res = reservation{}
+	r.cachedBlocks, r.holdsLast = 0, false
 }

@@ -31,11 +31,16 @@ package sim
 // outside the pool and its engine; which blocks hold which hashes, the
 // queue's order and every count are those of the one-slot-per-block pool
 // this replaces (FuzzBlockPoolMatchesTheReference).
+//
+// A session's own blocks go to the free queue at the end of its turn as
+// one parked run and come back to its next turn the same way (park.go):
+// the slots after the arena are the runs' sentinels in the queue.
 type blockPool struct {
 	// blocks holds each slot's state in one record, so that the
 	// operations on a block (a prefix hit, a release, an eviction) touch
 	// one cache line.
 	blocks []blockMeta
+	arena  int32 // slots [0, arena) hold blocks, the rest are parked runs' sentinels (park.go)
 	used   int32 // slots handed out since the last compaction
 	live   int   // blocks in the cache (fixed): the slots in use that are not dead
 
@@ -47,6 +52,13 @@ type blockPool struct {
 
 	remap []int32 // compaction's old slot → new slot
 
+	// owners and parked runs (park.go)
+	owners      []ownerState
+	parked      []parkedRun
+	freeParked  []int32
+	parkedCount int // live parked runs
+	parkStats   parkStats
+
 	evictions int64
 }
 
@@ -55,6 +67,10 @@ type blockMeta struct {
 	hash       uint64 // 0: block not in the prefix-cache index
 	refs       int32  // dead slot: -1
 	prev, next int32  // free-queue links; -1 at the ends
+	// owner is the request (blockPool.owners) that took the block fresh,
+	// −1 for none, and pos its place in that request's list of blocks: a
+	// parked run finds its blocks by them (park.go)
+	owner, pos int32
 	inFree     bool
 	// follows: the block holds a hash whose parent's block is the previous
 	// slot, and is not in the index.
@@ -71,8 +87,13 @@ const arenaFactor = 3
 const minIndex = 64
 
 func newBlockPool(numBlocks int, caching bool) *blockPool {
+	parked := 0
+	if caching {
+		parked = maxParked
+	}
 	p := &blockPool{
-		blocks:  make([]blockMeta, arenaFactor*numBlocks),
+		blocks:  make([]blockMeta, arenaFactor*numBlocks+parked),
+		arena:   int32(arenaFactor * numBlocks),
 		used:    int32(numBlocks),
 		live:    numBlocks,
 		head:    noBlock,
@@ -81,12 +102,18 @@ func newBlockPool(numBlocks int, caching bool) *blockPool {
 	}
 	if caching {
 		p.index = newBlockIndex(minIndex)
+		p.parked = make([]parkedRun, parked)
+		p.freeParked = make([]int32, parked)
+		for i := range parked {
+			p.freeParked[i] = int32(parked - 1 - i)
+		}
 	}
 	for b := range numBlocks {
+		p.blocks[b].owner = noOwner
 		p.pushTail(int32(b))
 	}
 	for b := numBlocks; b < len(p.blocks); b++ {
-		p.blocks[b].refs = -1
+		p.blocks[b] = blockMeta{refs: -1, prev: noBlock, next: noBlock, owner: noOwner}
 	}
 	return p
 }
@@ -103,6 +130,13 @@ func (p *blockPool) usage() float64 {
 }
 
 func (p *blockPool) pushTail(b int32) {
+	p.linkTail(b)
+	p.numFree++
+}
+
+// linkTail puts b, a block or a parked run's sentinel, at the tail of the
+// free queue.
+func (p *blockPool) linkTail(b int32) {
 	m := &p.blocks[b]
 	m.prev, m.next = p.tail, noBlock
 	if p.tail != noBlock {
@@ -112,10 +146,15 @@ func (p *blockPool) pushTail(b int32) {
 	}
 	p.tail = b
 	m.inFree = true
-	p.numFree++
 }
 
 func (p *blockPool) unlink(b int32) {
+	p.unlinkNode(b)
+	p.numFree--
+}
+
+// unlinkNode takes b, a block or a sentinel, out of the free queue.
+func (p *blockPool) unlinkNode(b int32) {
 	m := &p.blocks[b]
 	pr, nx := m.prev, m.next
 	if pr != noBlock {
@@ -129,20 +168,19 @@ func (p *blockPool) unlink(b int32) {
 		p.tail = pr
 	}
 	m.inFree = false
-	p.numFree--
 }
 
 // room is how many blocks can be allocated before the pool must compact.
-func (p *blockPool) room() int { return len(p.blocks) - int(p.used) }
+func (p *blockPool) room() int { return int(p.arena - p.used) }
 
 // allocate takes the block at the head of the free queue, evicting its
 // cached contents, and returns it in the next unused slot. The caller has
 // checked numFree and room. The evicted hash's index entry goes stale.
-func (p *blockPool) allocate() int32 {
+func (p *blockPool) allocate(owner, pos int32) int32 {
 	p.evictHead()
 	nb := p.used
 	p.used++
-	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock}
+	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock, owner: owner, pos: pos}
 	return nb
 }
 
@@ -167,11 +205,11 @@ func (p *blockPool) reserve(n int) reservation {
 // allocateIn is allocate, returning the block in the next slot of res
 // instead of the next unused one. The caller has checked numFree and
 // res.left.
-func (p *blockPool) allocateIn(res *reservation) int32 {
+func (p *blockPool) allocateIn(res *reservation, owner, pos int32) int32 {
 	p.evictHead()
 	nb := res.next
 	res.next++
-	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock}
+	p.blocks[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock, owner: owner, pos: pos}
 	return nb
 }
 
@@ -179,7 +217,11 @@ func (p *blockPool) allocateIn(res *reservation) int32 {
 // slot, evicting its cached contents.
 func (p *blockPool) evictHead() {
 	b := p.head
-	p.unlink(b)
+	if b >= p.arena {
+		b = p.evictParked(b)
+	} else {
+		p.unlink(b)
+	}
 	m := &p.blocks[b]
 	if m.hash != 0 {
 		p.evictions++
@@ -187,7 +229,7 @@ func (p *blockPool) evictHead() {
 			p.indexed--
 		}
 	}
-	*m = blockMeta{refs: -1}
+	*m = blockMeta{refs: -1, owner: noOwner}
 	if c := b + 1; int(c) < len(p.blocks) && p.blocks[c].follows {
 		// Its chain no longer reaches it.
 		p.blocks[c].follows = false
@@ -203,6 +245,9 @@ func (p *blockPool) evictHead() {
 func (p *blockPool) compact(held func(rewrite func([]int32))) {
 	if p.remap == nil {
 		p.remap = make([]int32, len(p.blocks))
+		for s := p.arena; int(s) < len(p.blocks); s++ {
+			p.remap[s] = s // sentinels stay
+		}
 	}
 	remap := p.remap
 	n := int32(0)
@@ -215,14 +260,10 @@ func (p *blockPool) compact(held func(rewrite func([]int32))) {
 		n++
 	}
 	for b := n; b < p.used; b++ {
-		p.blocks[b] = blockMeta{refs: -1}
+		p.blocks[b] = blockMeta{refs: -1, owner: noOwner}
 	}
 	p.used = n
-	for b := range n {
-		m := &p.blocks[b]
-		if !m.inFree {
-			continue
-		}
+	relink := func(m *blockMeta) {
 		if m.prev != noBlock {
 			m.prev = remap[m.prev]
 		}
@@ -230,6 +271,12 @@ func (p *blockPool) compact(held func(rewrite func([]int32))) {
 			m.next = remap[m.next]
 		}
 	}
+	for b := range n {
+		if m := &p.blocks[b]; m.inFree {
+			relink(m)
+		}
+	}
+	p.compactParked(relink)
 	if p.head != noBlock {
 		p.head, p.tail = remap[p.head], remap[p.tail]
 	}
@@ -295,18 +342,24 @@ func (p *blockPool) next(b int32, h uint64) (int32, bool) {
 	return c, true
 }
 
-// touch adds a reference to a cached block found by a prefix lookup.
-func (p *blockPool) touch(b int32) {
+// touch adds owner's reference to a cached block found by a prefix lookup.
+func (p *blockPool) touch(b, owner int32) {
 	m := &p.blocks[b]
 	if m.refs == 0 && m.inFree {
 		p.unlink(b)
 	}
 	m.refs++
+	if o := m.owner; o >= 0 && o != owner {
+		p.owners[o].foreign++
+	}
 }
 
-// release drops one reference; a block nobody holds becomes evictable.
-func (p *blockPool) release(b int32) {
+// release drops owner's reference; a block nobody holds becomes evictable.
+func (p *blockPool) release(b, owner int32) {
 	m := &p.blocks[b]
+	if o := m.owner; o >= 0 && o != owner {
+		p.owners[o].foreign--
+	}
 	m.refs--
 	if m.refs == 0 {
 		p.pushTail(b)
@@ -319,11 +372,14 @@ func (p *blockPool) release(b int32) {
 // count in locals: a session's whole history is released at the end of
 // each turn, and the pool's fields reloaded through p for every block
 // were a fifth of the loop.
-func (p *blockPool) freeBlocks(blocks []int32) {
+func (p *blockPool) freeBlocks(blocks []int32, owner int32) {
 	meta, tail, freed := p.blocks, p.tail, 0
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
 		m := &meta[b]
+		if o := m.owner; o >= 0 && o != owner {
+			p.owners[o].foreign--
+		}
 		m.refs--
 		if m.refs != 0 {
 			continue
@@ -344,10 +400,13 @@ func (p *blockPool) freeBlocks(blocks []int32) {
 // touchAll touches each of hits (touch) and appends it to dst: a waiting
 // request taking its prefix hits, nearly all of them its own previous
 // turn's blocks, which sit next to each other in the free queue.
-func (p *blockPool) touchAll(dst, hits []int32) []int32 {
+func (p *blockPool) touchAll(dst, hits []int32, owner int32) []int32 {
 	meta := p.blocks
 	for _, b := range hits {
 		m := &meta[b]
+		if o := m.owner; o >= 0 && o != owner {
+			p.owners[o].foreign++
+		}
 		if m.refs == 0 && m.inFree {
 			pr, nx := m.prev, m.next
 			if pr != noBlock {
@@ -376,47 +435,115 @@ func (p *blockPool) touchAll(dst, hits []int32) []int32 {
 // blocks the same request held for its previous turn, whose prompt is this
 // prompt's prefix), then in the index. No two blocks hold one hash, so
 // where it is found changes nothing but the cost.
-func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32) ([]int32, int) {
+//
+// owner is the looking request's (noOwner: none). When the lookup reaches
+// the place where owner's parked run begins and the run holds the next
+// hashes, the run's blocks are the hits there without a look at each
+// (the chained hash of the last one says the rest match), and fast says
+// which (takeParked takes them); otherwise the run is unparked. A parked
+// block of another owner's that the lookup finds unparks its run, unless
+// probe: a probe (the router's) changes nothing and counts the block.
+func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32, owner int32, probe bool) (hits []int32, free int, fast fastHits) {
+	fast.run = -1
 	if !p.caching {
-		return dst, 0
+		return dst, 0, fast
 	}
-	if limit > len(hashes) {
-		limit = len(hashes)
+	limit = min(limit, len(hashes))
+	run := int32(-1)
+	if owner >= 0 {
+		run = p.owners[owner].parked
 	}
+	if run < 0 {
+		dst, free, _ = p.walk(dst, hashes, 0, limit, hint, noBlock, probe, &fast)
+		return dst, free, fast
+	}
+	r := &p.parked[run]
+	from := min(int(r.from), limit)
+	base := len(dst)
+	dst, free, _ = p.walk(dst, hashes, 0, from, hint, noBlock, probe, &fast)
+	i := len(dst) - base
+	prev := int32(noBlock)
+	if i > 0 {
+		prev = dst[len(dst)-1]
+	}
+	switch {
+	case p.owners[owner].parked != run:
+		// the walk found one of the run's blocks (a new session's prefix
+		// the last one computed) and unparked it
+		if i == from {
+			var more int
+			dst, more, _ = p.walk(dst, hashes, i, limit, hint, prev, probe, &fast)
+			free += more
+		}
+		return dst, free, fast
+	case i < from:
+		p.unpark(run, 0) // the session's prefix is gone: its turn cannot reach the run
+		return dst, free, fast
+	}
+	end := min(limit, int(r.from+r.n))
+	if known := min(end, int(r.fastTo)); known > i && p.blocks[r.ids[known-1-i]].hash == hashes[known-1] {
+		// places from known on were cached after the run parked: one by one
+		for known < end && p.blocks[r.ids[known-i]].hash == hashes[known] {
+			known++
+		}
+		dst = append(dst, r.ids[:known-i]...)
+		free += known - i
+		fast = fastHits{run: run, from: len(dst) - (known - i), n: known - i}
+		prev = dst[len(dst)-1]
+		i = known
+	} else {
+		p.unpark(run, 0)
+	}
+	var more int
+	dst, more, _ = p.walk(dst, hashes, i, limit, hint, prev, probe, &fast)
+	return dst, free + more, fast
+}
+
+// fastHits are hits a lookup took from its owner's parked run: dst[from:from+n]
+// of its hits are the run's first n blocks.
+type fastHits struct {
+	run     int32
+	from, n int
+}
+
+// walk is lookup's look at one block after another, from hashes[i] to
+// hashes[limit−1] or the first miss; prev is the hit before hashes[i]. It
+// reports whether it reached limit. A parked block it finds unparks its
+// run (but in a probe), which ends fast when it is that run: its hits are
+// then taken one by one.
+func (p *blockPool) walk(dst []int32, hashes []uint64, i, limit int, hint []int32, prev int32, probe bool, fast *fastHits) ([]int32, int, bool) {
 	meta := p.blocks
 	free := 0
-	prev := int32(noBlock)
-	for i, h := range hashes[:limit] {
+	for ; i < limit; i++ {
+		h := hashes[i]
+		b := int32(noBlock)
 		if c := prev + 1; prev >= 0 && int(c) < len(meta) && meta[c].hash == h {
-			// the next block of prev's run (next)
-			if meta[c].refs == 0 {
-				free++
-			}
-			dst = append(dst, c)
-			prev = c
-			continue
+			b = c // the next block of prev's run (next)
+		} else if i < len(hint) && hint[i] >= 0 && int(hint[i]) < len(meta) && meta[hint[i]].hash == h {
+			b = hint[i]
+		} else if x, ok := p.indexedBlock(h); ok {
+			b = x
+		} else {
+			return dst, free, false
 		}
-		if i < len(hint) {
-			if b := hint[i]; b >= 0 && int(b) < len(meta) && meta[b].hash == h {
-				if meta[b].refs == 0 {
-					free++
-				}
-				dst = append(dst, b)
-				prev = b
-				continue
-			}
-		}
-		b, ok := p.indexedBlock(h)
-		if !ok {
-			break
-		}
-		if meta[b].refs == 0 {
+		switch m := &meta[b]; {
+		case m.refs == 0:
 			free++
+		case m.refs == 1 && !m.inFree && m.owner >= 0:
+			if run := p.parkedHolding(b); run >= 0 {
+				free++
+				if !probe {
+					p.unpark(run, 0)
+					if fast.run == run {
+						fast.run = -1
+					}
+				}
+			}
 		}
 		dst = append(dst, b)
 		prev = b
 	}
-	return dst, free
+	return dst, free, true
 }
 
 // holder returns the block that holds hashes[i] in the prefix cache, or
@@ -505,6 +632,9 @@ type filledRun struct {
 	// when set, is told whether blocks[to−1] holds hashes[to−1] after.
 	known     bool
 	holdsLast *bool
+	// heldTo, when set, is the request's count of leading blocks that
+	// hold their own hashes, which cacheRun extends
+	heldTo *int
 }
 
 // cacheAll caches each run in order, as cacheRun does.
@@ -513,6 +643,11 @@ func (p *blockPool) cacheAll(runs []filledRun) {
 		ok := p.cacheRun(r.blocks, r.hashes, r.from, r.to, r.known)
 		if r.holdsLast != nil {
 			*r.holdsLast = ok
+		}
+		if h := r.heldTo; h != nil && *h == r.from {
+			for i := r.from; i < r.to && p.blocks[r.blocks[i]].hash == r.hashes[i]; i++ {
+				*h = i + 1
+			}
 		}
 	}
 }
@@ -528,6 +663,7 @@ func (p *blockPool) resetPrefixCache() bool {
 	if !p.caching {
 		return true
 	}
+	p.unparkAll()
 	for b := range p.used {
 		p.blocks[b].hash = 0
 		p.blocks[b].follows = false

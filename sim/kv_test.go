@@ -123,6 +123,9 @@ type poolReq struct {
 	hashes    []uint64
 	got, want []int32 // its blocks in the pool under test and in the reference
 	hint      []int32 // its previous turn's blocks in the pool under test
+	owner     int32   // its session's owner id in the pool under test
+	// got[:heldTo] hold their hashes; got[privateFrom:] are its own
+	heldTo, privateFrom int
 }
 
 // FuzzBlockPoolMatchesTheReference drives the pool and refPool with the
@@ -147,6 +150,10 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 		p, ref := newBlockPool(n, true), newRefPool(n)
 		sessions := make([]*poolReq, 10)
 		gen := make([]int, len(sessions))
+		owners := make([]int32, len(sessions))
+		for i := range owners {
+			owners[i] = p.newOwner()
+		}
 		var held []*poolReq
 		chain := func(doc, length int) []uint64 {
 			shared := 1 + doc%5
@@ -160,17 +167,18 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 			}
 			return hs
 		}
-		compactions, requests, hitBlocks := 0, 0, 0
+		compactions, requests, hitBlocks, parks, taken := 0, 0, 0, 0, 0
 		// sameQueues: the free queues hold the same blocks in the same order.
 		sameQueues := func(op int) {
-			g, w, queued := p.head, ref.head, 0
-			for g != noBlock && w != noBlock {
-				if m := p.blocks[g]; m.hash != ref.hash[w] || m.refs != 0 || !m.inFree {
-					t.Fatalf("op %d: free queues differ: hash %x refs %d, the reference %x", op, m.hash, m.refs, ref.hash[w])
+			w, queued := ref.head, 0
+			p.eachQueued(func(g int32) {
+				refs, inFree := p.state(g)
+				if w == noBlock || p.blocks[g].hash != ref.hash[w] || refs != 0 || !inFree {
+					t.Fatalf("op %d: free queues differ at %d: hash %x refs %d", op, queued, p.blocks[g].hash, refs)
 				}
-				g, w, queued = p.blocks[g].next, ref.next[w], queued+1
-			}
-			if g != w || queued != p.numFree {
+				w, queued = ref.next[w], queued+1
+			})
+			if w != noBlock || queued != p.numFree {
 				t.Fatalf("op %d: free queues differ in length (%d queued, %d free)", op, queued, p.numFree)
 			}
 		}
@@ -186,7 +194,7 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					// A new session, on new content, with the old one's
 					// blocks for a (wrong) hint.
 					gen[s]++
-					nr := &poolReq{}
+					nr := &poolReq{owner: owners[s]}
 					if r != nil {
 						nr.hint = r.hint
 					}
@@ -194,7 +202,7 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				}
 				r.hashes = chain(s+1+len(sessions)*gen[s], min(maxLen, len(r.hashes)+1+rng.IntN(5)))
 				limit := len(r.hashes) - rng.IntN(2)
-				hits, free := p.lookup(nil, r.hashes, limit, r.hint)
+				hits, free, fast := p.lookup(nil, r.hashes, limit, r.hint, r.owner, false)
 				want := ref.lookup(r.hashes, limit)
 				hitBlocks += len(hits)
 				if len(hits) != len(want) {
@@ -202,8 +210,14 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				}
 				fresh, evictable := len(r.hashes)-len(hits), 0
 				for _, b := range hits {
-					if p.blocks[b].refs == 0 {
+					if refs, _ := p.state(b); refs == 0 {
 						evictable++
+					}
+				}
+				if fast.run >= 0 && rng.IntN(8) == 0 {
+					// a router's probe finds the same and changes nothing
+					if probe, _, _ := p.lookup(nil, r.hashes, limit, nil, noOwner, true); len(probe) != len(hits) {
+						t.Fatalf("op %d: a probe finds %d hits, the lookup %d", op, len(probe), len(hits))
 					}
 				}
 				if free != evictable {
@@ -221,12 +235,22 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 						rewrite(hits)
 					})
 				}
-				if rng.IntN(2) == 0 {
-					p.touchAll(nil, hits)
-				} else {
+				switch {
+				case fast.run >= 0:
+					taken += fast.n
+					p.touchAll(nil, hits[:fast.from], r.owner)
+					p.takeParked(fast.run, fast.n)
+					p.touchAll(nil, hits[fast.from+fast.n:], r.owner)
+				case rng.IntN(2) == 0:
+					p.touchAll(nil, hits, r.owner)
+				default:
 					for _, b := range hits {
-						p.touch(b)
+						p.touch(b, r.owner)
 					}
+				}
+				r.heldTo, r.privateFrom = len(hits), len(hits)
+				if fast.run >= 0 && fast.from+fast.n == len(hits) {
+					r.privateFrom = fast.from
 				}
 				for i := range hits {
 					ref.touch(want[i])
@@ -240,9 +264,9 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				}
 				for len(r.got) < len(r.hashes) {
 					if res.left() > 0 {
-						r.got = append(r.got, p.allocateIn(&res))
+						r.got = append(r.got, p.allocateIn(&res, r.owner, int32(len(r.got))))
 					} else {
-						r.got = append(r.got, p.allocate())
+						r.got = append(r.got, p.allocate(r.owner, int32(len(r.got))))
 					}
 					r.want = append(r.want, ref.allocate())
 				}
@@ -259,8 +283,17 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 					if known && p.holder(r.got, r.hashes, i-1) != r.got[i-1] {
 						t.Fatalf("op %d: block %d was known to hold its hash and does not", op, i-1)
 					}
-					if p.cacheRun(r.got, r.hashes, i, j, known && rng.IntN(2) == 0) != (j > i && p.holder(r.got, r.hashes, j-1) == r.got[j-1]) {
+					run := filledRun{blocks: r.got, hashes: r.hashes, from: i, to: j, known: known && rng.IntN(2) == 0, heldTo: &r.heldTo}
+					var holds bool
+					run.holdsLast = &holds
+					p.cacheAll([]filledRun{run})
+					if holds != (j > i && p.holder(r.got, r.hashes, j-1) == r.got[j-1]) {
 						t.Fatalf("op %d: cacheRun's report on block %d is wrong", op, j-1)
+					}
+					for x := range r.heldTo {
+						if p.blocks[r.got[x]].hash != r.hashes[x] {
+							t.Fatalf("op %d: block %d of %d said to hold its hash does not", op, x, r.heldTo)
+						}
 					}
 					known = false // the next run starts after an uncomputed block
 					i = j + 1
@@ -271,17 +304,28 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				i := rng.IntN(len(held))
 				r := held[i]
 				held = append(held[:i], held[i+1:]...)
-				if rng.IntN(4) > 0 {
-					p.freeBlocks(r.got)
+				switch k := rng.IntN(8); {
+				case k < 4 && p.owners[r.owner].foreign == 0 && r.privateFrom < len(r.got):
+					// its own blocks as one parked run, then the rest
+					if !p.park(r.owner, r.got, r.privateFrom, r.heldTo) {
+						t.Fatalf("op %d: no parked run for %d blocks", op, len(r.got)-r.privateFrom)
+					}
+					parks++
+					p.freeBlocks(r.got[:r.privateFrom], r.owner)
 					for j := len(r.want) - 1; j >= 0; j-- {
 						ref.release(r.want[j])
 					}
-				} else {
+				case k < 7:
+					p.freeBlocks(r.got, r.owner)
+					for j := len(r.want) - 1; j >= 0; j-- {
+						ref.release(r.want[j])
+					}
+				default:
 					// First block first, as the engine never does: a
 					// parent then goes before its child in the free queue,
 					// which leaves the child cached without its parent.
 					for j := range r.want {
-						p.release(r.got[j])
+						p.release(r.got[j], r.owner)
 						ref.release(r.want[j])
 					}
 				}
@@ -296,6 +340,21 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 			if p.numFree != ref.numFree || p.evictions != ref.evictions || p.size() != n {
 				t.Fatalf("op %d: free %d evictions %d size %d, the reference free %d evictions %d size %d",
 					op, p.numFree, p.evictions, p.size(), ref.numFree, ref.evictions, n)
+			}
+			// An owner's foreign count is the references other requests
+			// hold on its blocks.
+			foreign := make([]int32, len(p.owners))
+			for _, r := range held {
+				for _, b := range r.got {
+					if o := p.blocks[b].owner; o >= 0 && o != r.owner {
+						foreign[o]++
+					}
+				}
+			}
+			for o := range foreign {
+				if foreign[o] != p.owners[o].foreign {
+					t.Fatalf("op %d: owner %d: foreign count %d, other requests hold %d of its blocks", op, o, p.owners[o].foreign, foreign[o])
+				}
 			}
 			for _, r := range held {
 				for j, b := range r.got {
@@ -334,14 +393,15 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 			}
 			for h, b := range ref.index {
 				got, ok := holders[h]
-				if !ok || p.blocks[got].refs != ref.refs[b] || p.blocks[got].inFree != ref.inFree[b] {
+				if refs, inFree := p.state(got); !ok || refs != ref.refs[b] || inFree != ref.inFree[b] {
 					t.Fatalf("op %d: hash %x not cached as the reference has it", op, h)
 				}
 			}
 		}
-		t.Logf("%d blocks: %d requests, %d prefix hits, %d evictions, %d compactions", n, requests, hitBlocks, p.evictions, compactions)
-		if ops > 1000 && (compactions == 0 || p.evictions == 0 || hitBlocks == 0) {
-			t.Fatalf("%d operations on %d blocks: %d compactions, %d evictions, %d hits: the test exercises nothing", ops, n, compactions, p.evictions, hitBlocks)
+		t.Logf("%d blocks: %d requests, %d prefix hits (%d from parked runs), %d evictions, %d compactions, %d parked runs", n, requests, hitBlocks, taken, p.evictions, compactions, parks)
+		if ops > 1000 && (compactions == 0 || p.evictions == 0 || hitBlocks == 0 || parks == 0 || taken == 0) {
+			t.Fatalf("%d operations on %d blocks: %d compactions, %d evictions, %d hits, %d parked runs, %d hits from them: the test exercises nothing",
+				ops, n, compactions, p.evictions, hitBlocks, parks, taken)
 		}
 	})
 }
@@ -375,6 +435,32 @@ func TestBlockIndexFindsWhatWasPut(t *testing.T) {
 	for h := range put {
 		if _, ok := x.get(h); ok {
 			t.Fatalf("get(%x) found a key after reset", h)
+		}
+	}
+}
+
+// state is block b's reference count and whether it is in the free
+// queue, as the one-block pool has them: a parked block is unheld and
+// queued.
+func (p *blockPool) state(b int32) (int32, bool) {
+	m := &p.blocks[b]
+	if m.refs == 1 && !m.inFree && p.parkedHolding(b) >= 0 {
+		return 0, true
+	}
+	return m.refs, m.inFree
+}
+
+// eachQueued calls f for every block in the free queue, head first, a
+// parked run's blocks in its order.
+func (p *blockPool) eachQueued(f func(b int32)) {
+	for b := p.head; b != noBlock; b = p.blocks[b].next {
+		if b < p.arena {
+			f(b)
+			continue
+		}
+		r := &p.parked[b-p.arena]
+		for j := r.n - 1; j >= 0; j-- {
+			f(r.ids[j])
 		}
 	}
 }

@@ -50,6 +50,14 @@ type Request struct {
 	res       reservation // the slots set aside for r's later blocks
 	running   bool
 	finished  bool
+	// blocks[:heldTo] hold their own hashes in the prefix cache;
+	// blocks[privateFrom:] are r's own (taken fresh, or back from its
+	// parked run), which its end may park (Engine.finishRequest)
+	heldTo, privateFrom int
+	// r's owner id in ownerEngine's block pool (Engine.ownerOf), kept
+	// over Reset: the next turn's request is the same owner
+	owner       int32
+	ownerEngine *Engine
 
 	// the cluster router's bookkeeping (Cluster.Assign, Release)
 	replica int32
@@ -60,7 +68,7 @@ type Request struct {
 
 // Reset clears r for reuse, keeping its buffers.
 func (r *Request) Reset() {
-	*r = Request{blocks: r.blocks[:0], slide: r.slide[:0]}
+	*r = Request{blocks: r.blocks[:0], slide: r.slide[:0], owner: r.owner, ownerEngine: r.ownerEngine}
 	r.FirstScheduled, r.FirstToken, r.Done = -1, -1, -1
 }
 

@@ -534,6 +534,6 @@ func (e *Engine) cachedPrefixBlocks(hashes []uint64, limit int) int {
 	if !e.pool.caching {
 		return 0
 	}
-	e.probe, _ = e.pool.lookup(e.probe[:0], hashes, limit, nil)
+	e.probe, _, _ = e.pool.lookup(e.probe[:0], hashes, limit, nil, noOwner, true)
 	return len(e.probe)
 }

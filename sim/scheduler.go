@@ -54,7 +54,7 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 		}
 		scheduled := false
 		for {
-			if e.allocate(r, n, nil, 0) {
+			if e.allocate(r, n, nil, 0, fastHits{run: -1}) {
 				scheduled = true
 				break
 			}
@@ -88,11 +88,12 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 			}
 			e.hits = e.hits[:0]
 			free := 0
+			fast := fastHits{run: -1}
 			if r.computed == 0 && e.pool.caching {
 				// A full hit still recomputes the last token to get logits.
 				// r.blocks is empty here; its array still holds the blocks
 				// of r's previous turn (Request.Reset keeps it), the hint.
-				e.hits, free = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize, r.blocks[:cap(r.blocks)])
+				e.hits, free, fast = e.pool.lookup(e.hits, r.BlockHashes, (r.numTokens()-1)/e.p.BlockSize, r.blocks[:cap(r.blocks)], e.ownerOf(r), false)
 			}
 			hitTokens := len(e.hits) * e.p.BlockSize
 			n := r.numTokens() - r.computed - hitTokens
@@ -104,8 +105,18 @@ func (e *Engine) Schedule(now float64) (float64, bool) {
 				continue
 			}
 			n = min(n, budget)
-			if !e.allocate(r, n, e.hits, free) {
+			start := r.computed == 0
+			if !e.allocate(r, n, e.hits, free, fast) {
 				break
+			}
+			if start {
+				// the turn's start: its hits hold their hashes, and its
+				// own blocks (parkable at its end) begin after them, or
+				// where the hits its parked run gave back begin
+				r.heldTo, r.privateFrom = len(e.hits), len(e.hits)
+				if fast.run >= 0 && fast.from+fast.n == len(e.hits) {
+					r.privateFrom = fast.from
+				}
 			}
 			e.waiting.popFront()
 			if e.pool.caching {
@@ -184,7 +195,7 @@ func (e *Engine) Complete(end float64) []*Request {
 		if to := min(full, len(r.BlockHashes)); r.cachedBlocks < to {
 			// r.blocks' ids stay valid when r finishes below: releasing
 			// evicts nothing.
-			run := filledRun{blocks: r.blocks, hashes: r.BlockHashes, from: r.cachedBlocks, to: to, known: r.holdsLast}
+			run := filledRun{blocks: r.blocks, hashes: r.BlockHashes, from: r.cachedBlocks, to: to, known: r.holdsLast, heldTo: &r.heldTo}
 			r.holdsLast = false
 			if full == to {
 				run.holdsLast = &r.holdsLast // cacheAll says
@@ -208,7 +219,7 @@ func (e *Engine) Complete(end float64) []*Request {
 			r.Done = end
 			anyFinished = true
 			e.stats.Finished++
-			e.freeRequest(r)
+			e.finishRequest(r)
 		}
 		e.out = append(e.out, r)
 	}
@@ -242,7 +253,9 @@ func (e *Engine) Complete(end float64) []*Request {
 // nothing when the free queue is too short.
 //
 // evictableHits is how many of hits nobody holds (lookup's count).
-func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int) bool {
+//
+// fast says which of hits the lookup took from r's parked run.
+func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int, fast fastHits) bool {
 	bs := e.p.BlockSize
 	total := r.computed + len(hits)*bs + n
 	if len(hits) == 0 && total <= len(r.blocks)*bs && (len(r.slide) >= e.slideMax || total <= len(r.slide)*bs) {
@@ -259,7 +272,15 @@ func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int) bo
 	if max(0, freshFull-r.res.left())+freshSlide > e.pool.room() {
 		e.compactPool(r, hits)
 	}
-	r.blocks = e.pool.touchAll(r.blocks, hits)
+	owner := e.ownerID(r)
+	if fast.run >= 0 {
+		r.blocks = e.pool.touchAll(r.blocks, hits[:fast.from], owner)
+		e.pool.takeParked(fast.run, fast.n)
+		r.blocks = append(r.blocks, hits[fast.from:fast.from+fast.n]...)
+		r.blocks = e.pool.touchAll(r.blocks, hits[fast.from+fast.n:], owner)
+	} else if len(hits) > 0 {
+		r.blocks = e.pool.touchAll(r.blocks, hits, owner)
+	}
 	r.computed += len(hits) * bs
 	r.cachedBlocks += len(hits)
 	switch {
@@ -279,13 +300,13 @@ func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int) bo
 	}
 	for len(r.blocks) < needFull {
 		if r.res.left() > 0 {
-			r.blocks = append(r.blocks, e.pool.allocateIn(&r.res))
+			r.blocks = append(r.blocks, e.pool.allocateIn(&r.res, owner, int32(len(r.blocks))))
 			continue
 		}
-		r.blocks = append(r.blocks, e.pool.allocate())
+		r.blocks = append(r.blocks, e.pool.allocate(owner, int32(len(r.blocks))))
 	}
 	for len(r.slide) < needSlide {
-		r.slide = append(r.slide, e.pool.allocate())
+		r.slide = append(r.slide, e.pool.allocate(noOwner, 0))
 	}
 	return true
 }

@@ -47,6 +47,10 @@ type Options struct {
 	// SeriesInterval is the sampling interval of the time series; 0 means one
 	// second, negative disables the series.
 	SeriesInterval time.Duration
+
+	// afterRun, when set, sees the cluster at the run's end (the tests'
+	// look at its engines)
+	afterRun func(*Cluster)
 }
 
 // RunStats describes a finished virtual run.
@@ -165,6 +169,9 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 	if route != nil {
 		c.router = route
 	}
+	for _, e := range c.engines {
+		e.trackSessions() // each user's Request comes back for its next turn
+	}
 	if o.Start.IsZero() {
 		o.Start = time.Unix(0, 0).UTC()
 	}
@@ -199,6 +206,9 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 	}
 	err = r.loop(ctx)
 	r.finish()
+	if o.afterRun != nil {
+		o.afterRun(c)
+	}
 	r.stats.Sessions = sched.Sessions()
 	r.stats.Scale = r.finishScale()
 	return &r.stats, err

@@ -36,8 +36,13 @@ type Request struct {
 	// Preemptions counts how often the request was evicted and recomputed.
 	Preemptions int
 
-	generated    int
-	computed     int
+	generated int
+	computed  int
+	// the virtual executor's token times (runner.completeStep): its
+	// latest token's and the gaps so far, in the request the step has
+	// just read rather than in the user's state, a cache miss a token
+	lastToken    float64
+	gaps         []int64
 	newTokens    int
 	cachedBlocks int
 	// holdsLast: blocks[cachedBlocks−1] is the block the prefix cache

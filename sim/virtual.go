@@ -109,8 +109,6 @@ type vuser struct {
 	req     *Request
 	rec     *result.Record
 	replica int
-	lastTok float64
-	gaps    []int64
 	next    float64
 	phase   uint8
 	// the session header's value and the session it was made for
@@ -382,7 +380,7 @@ func (r *runner) due(vu *vuser, t float64) error {
 		}
 		req.SessionKey = vu.key
 	}
-	vu.gaps = make([]int64, 0, reply-1)
+	req.gaps = make([]int64, 0, reply-1)
 	vu.next, vu.phase = t+r.overh.RequestOverhead(prompt), phaseSubmit
 	r.heap.push(int32(vu.id))
 	return nil
@@ -391,16 +389,16 @@ func (r *runner) due(vu *vuser, t float64) error {
 // completeStep applies replica k's step ending at t and advances its users.
 func (r *runner) completeStep(k int, t float64) error {
 	for _, req := range r.c.engines[k].Complete(t) {
-		vu := &r.users[req.Tag]
-		if req.Generated() == 1 {
-			vu.rec.FirstToken = r.at(t)
+		if req.generated == 1 {
+			r.users[req.Tag].rec.FirstToken = r.at(t)
 		} else {
-			vu.gaps = append(vu.gaps, int64(math.Round((t-vu.lastTok)*1e6)))
+			req.gaps = append(req.gaps, int64(math.Round((t-req.lastToken)*1e6)))
 		}
-		vu.lastTok = t
-		if !req.Finished() {
+		req.lastToken = t
+		if !req.finished {
 			continue
 		}
+		vu := &r.users[req.Tag]
 		r.c.Release(req, t)
 		r.fleet.answered(k, t)
 		r.scaleAnswered(req)
@@ -421,11 +419,11 @@ func (r *runner) emit(vu *vuser) error {
 	rec := vu.rec
 	if req := vu.req; rec.Status != result.StatusHTTPError {
 		rec.PromptTokens, rec.CachedTokens, rec.OutputTokens = req.PromptTokens, req.CachedTokens, req.Generated()
-		if len(vu.gaps) > 0 {
-			rec.TokenGapsUS = vu.gaps
+		if len(req.gaps) > 0 {
+			rec.TokenGapsUS = req.gaps
 		}
+		req.gaps = nil
 	}
-	vu.gaps = nil
 	vu.rec = nil
 	if vu.phase == phaseDone {
 		// a stopped user (an open-loop session that ended) sends nothing

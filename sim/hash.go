@@ -36,6 +36,13 @@ func (h *BlockHasher) Reset() {
 	h.state, h.fill, h.pending = seedHash, 0, false
 }
 
+// reserve makes room for n blocks' hashes; call it before Reset.
+func (h *BlockHasher) reserve(n int) {
+	if cap(h.hashes) < n {
+		h.hashes = make([]uint64, 0, n)
+	}
+}
+
 // Hashes returns the hashes of the full blocks so far. Later appends never
 // change the returned elements.
 func (h *BlockHasher) Hashes() []uint64 { return h.hashes }

@@ -56,9 +56,16 @@ func (a *Attainment) Write(r *Record) error {
 	cut := r.Status == StatusCancelled // by the window's end: censored, not failed
 	switch {
 	case r.Status == StatusOK:
-		good, _ = a.judge.isGood(r)
 		ttft, okTTFT = r.TTFT()
 		itl, okITL = a.requestITL(r)
+		var goodButITL bool
+		if c := a.judge.sla.ITL; c.Max > 0 && c.Percentile > 0 && okITL {
+			// the ITL clause judges the percentile just taken: once
+			goodButITL = a.judge.goodButITL(r)
+			good = goodButITL && itl <= c.Max
+		} else {
+			good, _ = a.judge.isGood(r)
+		}
 	case cut && !r.FirstToken.IsZero():
 		ttft, okTTFT = r.TTFT() // its stream was cut, so its gaps are not all there
 	case cut:

@@ -274,23 +274,32 @@ func (s *Summary) Add(r *Record) bool {
 // whose ITL is unmeasurable, StreamReport); a request's ITL is judged at
 // the clause's percentile of its own gaps.
 func (s *Summary) isGood(r *Record) (good, goodButITL bool) {
-	if r.Status != StatusOK {
+	if !s.goodButITL(r) {
 		return false, false
+	}
+	return s.goodITL(r), true
+}
+
+// goodButITL reports whether r succeeded within every enabled latency
+// clause but ITL.
+func (s *Summary) goodButITL(r *Record) bool {
+	if r.Status != StatusOK {
+		return false
 	}
 	if c := s.sla.TTFT; c.Max > 0 {
 		if ttft, ok := r.TTFT(); !ok || ttft > c.Max {
-			return false, false
+			return false
 		}
 	}
 	if c := s.sla.E2E; c.Max > 0 && r.E2E() > c.Max {
-		return false, false
+		return false
 	}
 	if c := s.sla.TPOT; c.Max > 0 {
 		if tpot, ok := r.TPOT(); ok && tpot > c.Max {
-			return false, false
+			return false
 		}
 	}
-	return s.goodITL(r), true
+	return true
 }
 
 // goodITL reports whether r's ITL at the clause's percentile of its own

@@ -87,9 +87,14 @@ const arenaFactor = 3
 const minIndex = 64
 
 func newBlockPool(numBlocks int, caching bool) *blockPool {
-	parked := 0
-	if caching {
-		parked = maxParked
+	return newBlockPoolParking(numBlocks, caching, maxParked)
+}
+
+// newBlockPoolParking is newBlockPool with room for parked runs parked at
+// a time (a test's few).
+func newBlockPoolParking(numBlocks int, caching bool, parked int) *blockPool {
+	if !caching {
+		parked = 0
 	}
 	p := &blockPool{
 		blocks:  make([]blockMeta, arenaFactor*numBlocks+parked),
@@ -485,6 +490,7 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 		// places from known on were cached after the run parked: one by one
 		for known < end && p.blocks[r.ids[known-i]].hash == hashes[known] {
 			known++
+			p.parkStats.CachedAfter++
 		}
 		dst = append(dst, r.ids[:known-i]...)
 		free += known - i

@@ -124,6 +124,7 @@ type poolReq struct {
 	got, want []int32 // its blocks in the pool under test and in the reference
 	hint      []int32 // its previous turn's blocks in the pool under test
 	owner     int32   // its session's owner id in the pool under test
+	tail      int     // got[tail:] are cached after its release, if at all
 	// got[:heldTo] hold their hashes; got[privateFrom:] are its own
 	heldTo, privateFrom int
 }
@@ -147,7 +148,9 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 		const maxLen = 16
 		n := int(size)%100 + maxLen + 1
 		rng := rand.New(rand.NewPCG(seed, 7))
-		p, ref := newBlockPool(n, true), newRefPool(n)
+		// a few parked runs at a time, so that a release sometimes finds
+		// none left
+		p, ref := newBlockPoolParking(n, true, 1+int(seed%8)), newRefPool(n)
 		sessions := make([]*poolReq, 10)
 		gen := make([]int, len(sessions))
 		owners := make([]int32, len(sessions))
@@ -189,6 +192,12 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				r := sessions[s]
 				if r != nil && len(r.got) > 0 {
 					break // its turn is still running
+				}
+				if r != nil && rng.IntN(12) == 0 {
+					// the session's request comes back from another
+					// engine: a new owner here, its parked run orphaned
+					owners[s] = p.newOwner()
+					r.owner = owners[s]
 				}
 				if r == nil || len(r.hashes) >= maxLen || rng.IntN(8) == 0 {
 					// A new session, on new content, with the old one's
@@ -273,10 +282,16 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				// Runs of computed blocks; some blocks stay uncomputed.
 				// The first chains from the hits, which hold their hashes
 				// (known); cacheRun says whether its last block holds its.
+				// A tail of some is cached only after the request released
+				// them (finishing), as the engine's last step does.
 				known := len(hits) > 0
-				for i := len(hits); i < len(r.hashes); {
+				r.tail = len(r.hashes)
+				if rng.IntN(3) == 0 {
+					r.tail -= rng.IntN(len(r.hashes) - len(hits) + 1)
+				}
+				for i := len(hits); i < r.tail; {
 					j := i
-					for j < len(r.hashes) && rng.IntN(6) > 0 {
+					for j < r.tail && rng.IntN(6) > 0 {
 						ref.cache(r.want[j], r.hashes[j])
 						j++
 					}
@@ -305,11 +320,9 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				r := held[i]
 				held = append(held[:i], held[i+1:]...)
 				switch k := rng.IntN(8); {
-				case k < 4 && p.owners[r.owner].foreign == 0 && r.privateFrom < len(r.got):
-					// its own blocks as one parked run, then the rest
-					if !p.park(r.owner, r.got, r.privateFrom, r.heldTo) {
-						t.Fatalf("op %d: no parked run for %d blocks", op, len(r.got)-r.privateFrom)
-					}
+				case k < 4 && p.owners[r.owner].foreign == 0 && p.park(r.owner, r.got, r.privateFrom, r.heldTo):
+					// its own blocks as one parked run (when one is
+					// left), then the rest
 					parks++
 					p.freeBlocks(r.got[:r.privateFrom], r.owner)
 					for j := len(r.want) - 1; j >= 0; j-- {
@@ -328,6 +341,13 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 						p.release(r.got[j], r.owner)
 						ref.release(r.want[j])
 					}
+				}
+				if end := r.tail + rng.IntN(len(r.got)-r.tail+1); end > r.tail {
+					// the last step's blocks, cached after the release
+					for j := r.tail; j < end; j++ {
+						ref.cache(r.want[j], r.hashes[j])
+					}
+					p.cacheAll([]filledRun{{blocks: r.got, hashes: r.hashes, from: r.tail, to: end, heldTo: &r.heldTo}})
 				}
 				r.hint = r.got // the engine keeps the array: the next turn's hint
 				r.got, r.want = nil, nil
@@ -399,9 +419,9 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 			}
 		}
 		t.Logf("%d blocks: %d requests, %d prefix hits (%d from parked runs), %d evictions, %d compactions, %d parked runs", n, requests, hitBlocks, taken, p.evictions, compactions, parks)
-		if ops > 1000 && (compactions == 0 || p.evictions == 0 || hitBlocks == 0 || parks == 0 || taken == 0) {
-			t.Fatalf("%d operations on %d blocks: %d compactions, %d evictions, %d hits, %d parked runs, %d hits from them: the test exercises nothing",
-				ops, n, compactions, p.evictions, hitBlocks, parks, taken)
+		if s := p.parkStats; ops > 1000 && (compactions == 0 || p.evictions == 0 || hitBlocks == 0 || parks == 0 || taken == 0 || s.Unparked == 0 || s.CachedAfter == 0) {
+			t.Fatalf("%d operations on %d blocks: %d compactions, %d evictions, %d hits, %d parked runs, %d hits from them (%d cached after they parked), %d unparked: the test exercises nothing",
+				ops, n, compactions, p.evictions, hitBlocks, parks, taken, s.CachedAfter, s.Unparked)
 		}
 	})
 }

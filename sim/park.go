@@ -31,6 +31,8 @@ package sim
 // are used.
 type parkStats struct {
 	Parked, Taken, TakenBlocks, Unparked int64
+	// CachedAfter counts taken blocks cached after their run parked
+	CachedAfter int64
 }
 
 // parkRuns turns parked runs on (Engine.trackSessions); the test that

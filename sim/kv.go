@@ -113,9 +113,13 @@ func newBlockPoolParking(numBlocks int, caching bool, parked int) *blockPool {
 			p.freeParked[i] = int32(parked - 1 - i)
 		}
 	}
+	// every block free, in id order: the queue's links written directly
 	for b := range numBlocks {
-		p.blocks[b].owner = noOwner
-		p.pushTail(int32(b))
+		p.blocks[b] = blockMeta{prev: int32(b) - 1, next: int32(b) + 1, owner: noOwner, inFree: true}
+	}
+	if numBlocks > 0 {
+		p.blocks[numBlocks-1].next = noBlock
+		p.head, p.tail, p.numFree = 0, int32(numBlocks-1), numBlocks
 	}
 	for b := numBlocks; b < len(p.blocks); b++ {
 		p.blocks[b] = blockMeta{refs: -1, prev: noBlock, next: noBlock, owner: noOwner}

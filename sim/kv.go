@@ -165,7 +165,13 @@ func (p *blockPool) unlink(b int32) {
 // unlinkNode takes b, a block or a sentinel, out of the free queue.
 func (p *blockPool) unlinkNode(b int32) {
 	m := &p.blocks[b]
-	pr, nx := m.prev, m.next
+	p.join(m.prev, m.next)
+	m.inFree = false
+}
+
+// join links pr to nx in the free queue (noBlock: the queue's end), as
+// when what lay between them leaves it.
+func (p *blockPool) join(pr, nx int32) {
 	if pr != noBlock {
 		p.blocks[pr].next = nx
 	} else {
@@ -176,7 +182,6 @@ func (p *blockPool) unlinkNode(b int32) {
 	} else {
 		p.tail = pr
 	}
-	m.inFree = false
 }
 
 // room is how many blocks can be allocated before the pool must compact.
@@ -417,17 +422,7 @@ func (p *blockPool) touchAll(dst, hits []int32, owner int32) []int32 {
 			p.owners[o].foreign++
 		}
 		if m.refs == 0 && m.inFree {
-			pr, nx := m.prev, m.next
-			if pr != noBlock {
-				meta[pr].next = nx
-			} else {
-				p.head = nx
-			}
-			if nx != noBlock {
-				meta[nx].prev = pr
-			} else {
-				p.tail = pr
-			}
+			p.join(m.prev, m.next)
 			m.inFree = false
 			p.numFree--
 		}

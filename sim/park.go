@@ -149,16 +149,7 @@ func (p *blockPool) unpark(i int32, k int32) {
 		}
 		prev = b
 	}
-	if prev != noBlock {
-		meta[prev].next = next
-	} else {
-		p.head = next
-	}
-	if next != noBlock {
-		meta[next].prev = prev
-	} else {
-		p.tail = prev
-	}
+	p.join(prev, next)
 	meta[s].prev, meta[s].next, meta[s].inFree = noBlock, noBlock, false
 	p.endParked(i)
 }

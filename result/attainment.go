@@ -58,11 +58,9 @@ func (a *Attainment) Write(r *Record) error {
 	case r.Status == StatusOK:
 		ttft, okTTFT = r.TTFT()
 		itl, okITL = a.requestITL(r)
-		var goodButITL bool
 		if c := a.judge.sla.ITL; c.Max > 0 && c.Percentile > 0 && okITL {
 			// the ITL clause judges the percentile just taken: once
-			goodButITL = a.judge.goodButITL(r)
-			good = goodButITL && itl <= c.Max
+			good = a.judge.goodButITL(r) && itl <= c.Max
 		} else {
 			good, _ = a.judge.isGood(r)
 		}

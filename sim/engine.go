@@ -286,7 +286,7 @@ func (e *Engine) cost(now float64) (CostModel, float64) {
 // trackSessions tells e that each Request it is given is one session's,
 // sent again for the session's next turn: a finished turn then parks its
 // own blocks for the next (park.go).
-func (e *Engine) trackSessions() { e.sessions = e.pool.caching && parkRuns }
+func (e *Engine) trackSessions() { e.sessions = e.pool.caching }
 
 // ownerOf returns r's owner id in e's pool, registering r on its first
 // turn here; noOwner when e does not track sessions.

@@ -458,13 +458,13 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 		run = p.owners[owner].parked
 	}
 	if run < 0 {
-		dst, free, _ = p.walk(dst, hashes, 0, limit, hint, noBlock, probe, &fast)
+		dst, free = p.walk(dst, hashes, 0, limit, hint, noBlock, probe, &fast)
 		return dst, free, fast
 	}
 	r := &p.parked[run]
 	from := min(int(r.from), limit)
 	base := len(dst)
-	dst, free, _ = p.walk(dst, hashes, 0, from, hint, noBlock, probe, &fast)
+	dst, free = p.walk(dst, hashes, 0, from, hint, noBlock, probe, &fast)
 	i := len(dst) - base
 	prev := int32(noBlock)
 	if i > 0 {
@@ -476,7 +476,7 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 		// the last one computed) and unparked it
 		if i == from {
 			var more int
-			dst, more, _ = p.walk(dst, hashes, i, limit, hint, prev, probe, &fast)
+			dst, more = p.walk(dst, hashes, i, limit, hint, prev, probe, &fast)
 			free += more
 		}
 		return dst, free, fast
@@ -500,7 +500,7 @@ func (p *blockPool) lookup(dst []int32, hashes []uint64, limit int, hint []int32
 		p.unpark(run, 0)
 	}
 	var more int
-	dst, more, _ = p.walk(dst, hashes, i, limit, hint, prev, probe, &fast)
+	dst, more = p.walk(dst, hashes, i, limit, hint, prev, probe, &fast)
 	return dst, free + more, fast
 }
 
@@ -513,10 +513,10 @@ type fastHits struct {
 
 // walk is lookup's look at one block after another, from hashes[i] to
 // hashes[limit−1] or the first miss; prev is the hit before hashes[i]. It
-// reports whether it reached limit. A parked block it finds unparks its
-// run (but in a probe), which ends fast when it is that run: its hits are
-// then taken one by one.
-func (p *blockPool) walk(dst []int32, hashes []uint64, i, limit int, hint []int32, prev int32, probe bool, fast *fastHits) ([]int32, int, bool) {
+// returns the hits and how many nobody holds. A parked block it finds
+// unparks its run (but in a probe), which ends fast when it is that run:
+// its hits are then taken one by one.
+func (p *blockPool) walk(dst []int32, hashes []uint64, i, limit int, hint []int32, prev int32, probe bool, fast *fastHits) ([]int32, int) {
 	meta := p.blocks
 	free := 0
 	for ; i < limit; i++ {
@@ -529,7 +529,7 @@ func (p *blockPool) walk(dst []int32, hashes []uint64, i, limit int, hint []int3
 		} else if x, ok := p.indexedBlock(h); ok {
 			b = x
 		} else {
-			return dst, free, false
+			return dst, free
 		}
 		switch m := &meta[b]; {
 		case m.refs == 0:
@@ -548,7 +548,7 @@ func (p *blockPool) walk(dst []int32, hashes []uint64, i, limit int, hint []int3
 		dst = append(dst, b)
 		prev = b
 	}
-	return dst, free, true
+	return dst, free
 }
 
 // holder returns the block that holds hashes[i] in the prefix cache, or

@@ -35,10 +35,6 @@ type parkStats struct {
 	CachedAfter int64
 }
 
-// parkRuns turns parked runs on (Engine.trackSessions); the test that
-// holds their records to the one-block-at-a-time pool's turns it off.
-var parkRuns = true
-
 // noOwner marks a block no request owns, and a request the pool does not
 // track.
 const noOwner = -1

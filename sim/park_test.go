@@ -14,9 +14,17 @@ func TestParkedRunsChangeNoRecord(t *testing.T) {
 	var all parkStats
 	for _, name := range []string{"evicting-fleet-affinity", "day-hpa-kv", "day-target-tracking"} {
 		o, src := runs[name]()
-		parkRuns = false
+		o.blockByBlock = true
+		var parkedOff int64
+		o.afterRun = func(c *Cluster) {
+			for _, e := range c.engines {
+				parkedOff += e.pool.parkStats.Parked
+			}
+		}
 		off, _ := runDigest(t, o, src)
-		parkRuns = true
+		if parkedOff != 0 {
+			t.Fatalf("%s: %d runs parked with blockByBlock set", name, parkedOff)
+		}
 		var stats parkStats
 		o, src = runs[name]()
 		o.afterRun = func(c *Cluster) {

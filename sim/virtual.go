@@ -51,6 +51,10 @@ type Options struct {
 	// afterRun, when set, sees the cluster at the run's end (the tests'
 	// look at its engines)
 	afterRun func(*Cluster)
+	// blockByBlock releases every finished turn's blocks one by one, as
+	// the pool did before parked runs (the test that holds their records
+	// to it)
+	blockByBlock bool
 }
 
 // RunStats describes a finished virtual run.
@@ -168,7 +172,9 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 		c.router = route
 	}
 	for _, e := range c.engines {
-		e.trackSessions() // each user's Request comes back for its next turn
+		if !o.blockByBlock {
+			e.trackSessions() // each user's Request comes back for its next turn
+		}
 	}
 	if o.Start.IsZero() {
 		o.Start = time.Unix(0, 0).UTC()

@@ -367,29 +367,31 @@ func dayRun(ctx context.Context, s capacity.Setup, base sim.Deployment, r int, p
 }
 
 // simulateDay adds the day to the summary: the chosen configuration, its
-// ceiling per replica, plan.headroom and the GPU's price.
-func (p *planner) simulateDay(ctx context.Context) error {
+// ceiling per replica, plan.headroom and the GPU's price. Its detail is
+// each policy's attainment; the summary's day lines (Lines) say the rest.
+func (p *planner) simulateDay(ctx context.Context) (string, error) {
 	d := p.s.Day
 	if d == nil {
-		return nil
+		return "no day configured", nil
 	}
 	dep := p.s.Deployment
 	replicas, err := sim.ReplicasOf(max(dep.GPUs, 1), max(dep.TensorParallelSize, 1))
 	if err != nil {
-		return err
+		return "", err
 	}
 	ceiling := float64(p.sum.Capacity.Users) / float64(replicas)
 	headroom := p.s.Demand.Headroom
-	p.logf("   day: measuring the mean session duration, then %s over a %.1f h day (simulated)", words.Count(len(d.Policies), "policy", "policies"), d.Length.Hours())
+	p.logf("   measuring the mean session duration, then %s over a %.1f h day (simulated)", words.Count(len(d.Policies), "policy", "policies"), d.Length.Hours())
 	ds, err := SimulateDay(ctx, p.s.Setup, p.sum.Capacity.Config, *d, ceiling, headroom, p.s.Demand.PricePerGPUHour[dep.GPU], p.o.Logger)
 	if err != nil {
-		return err
+		return "", err
 	}
 	p.sum.Day = ds
-	for _, line := range ds.Lines() {
-		p.logf("   %s", line)
+	parts := make([]string, len(ds.Rows))
+	for i, r := range ds.Rows {
+		parts[i] = fmt.Sprintf("%s %.1f %%", r.Policy, 100*r.Attainment[0].RequestShare)
 	}
-	return nil
+	return fmt.Sprintf("%.1f h simulated; requests within the SLA: %s", ds.LengthSeconds/3600, strings.Join(parts, ", ")), nil
 }
 
 // Lines are the day's headline: one line per policy.

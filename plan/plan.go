@@ -184,6 +184,11 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 		// last: it closes the plan's evaluator (one live server at a time)
 		steps = append(steps, phaseStep{"peak", p.peak})
 	}
+	if s.Day != nil {
+		// in the simulator, from the ceiling the sweep found: a phase
+		// of its own, numbered and timed like the others
+		steps = append(steps, phaseStep{"day", p.simulateDay})
+	}
 	// The sweep's records go to a staging folder that replaces records/
 	// only when every phase succeeded: an interrupted or failed plan leaves
 	// the previous plan's records beside its report.
@@ -220,9 +225,6 @@ func Run(ctx context.Context, s Setup, o Options) (*Summary, error) {
 	}
 	markExtrapolation(p.sum)
 	if err := p.sizeFleet(ctx); err != nil {
-		return nil, fmt.Errorf("plan: %w", err)
-	}
-	if err := p.simulateDay(ctx); err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	if err := swapRecords(staging, filepath.Join(s.OutDir, RecordsDir)); err != nil {

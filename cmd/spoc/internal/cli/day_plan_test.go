@@ -26,15 +26,29 @@ func TestExampleDayQuickPlanPrintsTheDay(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
+	// the day is the plan's last numbered phase, its progress on stderr
+	// and its lines on stdout alone
+	for _, want := range []string{"== day (phase 9/9)", "day done: 2.0 h simulated; requests within the SLA: static "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "day static:") {
+		t.Errorf("stderr repeats the day's lines that stdout prints:\n%s", stderr)
+	}
 	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sum struct {
-		Day *plan.DaySummary `json:"day"`
+		Day    *plan.DaySummary `json:"day"`
+		Phases []plan.Phase     `json:"phases"`
 	}
 	if err := json.Unmarshal(b, &sum); err != nil || sum.Day == nil || len(sum.Day.Rows) != 3 {
 		t.Fatalf("summary.json day: %v %+v", err, sum.Day)
+	}
+	if n := len(sum.Phases); n == 0 || sum.Phases[n-1].Name != "day" || sum.Phases[n-1].Seconds <= 0 {
+		t.Errorf("summary.json phases %+v: want the day last, timed", sum.Phases)
 	}
 	for _, r := range sum.Day.Rows {
 		if r.GPUHours <= 0 || len(r.Attainment) < 2 || len(r.Minutes) != 120 {

@@ -381,7 +381,11 @@ func (p *planner) simulateDay(ctx context.Context) (string, error) {
 	}
 	ceiling := float64(p.sum.Capacity.Users) / float64(replicas)
 	headroom := p.s.Demand.Headroom
-	p.logf("   measuring the mean session duration, then %s over a %.1f h day (simulated)", words.Count(len(d.Policies), "policy", "policies"), d.Length.Hours())
+	days := words.Count(len(d.Policies), "policy", "policies")
+	if n := len(slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(d.StartupSensitivity))), func(s time.Duration) bool { return s == d.Startup })); n > 0 {
+		days += fmt.Sprintf(" and target tracking at %s", words.Count(n, "more start-up time", "more start-up times"))
+	}
+	p.logf("   measuring the mean session duration, then %s over a %.1f h day each (simulated)", days, d.Length.Hours())
 	ds, err := SimulateDay(ctx, p.s.Setup, p.sum.Capacity.Config, *d, ceiling, headroom, p.s.Demand.PricePerGPUHour[dep.GPU], p.o.Logger)
 	if err != nil {
 		return "", err

@@ -13,7 +13,9 @@
 # group that lowcpu and livelock throttle to 0.25 core): a child's quota
 # is then shared with its siblings under the parent's, and 4 shards at
 # 0.25 core each got 0.25 core together.
-# Real time: run it on an otherwise idle machine (livelock bench/clients/run.sh).
+# Real time: run it alone on an otherwise idle machine, as root (cgroup
+# writes, chrt). TOKEN_INTERVAL (default 40ms) paces the timing part's test
+# server; the comment above that part says why. It prints PASS or FAIL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CG_ROOT=${CG_ROOT:-/sys/fs/cgroup/cpu/spoc-c34}

@@ -369,11 +369,9 @@ func dayRun(ctx context.Context, s capacity.Setup, base sim.Deployment, r int, p
 // simulateDay adds the day to the summary: the chosen configuration, its
 // ceiling per replica, plan.headroom and the GPU's price. Its detail is
 // each policy's attainment; the summary's day lines (Lines) say the rest.
+// The plan runs it only when a day is configured.
 func (p *planner) simulateDay(ctx context.Context) (string, error) {
 	d := p.s.Day
-	if d == nil {
-		return "no day configured", nil
-	}
 	dep := p.s.Deployment
 	replicas, err := sim.ReplicasOf(max(dep.GPUs, 1), max(dep.TensorParallelSize, 1))
 	if err != nil {

@@ -25,8 +25,12 @@ type stepConstants struct {
 	lmAchieved, lmPeak                                             float64
 
 	// MoE
-	experts                                float64
-	missLog                                float64 // ln(1 − k/E); −Inf when k = E
+	experts float64
+	missLog float64 // ln(1 − k/E); −Inf when k = E
+	// activeExperts[T] is experts · (1 − e^(T·missLog)), the experts a
+	// step of T tokens touches, for T up to the step's token budget: taken
+	// from the table instead of an Expm1 per step of a day
+	activeExperts                          []float64
 	expertFLOPsPerToken, expertWeightBytes float64
 	expertActBytesPerToken                 float64
 	moeAchieved, moePeak, moeBW            float64
@@ -134,6 +138,10 @@ func (s *System) precompute() {
 		c.missLog = math.Inf(-1)
 		if k < e {
 			c.missLog = math.Log1p(-k / e)
+			c.activeExperts = make([]float64, min(s.opts.MaxNumBatchedTokens, 1<<16)+1)
+			for n := range c.activeExperts {
+				c.activeExperts[n] = c.experts * -math.Expm1(float64(n)*c.missLog)
+			}
 		}
 		c.expertFLOPsPerToken = 2 * k * 3 * h * ie
 		c.expertWeightBytes = 3 * h * ie * s.expertFormat.BytesPerWeight()

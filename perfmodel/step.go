@@ -297,7 +297,10 @@ func (s *System) StepShape(b BatchShape) StepCost {
 	var moe roofline
 	if c.moeLayers > 0 {
 		active := c.experts
-		if c.missLog > math.Inf(-1) {
+		switch {
+		case b.Tokens < len(c.activeExperts):
+			active = c.activeExperts[b.Tokens]
+		case c.missLog > math.Inf(-1):
 			active = c.experts * -math.Expm1(T*c.missLog)
 		}
 		moe.add(c.moeLayers, c.expertFLOPsPerToken*T,
@@ -339,14 +342,14 @@ func (s *System) StepShape(b BatchShape) StepCost {
 	// sequence, so with fewer tokens than SMs only that many SMs hold a
 	// warp; a collective keeps commSMShare of them busy.
 	cpu := s.factors.StepOverheadSeconds + s.factors.PerSeqOverheadSeconds*N
-	small := math.Min(1, T/s.sms)
-	cost.KernelActive = math.Min(1, math.Max(0, cost.Seconds-cpu)/cost.Seconds)
-	busy := att.seconds + dense.seconds + moe.seconds + commSMShare*comm + small*(other+math.Max(0, overhead-cpu))
-	cost.SMActive = math.Min(1, busy/cost.Seconds)
-	cost.TensorActive = math.Min(1, (att.tensorSeconds+dense.tensorSeconds+moe.tensorSeconds)/s.clock/cost.Seconds)
-	cost.DRAMActive = math.Min(1, cost.HBMBytes/s.gpu.MemoryBandwidth/cost.Seconds)
+	small := min(1, T/s.sms)
+	cost.KernelActive = min(1, max(0, cost.Seconds-cpu)/cost.Seconds)
+	busy := att.seconds + dense.seconds + moe.seconds + commSMShare*comm + small*(other+max(0, overhead-cpu))
+	cost.SMActive = min(1, busy/cost.Seconds)
+	cost.TensorActive = min(1, (att.tensorSeconds+dense.tensorSeconds+moe.tensorSeconds)/s.clock/cost.Seconds)
+	cost.DRAMActive = min(1, cost.HBMBytes/s.gpu.MemoryBandwidth/cost.Seconds)
 	load := powerSMWeight*cost.SMActive + powerTensorWeight*cost.TensorActive + powerDRAMWeight*cost.DRAMActive
-	cost.PowerWatts = s.gpu.TDPWatts * (idlePowerFraction + (1-idlePowerFraction)*math.Min(1, load)) * (0.5 + 0.5*s.clock)
+	cost.PowerWatts = s.gpu.TDPWatts * (idlePowerFraction + (1-idlePowerFraction)*min(1, load)) * (0.5 + 0.5*s.clock)
 	return cost
 }
 

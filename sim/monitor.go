@@ -131,7 +131,7 @@ func (m *Monitor) AddStep(r int, s *StepInfo) {
 	if s.Seconds > 0 && s.Cost.Seconds > 0 {
 		scale = s.Cost.Seconds / s.Seconds
 	}
-	frac := func(f float64) float64 { return math.Min(1, f*scale) }
+	frac := func(f float64) float64 { return min(1, f*scale) }
 	kernel, sm, dram, tensor := frac(s.Cost.KernelActive), frac(s.Cost.SMActive), frac(s.Cost.DRAMActive), frac(s.Cost.TensorActive)
 	idx := int(start / m.interval)
 	if idx < m.next {
@@ -139,7 +139,7 @@ func (m *Monitor) AddStep(r int, s *StepInfo) {
 	}
 	for t := start; t < end && idx < m.next+monitorSlots; idx++ {
 		wEnd := float64(idx+1) * m.interval
-		d := math.Min(end, wEnd) - t
+		d := min(end, wEnd) - t
 		if d > 0 {
 			slot := m.ring[idx%monitorSlots]
 			for g := r * m.tp; g < (r+1)*m.tp; g++ {

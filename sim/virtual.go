@@ -256,7 +256,7 @@ func (r *runner) loop(ctx context.Context) error {
 				ts, ei = ends[k], k
 			}
 		}
-		t := math.Min(tu, ts)
+		t := min(tu, ts)
 		if tc := r.scaleNext(); tc < t && tc < r.end {
 			if err := r.scaleAt(tc); err != nil {
 				return err

@@ -38,13 +38,15 @@ type Request struct {
 
 	generated int
 	computed  int
-	// the virtual executor's token times (runner.completeStep): its
-	// latest token's and the gaps so far, in the request the step has
-	// just read rather than in the user's state, a cache miss a token
-	lastToken    float64
-	gaps         []int64
-	newTokens    int
-	cachedBlocks int
+	// the virtual executor's token steps (runner.completeStep): the
+	// replica's steps of its first and latest token, and each later token
+	// that did not come in the step after the one before (skips); its
+	// gaps are read off the replica's log of step ends when its record is
+	// written (runner.tokenGaps)
+	firstStep, tokStep int64
+	skips              []tokenSkip
+	newTokens          int
+	cachedBlocks       int
 	// holdsLast: blocks[cachedBlocks−1] is the block the prefix cache
 	// holds hashes[cachedBlocks−1] in (r took it as a hit or cached it
 	// first, and holds it, so it stays so), and the next run r caches
@@ -73,7 +75,7 @@ type Request struct {
 
 // Reset clears r for reuse, keeping its buffers.
 func (r *Request) Reset() {
-	*r = Request{blocks: r.blocks[:0], slide: r.slide[:0], owner: r.owner, ownerEngine: r.ownerEngine}
+	*r = Request{blocks: r.blocks[:0], slide: r.slide[:0], skips: r.skips[:0], owner: r.owner, ownerEngine: r.ownerEngine}
 	r.FirstScheduled, r.FirstToken, r.Done = -1, -1, -1
 }
 
@@ -92,6 +94,10 @@ func (r *Request) Finished() bool { return r.finished }
 
 // numTokens is the sequence length so far: prompt plus generated output.
 func (r *Request) numTokens() int { return r.PromptTokens + r.generated }
+
+// tokenSkip is a token that came in step at of its replica, after the
+// request's token of step prev, and not in step prev+1.
+type tokenSkip struct{ prev, at int64 }
 
 // deque is a FIFO of requests that also accepts pushes at the front (for
 // preempted requests, which go back first). It is a growable ring.
@@ -132,6 +138,9 @@ func (d *deque) pushFront(r *Request) {
 }
 
 func (d *deque) front() *Request { return d.buf[d.head] }
+
+// at returns the i-th request from the front.
+func (d *deque) at(i int) *Request { return d.buf[(d.head+i)%len(d.buf)] }
 
 func (d *deque) popFront() *Request {
 	r := d.buf[d.head]

@@ -140,6 +140,19 @@ type runner struct {
 	// in progress of an open-loop run
 	active int
 	scale  *scaler
+	// logs are each replica's step ends (completeStep), from which a
+	// record's token gaps are read (tokenGaps)
+	logs []stepLog
+}
+
+// stepLog is one replica's steps: ends[i] is the end of its step base+i
+// and gaps[i] the microseconds since the step before ended, the gap of
+// every request that had a token in both. It keeps the steps from the
+// first token of every request the replica holds that has one (trim).
+type stepLog struct {
+	ends []float64
+	gaps []int64
+	base int64
 }
 
 // RunVirtual runs the users' session scripts against the simulated
@@ -190,6 +203,7 @@ func runVirtualWith(ctx context.Context, o Options, src workload.Source, sink re
 	}
 	r.warm, r.end = sched.Window()
 	r.fleet = newFleetMeter(len(c.engines), r.warm, r.end)
+	r.logs = make([]stepLog, len(c.engines))
 	r.mon = newMonitor(c, interval, o.SeriesInterval >= 0, r.warm)
 	r.stats.Start = o.Start
 	r.stats.Window = result.Window{Start: r.at(r.warm), End: r.at(r.end)}
@@ -396,21 +410,36 @@ func (r *runner) due(vu *vuser, t float64) error {
 		}
 		req.SessionKey = vu.key
 	}
-	req.gaps = make([]int64, 0, reply-1)
 	vu.next, vu.phase = t+r.overh.RequestOverhead(prompt), phaseSubmit
 	r.heap.push(int32(vu.id))
 	return nil
 }
 
 // completeStep applies replica k's step ending at t and advances its users.
+//
+// A token's gap is not computed and written here, per token and request:
+// the step's end and its gap go once into the replica's log, a request
+// notes only a token that skipped a step, and its record's gaps are
+// copied off the log when it is written (tokenGaps).
 func (r *runner) completeStep(k int, t float64) error {
+	lg := &r.logs[k]
+	if len(lg.ends) == cap(lg.ends) {
+		r.trim(k)
+	}
+	step := lg.base + int64(len(lg.ends))
+	var gap int64
+	if n := len(lg.ends); n > 0 {
+		gap = gapUS(t, lg.ends[n-1])
+	}
+	lg.ends, lg.gaps = append(lg.ends, t), append(lg.gaps, gap)
 	for _, req := range r.c.engines[k].Complete(t) {
 		if req.generated == 1 {
 			r.users[req.Tag].rec.FirstToken = r.at(t)
-		} else {
-			req.gaps = append(req.gaps, int64(math.Round((t-req.lastToken)*1e6)))
+			req.firstStep = step
+		} else if step != req.tokStep+1 {
+			req.skips = append(req.skips, tokenSkip{prev: req.tokStep, at: step})
 		}
-		req.lastToken = t
+		req.tokStep = step
 		if !req.finished {
 			continue
 		}
@@ -435,10 +464,9 @@ func (r *runner) emit(vu *vuser) error {
 	rec := vu.rec
 	if req := vu.req; rec.Status != result.StatusHTTPError {
 		rec.PromptTokens, rec.CachedTokens, rec.OutputTokens = req.PromptTokens, req.CachedTokens, req.Generated()
-		if len(req.gaps) > 0 {
-			rec.TokenGapsUS = req.gaps
+		if req.generated > 1 {
+			rec.TokenGapsUS = r.tokenGaps(vu.replica, req)
 		}
-		req.gaps = nil
 	}
 	vu.rec = nil
 	if vu.phase == phaseDone {
@@ -458,6 +486,55 @@ func (r *runner) emit(vu *vuser) error {
 		return fmt.Errorf("write record: %w", err)
 	}
 	return nil
+}
+
+// tokenGaps returns the gaps in microseconds between req's tokens on
+// replica k, from its replica's log of step ends.
+// Between skips its tokens came in consecutive steps, whose gaps the
+// log holds as they are.
+func (r *runner) tokenGaps(k int, req *Request) []int64 {
+	lg := &r.logs[k]
+	gaps := make([]int64, req.generated-1)
+	prev, skips := req.firstStep, req.skips
+	for i := 0; i < len(gaps); {
+		to := prev + int64(len(gaps)-i) // the last token's step, without another skip
+		if len(skips) > 0 {
+			to = skips[0].prev
+		}
+		i += copy(gaps[i:], lg.gaps[prev+1-lg.base:to+1-lg.base])
+		prev = to
+		if len(skips) > 0 {
+			gaps[i] = gapUS(lg.ends[skips[0].at-lg.base], lg.ends[prev-lg.base])
+			i++
+			prev = skips[0].at
+			skips = skips[1:]
+		}
+	}
+	return gaps
+}
+
+// gapUS is the gap from a token at from to one at to, in microseconds.
+func gapUS(to, from float64) int64 { return int64(math.Round((to - from) * 1e6)) }
+
+// trim drops the steps of replica k's log before the first token of every
+// request it holds (running, or preempted and waiting) that has one.
+func (r *runner) trim(k int) {
+	lg := &r.logs[k]
+	keep := lg.base + int64(len(lg.ends))
+	e := r.c.engines[k]
+	for _, q := range e.running {
+		if q.generated > 0 {
+			keep = min(keep, q.firstStep)
+		}
+	}
+	for i := range e.waiting.len() {
+		if q := e.waiting.at(i); q.generated > 0 {
+			keep = min(keep, q.firstStep)
+		}
+	}
+	n := copy(lg.ends, lg.ends[keep-lg.base:])
+	copy(lg.gaps, lg.gaps[keep-lg.base:])
+	lg.ends, lg.gaps, lg.base = lg.ends[:n], lg.gaps[:n], keep
 }
 
 // finish cancels requests still in flight at the end and totals the stats.

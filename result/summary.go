@@ -401,13 +401,19 @@ const maxTopSelect = 64
 // len(x)): the value x[len(x)−m] would hold were x sorted. heap is scratch
 // space. The judging of a day's requests read each record's gaps this way
 // at a p95 instead of copying and partitioning them.
+//
+// It reads x from its end: a request's gaps mostly grow over its life (each
+// step reads a longer context), so the last m are nearly the largest and
+// few earlier ones enter the heap; read from the start, nearly every gap
+// displaced the heap's least.
 func leastOfLargest(heap, x []int64, m int) int64 {
-	heap = append(heap, x[:m]...)
+	n := len(x)
+	heap = append(heap, x[n-m:]...)
 	for i := m/2 - 1; i >= 0; i-- {
 		siftDown(heap, i)
 	}
-	for _, v := range x[m:] {
-		if v > heap[0] {
+	for i := n - m - 1; i >= 0; i-- {
+		if v := x[i]; v > heap[0] {
 			heap[0] = v
 			siftDown(heap, 0)
 		}

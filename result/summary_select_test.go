@@ -66,3 +66,20 @@ func TestLeastOfLargestIsTheSortedRank(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRequestITL judges the p95 of a request's gaps that grow over
+// its life, as a decode's steps do, with a few prefill spikes.
+func BenchmarkRequestITL(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	r := &Record{TokenGapsUS: make([]int64, 600)}
+	for i := range r.TokenGapsUS {
+		r.TokenGapsUS[i] = 20000 + int64(i)*15 + rng.Int64N(200)
+		if rng.IntN(30) == 0 {
+			r.TokenGapsUS[i] += 150000
+		}
+	}
+	s := NewSummary(DefaultSLA(), Window{})
+	for b.Loop() {
+		s.requestITL(r, 95)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/spoc-project/spoc/perfmodel"
@@ -494,6 +495,12 @@ func (r *runner) emit(vu *vuser) error {
 // log holds as they are.
 func (r *runner) tokenGaps(k int, req *Request) []int64 {
 	lg := &r.logs[k]
+	if len(req.skips) == 0 {
+		// a token every step: one run of the log (a clone, not zeroed
+		// first as make's slice is)
+		from := req.firstStep + 1 - lg.base
+		return slices.Clone(lg.gaps[from : from+int64(req.generated-1)])
+	}
 	gaps := make([]int64, req.generated-1)
 	prev, skips := req.firstStep, req.skips
 	for i := 0; i < len(gaps); {

@@ -372,71 +372,10 @@ func newGroup(name string) *group {
 // requestITL is the pct-th percentile (nearest rank) of r's own token gaps,
 // which it must have.
 func (s *Summary) requestITL(r *Record, pct float64) time.Duration {
-	n := len(r.TokenGapsUS)
-	if len(r.TokenCounts) > 0 {
-		n = 0
-		for i := range r.TokenGapsUS {
-			n += r.ChunkTokens(i)
-		}
-	}
-	idx := int(math.Ceil(pct/100*float64(n))) - 1
-	idx = max(0, min(idx, n-1))
-	if m := n - idx; len(r.TokenCounts) == 0 && m <= maxTopSelect {
-		// a high percentile of a one-token-chunk record (every simulated
-		// one): the least of its m largest gaps, kept in a heap while
-		// reading the gaps once, without copying them
-		s.gapBuf = s.gapBuf[:0]
-		return time.Duration(leastOfLargest(s.gapBuf, r.TokenGapsUS, m)) * time.Microsecond
-	}
 	s.gapBuf = appendTokenGaps(s.gapBuf[:0], r)
+	idx := int(math.Ceil(pct/100*float64(len(s.gapBuf)))) - 1
+	idx = max(0, min(idx, len(s.gapBuf)-1))
 	return time.Duration(nthSmallest(s.gapBuf, idx)) * time.Microsecond
-}
-
-// maxTopSelect is the most of the largest gaps leastOfLargest keeps: a
-// p95 of up to 1,280 tokens. Past it a heap's sifts cost more than a
-// selection over a copy.
-const maxTopSelect = 64
-
-// leastOfLargest returns the least of the m largest values of x (0 < m ≤
-// len(x)): the value x[len(x)−m] would hold were x sorted. heap is scratch
-// space. The judging of a day's requests read each record's gaps this way
-// at a p95 instead of copying and partitioning them.
-//
-// It reads x from its end: a request's gaps mostly grow over its life (each
-// step reads a longer context), so the last m are nearly the largest and
-// few earlier ones enter the heap; read from the start, nearly every gap
-// displaced the heap's least.
-func leastOfLargest(heap, x []int64, m int) int64 {
-	n := len(x)
-	heap = append(heap, x[n-m:]...)
-	for i := m/2 - 1; i >= 0; i-- {
-		siftDown(heap, i)
-	}
-	for i := n - m - 1; i >= 0; i-- {
-		if v := x[i]; v > heap[0] {
-			heap[0] = v
-			siftDown(heap, 0)
-		}
-	}
-	return heap[0]
-}
-
-// siftDown restores the min-heap order below i.
-func siftDown(h []int64, i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h[c+1] < h[c] {
-			c++
-		}
-		if h[i] <= h[c] {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }
 
 // nthSmallest returns the value that x[k] would hold were x sorted, in

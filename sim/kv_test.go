@@ -271,12 +271,14 @@ func FuzzBlockPoolMatchesTheReference(f *testing.F) {
 				if extra := rng.IntN(3); rng.IntN(2) == 0 && fresh+extra <= p.room() {
 					res = p.reserve(fresh + extra)
 				}
-				for len(r.got) < len(r.hashes) {
-					if res.left() > 0 {
-						r.got = append(r.got, p.allocateIn(&res, r.owner, int32(len(r.got))))
-					} else {
-						r.got = append(r.got, p.allocate(r.owner, int32(len(r.got))))
+				if k := min(len(r.hashes)-len(r.got), res.left()); k > 0 {
+					r.got = p.allocateRunIn(r.got, &res, r.owner, k)
+					for range k {
+						r.want = append(r.want, ref.allocate())
 					}
+				}
+				for len(r.got) < len(r.hashes) {
+					r.got = append(r.got, p.allocate(r.owner, int32(len(r.got))))
 					r.want = append(r.want, ref.allocate())
 				}
 				// Runs of computed blocks; some blocks stay uncomputed.

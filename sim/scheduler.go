@@ -298,11 +298,10 @@ func (e *Engine) allocate(r *Request, n int, hits []int32, evictableHits int, fa
 			r.res = e.pool.reserve(want)
 		}
 	}
+	if k := min(needFull-len(r.blocks), r.res.left()); k > 0 {
+		r.blocks = e.pool.allocateRunIn(r.blocks, &r.res, owner, k)
+	}
 	for len(r.blocks) < needFull {
-		if r.res.left() > 0 {
-			r.blocks = append(r.blocks, e.pool.allocateIn(&r.res, owner, int32(len(r.blocks))))
-			continue
-		}
 		r.blocks = append(r.blocks, e.pool.allocate(owner, int32(len(r.blocks))))
 	}
 	for len(r.slide) < needSlide {

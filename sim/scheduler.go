@@ -191,20 +191,24 @@ func (e *Engine) Complete(end float64) []*Request {
 	for _, r := range e.sched {
 		r.computed += r.newTokens
 		r.newTokens = 0
-		full := r.computed / bs
-		if to := min(full, len(r.BlockHashes)); r.cachedBlocks < to {
-			// r.blocks' ids stay valid when r finishes below: releasing
-			// evicts nothing.
-			run := filledRun{blocks: r.blocks, hashes: r.BlockHashes, from: r.cachedBlocks, to: to, known: r.holdsLast, heldTo: &r.heldTo}
-			r.holdsLast = false
-			if full == to {
-				run.holdsLast = &r.holdsLast // cacheAll says
+		// a block filled (r.computed/bs > r.cachedBlocks, without a
+		// division per request and step: a decode fills one every bs)
+		if r.computed >= (r.cachedBlocks+1)*bs {
+			full := r.computed / bs
+			if to := min(full, len(r.BlockHashes)); r.cachedBlocks < to {
+				// r.blocks' ids stay valid when r finishes below:
+				// releasing evicts nothing.
+				run := filledRun{blocks: r.blocks, hashes: r.BlockHashes, from: r.cachedBlocks, to: to, known: r.holdsLast, heldTo: &r.heldTo}
+				r.holdsLast = false
+				if full == to {
+					run.holdsLast = &r.holdsLast // cacheAll says
+				}
+				e.filled = append(e.filled, run)
+			} else {
+				r.holdsLast = false
 			}
-			e.filled = append(e.filled, run)
-		} else if full > r.cachedBlocks {
-			r.holdsLast = false
+			r.cachedBlocks = full
 		}
-		r.cachedBlocks = max(r.cachedBlocks, full)
 		if r.computed < r.numTokens() {
 			continue // a prefill chunk that did not reach the end of the prompt
 		}

@@ -1,5 +1,7 @@
 package sim
 
+import "slices"
+
 // blockPool is the paged KV cache of one engine: a fixed number of blocks
 // with reference counts, a free queue in eviction order, and the
 // prefix-cache index from chained block hash to block.
@@ -222,13 +224,37 @@ func (p *blockPool) reserve(n int) reservation {
 // chunk's blocks in one loop, the reservation's next slot and the records
 // in locals instead of a call and a reload of each per block. The caller
 // has checked numFree and res.left.
+//
+// A parked run at the head of the queue gives up as many of its blocks as
+// are wanted at once (evictParked's work for each, without a look at the
+// head between them).
 func (p *blockPool) allocateRunIn(dst []int32, res *reservation, owner int32, k int) []int32 {
 	nb, meta := res.next, p.blocks
-	for range k {
+	for k > 0 {
+		if s := p.head; s >= p.arena {
+			i := s - p.arena
+			r := &p.parked[i]
+			take := min(int32(k), r.n)
+			for _, b := range slices.Backward(r.ids[r.n-take : r.n]) {
+				p.kill(b)
+				meta[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock, owner: owner, pos: int32(len(dst))}
+				dst = append(dst, nb)
+				nb++
+			}
+			r.n -= take
+			p.numFree -= int(take)
+			if r.n == 0 {
+				p.unlinkNode(s)
+				p.endParked(i)
+			}
+			k -= int(take)
+			continue
+		}
 		p.evictHead()
 		meta[nb] = blockMeta{refs: 1, prev: noBlock, next: noBlock, owner: owner, pos: int32(len(dst))}
 		dst = append(dst, nb)
 		nb++
+		k--
 	}
 	res.next = nb
 	return dst
@@ -243,6 +269,11 @@ func (p *blockPool) evictHead() {
 	} else {
 		p.unlink(b)
 	}
+	p.kill(b)
+}
+
+// kill evicts block b, out of the free queue, and kills its slot.
+func (p *blockPool) kill(b int32) {
 	m := &p.blocks[b]
 	if m.hash != 0 {
 		p.evictions++

@@ -124,6 +124,13 @@ type DaySummary struct {
 // tie (docs/day.md, "Start-up time").
 const RampMissShare = 0.02
 
+// sensitivityStartups are d's start-up sensitivity times, shortest first,
+// each once: the days SimulateDay simulates for it (the day's own start-up
+// among them is not simulated again).
+func (d Day) sensitivityStartups() []time.Duration {
+	return slices.Compact(slices.Sorted(slices.Values(d.StartupSensitivity)))
+}
+
 // StartupSensitivity is one target-tracking policy's day simulated with
 // each of several start-up times, shortest first.
 type StartupSensitivity struct {
@@ -326,9 +333,8 @@ func SimulateDay(ctx context.Context, s capacity.Setup, params map[string]any, d
 		if i < 0 {
 			return nil, errors.New("day: startup_sensitivity needs a target-tracking policy")
 		}
-		startups := slices.Sorted(slices.Values(d.StartupSensitivity))
 		sens := &StartupSensitivity{Policy: d.Policies[i].Name(), MissesRampFromSeconds: -1, MissShare: RampMissShare}
-		for _, startup := range slices.Compact(startups) {
+		for _, startup := range d.sensitivityStartups() {
 			row := out.Rows[i] // the day's own start-up is simulated already
 			if startup != d.Startup {
 				var err error
@@ -380,7 +386,7 @@ func (p *planner) simulateDay(ctx context.Context) (string, error) {
 	ceiling := float64(p.sum.Capacity.Users) / float64(replicas)
 	headroom := p.s.Demand.Headroom
 	days := words.Count(len(d.Policies), "policy", "policies")
-	if n := len(slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(d.StartupSensitivity))), func(s time.Duration) bool { return s == d.Startup })); n > 0 {
+	if n := len(slices.DeleteFunc(d.sensitivityStartups(), func(s time.Duration) bool { return s == d.Startup })); n > 0 {
 		days += fmt.Sprintf(" and target tracking at %s", words.Count(n, "more start-up time", "more start-up times"))
 	}
 	p.logf("   measuring the mean session duration, then %s over a %.1f h day each (simulated)", days, d.Length.Hours())

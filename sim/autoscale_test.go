@@ -317,6 +317,12 @@ func BenchmarkDayReferenceFleet(b *testing.B) {
 		b.ReportMetric(100*r.MinuteShare, "%minutes")
 		b.ReportMetric(st.Scale.GPUSeconds/3600, "GPU-h")
 		b.ReportMetric(float64(st.Sessions.Arrived), "sessions")
+		// what the day's CPU is spent on (docs/day.md)
+		b.ReportMetric(float64(st.Engine.Steps), "steps")
+		b.ReportMetric(float64(st.Engine.GenerationTokens), "decode_tokens")
+		b.ReportMetric(float64(st.Engine.Evictions), "evictions")
+		b.ReportMetric(float64(st.Engine.PromptTokens), "prompt_tokens")
+		b.ReportMetric(float64(st.Engine.PrefixHits), "prefix_hit_tokens")
 	}
 }
 

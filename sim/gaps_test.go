@@ -31,18 +31,8 @@ func TestTokenGapsFromTheStepLog(t *testing.T) {
 			}
 			reqs = append(reqs, &live{req: NewRequest(), left: n})
 		}
-		// completeStep's log
-		lg := &r.logs[0]
-		if len(lg.ends) == cap(lg.ends) {
-			r.trim(0)
-		}
 		now += 0.005 + rng.Float64()*0.05
-		at := lg.base + int64(len(lg.ends))
-		var gap int64
-		if n := len(lg.ends); n > 0 {
-			gap = gapUS(now, lg.ends[n-1])
-		}
-		lg.ends, lg.gaps = append(lg.ends, now), append(lg.gaps, gap)
+		at := r.logStep(0, now)
 		var done []*live
 		for _, l := range reqs {
 			q := l.req
@@ -50,15 +40,10 @@ func TestTokenGapsFromTheStepLog(t *testing.T) {
 				continue // no token in this step
 			}
 			q.generated++
-			switch {
-			case q.generated == 1:
-				q.firstStep = at
+			if q.generated == 1 {
 				e.running = append(e.running, q)
-			case at != q.tokStep+1:
-				q.skips = append(q.skips, tokenSkip{prev: q.tokStep, at: at})
-				skipped++
 			}
-			q.tokStep = at
+			q.noteToken(at)
 			l.times = append(l.times, now)
 			if l.left--; l.left == 0 {
 				done = append(done, l)
@@ -73,6 +58,7 @@ func TestTokenGapsFromTheStepLog(t *testing.T) {
 				t.Fatalf("step %d: request of %d tokens (%d skips): gaps %v, want %v", step, len(l.times), len(l.req.skips), got, want)
 			}
 			checked++
+			skipped += len(l.req.skips)
 			e.running = slices.DeleteFunc(e.running, func(q *Request) bool { return q == l.req })
 			reqs = slices.DeleteFunc(reqs, func(x *live) bool { return x == l })
 		}

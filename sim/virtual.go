@@ -423,24 +423,12 @@ func (r *runner) due(vu *vuser, t float64) error {
 // notes only a token that skipped a step, and its record's gaps are
 // copied off the log when it is written (tokenGaps).
 func (r *runner) completeStep(k int, t float64) error {
-	lg := &r.logs[k]
-	if len(lg.ends) == cap(lg.ends) {
-		r.trim(k)
-	}
-	step := lg.base + int64(len(lg.ends))
-	var gap int64
-	if n := len(lg.ends); n > 0 {
-		gap = gapUS(t, lg.ends[n-1])
-	}
-	lg.ends, lg.gaps = append(lg.ends, t), append(lg.gaps, gap)
+	step := r.logStep(k, t)
 	for _, req := range r.c.engines[k].Complete(t) {
 		if req.generated == 1 {
 			r.users[req.Tag].rec.FirstToken = r.at(t)
-			req.firstStep = step
-		} else if step != req.tokStep+1 {
-			req.skips = append(req.skips, tokenSkip{prev: req.tokStep, at: step})
 		}
-		req.tokStep = step
+		req.noteToken(step)
 		if !req.finished {
 			continue
 		}
@@ -489,10 +477,37 @@ func (r *runner) emit(vu *vuser) error {
 	return nil
 }
 
+// logStep adds replica k's step ending at t to its log, trimmed first
+// when full, and returns the step's number.
+func (r *runner) logStep(k int, t float64) int64 {
+	lg := &r.logs[k]
+	if len(lg.ends) == cap(lg.ends) {
+		r.trim(k)
+	}
+	step := lg.base + int64(len(lg.ends))
+	var gap int64
+	if n := len(lg.ends); n > 0 {
+		gap = gapUS(t, lg.ends[n-1])
+	}
+	lg.ends, lg.gaps = append(lg.ends, t), append(lg.gaps, gap)
+	return step
+}
+
+// noteToken records that req, whose generated count includes it, had a
+// token in its replica's step: its first, or one after a skipped step.
+func (req *Request) noteToken(step int64) {
+	switch {
+	case req.generated == 1:
+		req.firstStep = step
+	case step != req.tokStep+1:
+		req.skips = append(req.skips, tokenSkip{prev: req.tokStep, at: step})
+	}
+	req.tokStep = step
+}
+
 // tokenGaps returns the gaps in microseconds between req's tokens on
-// replica k, from its replica's log of step ends.
-// Between skips its tokens came in consecutive steps, whose gaps the
-// log holds as they are.
+// replica k, from its replica's log of steps: between skips its tokens
+// came in consecutive steps, whose gaps the log holds as they are.
 func (r *runner) tokenGaps(k int, req *Request) []int64 {
 	lg := &r.logs[k]
 	if len(req.skips) == 0 {

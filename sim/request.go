@@ -79,6 +79,13 @@ func (r *Request) Reset() {
 	r.FirstScheduled, r.FirstToken, r.Done = -1, -1, -1
 }
 
+// reserveBlocks makes room for n blocks in r's list; call it before Reset.
+func (r *Request) reserveBlocks(n int) {
+	if cap(r.blocks) < n {
+		r.blocks = make([]int32, 0, n)
+	}
+}
+
 // NewRequest returns a request ready to fill in.
 func NewRequest() *Request {
 	r := &Request{}

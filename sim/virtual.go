@@ -340,15 +340,18 @@ func (r *runner) due(vu *vuser, t float64) error {
 		r.active++
 	}
 	if next.NewSession {
-		// room for the session's whole sequence up front: grown block by
-		// block, every session's hashes were copied over as they doubled
+		// room for the session's whole sequence up front, its hashes and
+		// its request's blocks: grown block by block, each list was copied
+		// over as it doubled (the blocks' growth alone was ~4 s of a day)
 		if turns := next.Script.Turns; len(turns) > 0 {
 			last := turns[len(turns)-1]
 			reply := last.ReplyTokens
 			if reply <= 0 {
 				reply = last.MaxTokens
 			}
-			vu.hasher.reserve(min(last.PromptTokens+reply, r.c.MaxModelLen())/r.c.dep.Params.BlockSize + 1)
+			n := min(last.PromptTokens+reply, r.c.MaxModelLen())/r.c.dep.Params.BlockSize + 1
+			vu.hasher.reserve(n)
+			vu.req.reserveBlocks(n)
 		}
 		vu.hasher.Reset()
 		for _, seg := range next.Script.Prefix {

@@ -40,6 +40,10 @@ func NewAttainment(sla SLA, w Window, bin time.Duration) *Attainment {
 	return &Attainment{judge: NewSummary(sla, w), window: w, bin: bin, bins: map[string][]*attainBin{}}
 }
 
+// BorrowsRecords says an Attainment keeps nothing of a record once added:
+// it keeps its TTFT and ITL (Borrower).
+func (a *Attainment) BorrowsRecords() {}
+
 // Write adds r.
 func (a *Attainment) Write(r *Record) error {
 	if r.Warmup || !a.window.Contains(r.Scheduled) {

@@ -69,6 +69,10 @@ func (w *Writer) flushLoop(interval time.Duration) {
 	}
 }
 
+// BorrowsRecords says a Writer keeps nothing of a record once written: it
+// is encoded at once (Borrower).
+func (w *Writer) BorrowsRecords() {}
+
 // Write encodes r as one line. The line goes to the buffer only after it was
 // encoded completely, so an encoding error never leaves half a line.
 func (w *Writer) Write(r *Record) error {
@@ -226,14 +230,28 @@ func ReadAll(r io.Reader, name string, fn func(*Record) error) (truncated bool, 
 }
 
 // Tee returns a Sink writing every record to each sink in order, stopping
-// at the first error.
+// at the first error. It is a Borrower when each of sinks is.
 func Tee(sinks ...Sink) Sink {
-	return SinkFunc(func(r *Record) error {
-		for _, s := range sinks {
-			if err := s.Write(r); err != nil {
-				return err
-			}
+	t := tee(sinks)
+	for _, s := range sinks {
+		if !Borrows(s) {
+			return t
 		}
-		return nil
-	})
+	}
+	return borrowingTee{t}
 }
+
+type tee []Sink
+
+func (t tee) Write(r *Record) error {
+	for _, s := range t {
+		if err := s.Write(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type borrowingTee struct{ tee }
+
+func (borrowingTee) BorrowsRecords() {}

@@ -205,3 +205,31 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// A tee only borrows records when every sink it writes to does: one sink
+// that keeps them makes the producer hand over every record for good.
+func TestTeeBorrowsOnlyWhenEverySinkDoes(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	defer w.Close()
+	sum := NewSummary(DefaultSLA(), Window{})
+	att := NewAttainment(DefaultSLA(), Window{Start: time.Unix(0, 0), End: time.Unix(3600, 0)}, 0)
+	keep := SinkFunc(func(*Record) error { return nil })
+	for _, tc := range []struct {
+		name    string
+		sink    Sink
+		borrows bool
+	}{
+		{"writer", w, true},
+		{"summary", sum, true},
+		{"attainment", att, true},
+		{"func", keep, false},
+		{"tee of borrowers", Tee(sum, att, w), true},
+		{"tee with a keeper", Tee(sum, keep, att), false},
+		{"empty tee", Tee(), true},
+	} {
+		if got := Borrows(tc.sink); got != tc.borrows {
+			t.Errorf("%s: Borrows = %v, want %v", tc.name, got, tc.borrows)
+		}
+	}
+}

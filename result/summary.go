@@ -221,6 +221,10 @@ func (s *Summary) SetClientHealth(h ClientHealth) {
 	s.mu.Unlock()
 }
 
+// BorrowsRecords says a Summary keeps nothing of a record once added: it
+// counts it (Borrower).
+func (s *Summary) BorrowsRecords() {}
+
 // Write adds r; it makes a Summary a Sink.
 func (s *Summary) Write(r *Record) error {
 	s.Add(r)

@@ -70,7 +70,7 @@ func digestRuns(t testing.TB) map[string]func() (Options, workload.Source) {
 func runDigest(t testing.TB, o Options, src workload.Source) (string, *RunStats) {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	st, err := RunVirtual(context.Background(), o, src, result.SinkFunc(func(r *result.Record) error { return enc.Encode(r) }))
+	st, err := RunVirtual(context.Background(), o, src, digestSink{enc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +78,52 @@ func runDigest(t testing.TB, o Options, src workload.Source) (string, *RunStats)
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), st
+}
+
+// digestSink encodes each record as it is written and keeps nothing: a
+// result.Borrower, so the run reuses its records and their gaps.
+type digestSink struct{ enc *json.Encoder }
+
+func (s digestSink) Write(r *result.Record) error { return s.enc.Encode(r) }
+
+func (digestSink) BorrowsRecords() {}
+
+// A sink that keeps its records gets records nothing reuses: kept to the
+// end and encoded then, they are the records a borrowing sink encoded as
+// they came (runDigest). Were a kept record or its gaps reused, a later
+// request's values would overwrite it.
+func TestKeptRecordsAreNotReused(t *testing.T) {
+	runs := digestRuns(t)
+	for _, name := range []string{"evicting-fleet-affinity", "day-target-tracking"} {
+		mk, ok := runs[name]
+		if !ok {
+			t.Fatalf("no digest run %q", name)
+		}
+		o, src := mk()
+		want, _ := runDigest(t, o, src)
+		o, src = mk()
+		var kept []*result.Record
+		st, err := RunVirtual(context.Background(), o, src, result.SinkFunc(func(r *result.Record) error {
+			kept = append(kept, r)
+			return nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		enc := json.NewEncoder(h)
+		for _, r := range kept {
+			if err := enc.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := enc.Encode(st); err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != want {
+			t.Errorf("%s: kept records digest %s, records as written %s", name, got[:16], want[:16])
+		}
+	}
 }
 
 // The simulator's records and stats for fixed seeds are those recorded in

@@ -122,9 +122,8 @@ type Sink interface {
 // Borrower is a Sink that only borrows each record: it reads the record
 // while its Write runs and keeps neither it nor any of its slices after
 // Write returns, so the producer may reuse them for its next record. A
-// producer that does (the simulator's day writes a gigabyte of token gaps
-// an hour) checks Borrows first; any other Sink keeps every record it is
-// given.
+// producer that does (a simulated day writes 4 GB of token gaps) checks
+// Borrows first; any other Sink keeps every record it is given.
 type Borrower interface {
 	Sink
 	// BorrowsRecords marks the contract; it does nothing.

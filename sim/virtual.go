@@ -151,27 +151,30 @@ type runner struct {
 	spare     *result.Record
 	spareGaps []int64
 	// the hashers and block lists of users that stopped, for the next
-	// users to begin (spareSession): reserved for a whole session each,
+	// users to begin (newSession): reserved for a whole session each,
 	// they were most of a day's allocations (2.3 of 3.6 GB)
-	spareHashers []*BlockHasher
-	spareBlocks  [][]int32
+	spareSessions []sessionArrays
 }
 
-// spareSession returns a hasher and a request for a user's first turn,
+// sessionArrays are a stopped user's hasher and its request's block list.
+type sessionArrays struct {
+	hasher *BlockHasher
+	blocks []int32
+}
+
+// newSession returns a hasher and a request for a user's first turn,
 // with the arrays of a user that stopped where there is one.
-func (r *runner) spareSession() (*BlockHasher, *Request) {
-	var h *BlockHasher
-	if n := len(r.spareHashers); n > 0 {
-		h, r.spareHashers = r.spareHashers[n-1], r.spareHashers[:n-1]
-		h.Reset()
-	} else {
-		h = NewBlockHasher(r.c.dep.Params.BlockSize)
-	}
+func (r *runner) newSession() (*BlockHasher, *Request) {
 	req := NewRequest()
-	if n := len(r.spareBlocks); n > 0 {
-		req.blocks, r.spareBlocks = r.spareBlocks[n-1], r.spareBlocks[:n-1]
+	n := len(r.spareSessions)
+	if n == 0 {
+		return NewBlockHasher(r.c.dep.Params.BlockSize), req
 	}
-	return h, req
+	sp := r.spareSessions[n-1]
+	r.spareSessions = r.spareSessions[:n-1]
+	sp.hasher.Reset()
+	req.blocks = sp.blocks
+	return sp.hasher, req
 }
 
 // stepLog is one replica's steps: ends[i] is the end of its step base+i
@@ -361,7 +364,7 @@ func (r *runner) due(vu *vuser, t float64) error {
 		return err
 	}
 	if vu.hasher == nil {
-		vu.hasher, vu.req = r.spareSession()
+		vu.hasher, vu.req = r.newSession()
 	}
 	if !vu.begun {
 		vu.begun = true
@@ -499,8 +502,7 @@ func (r *runner) emit(vu *vuser) error {
 		// a stopped user (an open-loop session that ended) sends nothing
 		// more: its history's hashes and block list go to the next
 		// session to arrive, or a day's sessions pile up
-		r.spareHashers = append(r.spareHashers, vu.hasher)
-		r.spareBlocks = append(r.spareBlocks, vu.req.blocks[:0])
+		r.spareSessions = append(r.spareSessions, sessionArrays{vu.hasher, vu.req.blocks[:0]})
 		vu.hasher, vu.req = nil, nil
 	}
 	switch rec.Status {
